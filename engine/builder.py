@@ -1,0 +1,323 @@
+"""ModelBuilder: collects particles, sticks, cloth and colliders in lists, checks them, and
+``finalize()``s them into an immutable ``Model`` (colouring the sticks once, there)."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from .cloth import cloth_pairs, flatten_faces, vertex_areas
+from .colliders import ColliderShape
+from .errors import JakobsenError
+from .model import Goals, Model, StickKind, Sticks, Tethers, _frozen
+
+_KINDS = {"equal": StickKind.EQUAL, "min": StickKind.MIN, "max": StickKind.MAX}
+
+
+@dataclass(frozen=True)
+class ClothHandle:
+    """Where a cloth's vertices live in the model: particles ``start:start + count``."""
+
+    name: str
+    start: int
+    count: int
+
+    @property
+    def slice(self) -> slice:
+        return slice(self.start, self.start + self.count)
+
+
+def _finite_array(values, shape_tail, what, where):
+    a = np.asarray(values, dtype=np.float64)
+    if a.ndim != 1 + len(shape_tail) or a.shape[1:] != tuple(shape_tail):
+        raise JakobsenError(f"{where}: {what} must have shape (k, {', '.join(map(str, shape_tail))}), got {a.shape}")
+    bad = np.flatnonzero(~np.all(np.isfinite(a.reshape(len(a), -1)), axis=1))
+    if len(bad):
+        raise JakobsenError(f"{where}: {what} {bad[0]} is not finite ({a[bad[0]].tolist()})")
+    return a
+
+
+def _per_item(value, count, what, where, *, low=0.0, high=math.inf, low_open=False):
+    a = np.broadcast_to(np.asarray(value, dtype=np.float64), (count,)).copy()
+    bad = ~np.isfinite(a) if high < math.inf else np.isnan(a)
+    bad |= (a <= low) if low_open else (a < low)
+    bad |= a > high
+    if np.any(bad):
+        k = int(np.flatnonzero(bad)[0])
+        bound = f"> {low}" if low_open else f">= {low}"
+        if high < math.inf:
+            bound += f" and <= {high}"
+        raise JakobsenError(f"{where}: {what} must be {bound}, got {a[k]} (item {k})")
+    return a
+
+
+def stiffness_to_compliance(stiffness: np.ndarray, rest: np.ndarray) -> np.ndarray:
+    """Material stiffness (N per unit strain) -> XPBD compliance (m/N) of a stick of length ``rest``.
+
+    A stick of rest length L made of a material of stiffness k (N) has spring constant k / L,
+    so a row of sticks stretches the same whatever the mesh resolution. Infinite means rigid.
+    """
+    with np.errstate(divide="ignore"):
+        return np.where(np.isinf(stiffness), 0.0, rest / stiffness)
+
+
+class ModelBuilder:
+    """Collects the scene; ``finalize()`` returns the ``Model``.
+
+    Every ``add_*`` checks its input and raises ``JakobsenError`` naming the object and index.
+    """
+
+    def __init__(self) -> None:
+        self._pos: list[np.ndarray] = []
+        self._vel: list[np.ndarray] = []
+        self._inv_mass: list[np.ndarray] = []
+        self._radius: list[np.ndarray] = []
+        self._friction: list[np.ndarray] = []
+        self._restitution: list[np.ndarray] = []
+        self._drag: list[np.ndarray] = []
+        self._sticks: list[tuple] = []  # (i, j, rest, compliance, kind)
+        self._goals: list[tuple] = []  # (index, target, compliance)
+        self._tether_groups: list[tuple[np.ndarray, float]] = []  # (particle indices, slack)
+        self._colliders: list[ColliderShape] = []
+        self._labels: list[tuple[str, int, int]] = []
+        self._names: set[str] = set()
+        self.particle_count = 0
+        self.warnings: list[str] = []
+
+    # -- particles ----------------------------------------------------------------------------
+
+    def add_particles(self, positions, *, masses=1.0, radius=0.0, velocities=None,
+                      friction=0.5, restitution=0.0, drag=0.0, name: str = "") -> np.ndarray:
+        """Add k particles; returns their indices (k,).
+
+        positions: (k, 3) m; masses: kg, scalar or (k,), 0 pins a particle in place;
+        radius: m; velocities: (k, 3) m/s; friction, restitution: contact settings
+        (combined with a collider's by geometric mean); drag: kg/m (force -drag*|v|*v).
+        """
+        where = self._where("particles", name)
+        pos = _finite_array(positions, (3,), "position", where)
+        k = len(pos)
+        vel = np.zeros((k, 3)) if velocities is None else _finite_array(velocities, (3,), "velocity", where)
+        if len(vel) != k:
+            raise JakobsenError(f"{where}: {len(vel)} velocities for {k} positions")
+        mass = _per_item(masses, k, "mass", where)
+        if np.any(np.isinf(mass)):
+            raise JakobsenError(f"{where}: mass must be finite (use 0 to pin a particle)")
+        inv = np.divide(1.0, mass, out=np.zeros(k), where=mass > 0)
+        start = self.particle_count
+        self._pos.append(pos)
+        self._vel.append(vel)
+        self._inv_mass.append(inv)
+        self._radius.append(_per_item(radius, k, "radius", where, high=1e6))
+        self._friction.append(_per_item(friction, k, "friction", where, high=1e3))
+        self._restitution.append(_per_item(restitution, k, "restitution", where, high=1.0))
+        self._drag.append(_per_item(drag, k, "drag", where, high=1e9))
+        self._labels.append((where, start, start + k))
+        self.particle_count += k
+        return np.arange(start, start + k)
+
+    # -- sticks -------------------------------------------------------------------------------
+
+    def add_sticks(self, i, j, *, rest=None, stiffness=math.inf, kind="equal", name: str = "") -> None:
+        """Add distance constraints between particles i (m,) and j (m,).
+
+        rest: (m,) m, default the current distance; stiffness: N per unit strain, inf = rigid;
+        kind: "equal", "min" (at least rest) or "max" (at most rest).
+        """
+        where = self._where("sticks", name)
+        i = np.atleast_1d(np.asarray(i, dtype=np.int64))
+        j = np.atleast_1d(np.asarray(j, dtype=np.int64))
+        if i.shape != j.shape or i.ndim != 1:
+            raise JakobsenError(f"{where}: i and j must be equal-length index lists, got {i.shape} and {j.shape}")
+        for side, idx in (("i", i), ("j", j)):
+            bad = np.flatnonzero((idx < 0) | (idx >= self.particle_count))
+            if len(bad):
+                raise JakobsenError(
+                    f"{where}: stick {bad[0]} refers to particle {idx[bad[0]]} ({side}), "
+                    f"but there are {self.particle_count} particles")
+        self_loop = np.flatnonzero(i == j)
+        if len(self_loop):
+            raise JakobsenError(f"{where}: stick {self_loop[0]} joins particle {i[self_loop[0]]} to itself")
+        pos = self._positions()
+        if rest is None:
+            rest = np.linalg.norm(pos[j] - pos[i], axis=1)
+        rest = _per_item(rest, len(i), "rest length", where, high=1e9)
+        zero = np.flatnonzero(rest <= 1e-9)
+        if len(zero):
+            raise JakobsenError(
+                f"{where}: stick {zero[0]} between particles {i[zero[0]]} and {j[zero[0]]} has zero length; "
+                "a stick needs a direction (use a goal or merge the particles)")
+        if kind not in _KINDS:
+            raise JakobsenError(f"{where}: kind must be one of {sorted(_KINDS)}, got {kind!r}")
+        stiffness = _per_item(stiffness, len(i), "stiffness", where, low_open=True)
+        self._sticks.append((i, j, rest, stiffness_to_compliance(stiffness, rest),
+                             np.full(len(i), _KINDS[kind], dtype=np.int8), where))
+
+    # -- cloth --------------------------------------------------------------------------------
+
+    def add_cloth(self, vertices, faces, *, name: str = "cloth", density=0.2, thickness=0.005,
+                  stretch_stiffness=math.inf, shear_stiffness=math.inf, bend_stiffness=0.05,
+                  pin_weights=None, pin_stiffness=1000.0, friction=0.5, restitution=0.0,
+                  drag=0.0, long_range_attachments=True) -> ClothHandle:
+        """Cloth from a polygon mesh.
+
+        vertices: (n, 3) m; faces: sequence of vertex-index sequences (or an (f, k) array);
+        density: kg/m^2; thickness: m, the particle radius for collisions;
+        stretch/shear/bend_stiffness: N per unit strain (inf = rigid);
+        pin_weights: (n,) in [0, 1], 1 pins a vertex, between 0 and 1 pulls it to its rest
+        position with pin_stiffness * weight (N/m); drag: kg/m^2 of area (force -drag*area*|v|*v);
+        long_range_attachments: keep each free vertex within its rest distance of the nearest
+        pinned vertex (Kim et al. 2012); only applied when stretching is rigid.
+        """
+        where = self._where("cloth", name)
+        verts = _finite_array(vertices, (3,), "vertex", where)
+        corners, starts = flatten_faces(faces, len(verts), where)
+        areas = vertex_areas(verts, corners, starts)
+        density = float(_per_item(density, 1, "density", where, low_open=True, high=1e6)[0])
+        loose = areas <= 0.0
+        if np.any(loose):
+            self.warnings.append(f"{where}: {int(loose.sum())} vertices belong to no face of non-zero area; "
+                                 "they get the mass of the lightest vertex")
+        mass = areas * density
+        floor = mass[~loose].min() if np.any(~loose) else density * 1e-4
+        mass[loose] = floor
+        weights = np.zeros(len(verts)) if pin_weights is None else _per_item(
+            pin_weights, len(verts), "pin weight", where, high=1.0)
+        pinned = weights >= 1.0 - 1e-6
+        mass[pinned] = 0.0
+        idx = self.add_particles(verts, masses=mass, radius=thickness, friction=friction,
+                                 restitution=restitution, drag=np.asarray(drag) * areas, name=name)
+        self._labels[-1] = (where, int(idx[0]), int(idx[0]) + len(idx))
+        start = int(idx[0])
+        pairs = cloth_pairs(corners, starts)
+        for family, stiffness in (("stretch", stretch_stiffness), ("shear", shear_stiffness),
+                                  ("bend", bend_stiffness)):
+            p = pairs[family]
+            rest = np.linalg.norm(verts[p[:, 1]] - verts[p[:, 0]], axis=1)
+            degenerate = rest <= 1e-9
+            if np.any(degenerate):
+                self.warnings.append(f"{where}: {int(degenerate.sum())} {family} pairs join coincident "
+                                     "vertices and were left out")
+                p, rest = p[~degenerate], rest[~degenerate]
+            if len(p):
+                self.add_sticks(p[:, 0] + start, p[:, 1] + start, rest=rest, stiffness=stiffness,
+                                name=f"{name} {family}")
+        soft = (weights > 0.0) & ~pinned
+        if np.any(soft):
+            pin_stiffness = float(_per_item(pin_stiffness, 1, "pin stiffness", where, low_open=True)[0])
+            g = np.flatnonzero(soft)
+            self._goals.append((g + start, verts[g], 1.0 / (pin_stiffness * weights[g])))
+        if long_range_attachments and math.isinf(float(stretch_stiffness)) and np.any(pinned):
+            self._tether_groups.append((idx, 0.0))
+        return ClothHandle(name=name, start=start, count=len(verts))
+
+    # -- colliders ----------------------------------------------------------------------------
+
+    def add_collider(self, collider: ColliderShape) -> int:
+        """Add a static or moving collider; returns its index."""
+        if not isinstance(collider, ColliderShape):
+            raise JakobsenError(f"add_collider takes a collider shape (Plane, Box, ...), got {type(collider).__name__}")
+        where = f"collider {len(self._colliders)} ({collider.name or type(collider).__name__})"
+        collider.validate(where)
+        self._colliders.append(collider)
+        return len(self._colliders) - 1
+
+    # -- finalize -----------------------------------------------------------------------------
+
+    def finalize(self) -> Model:
+        """Check everything together, colour the sticks, build tethers; returns the Model."""
+        if self.particle_count == 0:
+            raise JakobsenError("the model has no particles")
+        pos = self._positions()
+        inv_mass = np.concatenate(self._inv_mass)
+        sticks = self._finalize_sticks(inv_mass)
+        goals = (Goals(*(np.concatenate(c) for c in zip(*self._goals))) if self._goals
+                 else Goals(np.zeros(0, np.int64), np.zeros((0, 3)), np.zeros(0)))
+        return Model(
+            rest_positions=_frozen(pos),
+            initial_velocities=_frozen(np.concatenate(self._vel)),
+            inverse_masses=_frozen(inv_mass),
+            radii=_frozen(np.concatenate(self._radius)),
+            friction=_frozen(np.concatenate(self._friction)),
+            restitution=_frozen(np.concatenate(self._restitution)),
+            drag=_frozen(np.concatenate(self._drag)),
+            sticks=sticks,
+            goals=Goals(_frozen(goals.index), _frozen(goals.target), _frozen(goals.compliance)),
+            tethers=self._finalize_tethers(pos, inv_mass),
+            colliders=tuple(self._colliders),
+            labels=tuple(self._labels),
+        )
+
+    def _finalize_sticks(self, inv_mass) -> Sticks:
+        if not self._sticks:
+            empty_i = np.zeros(0, np.int64)
+            return Sticks(empty_i, empty_i, np.zeros(0), np.zeros(0), np.zeros(0, np.int8), np.zeros(1, np.int64))
+        i, j, rest, compliance, kind = (np.concatenate([s[k] for s in self._sticks]) for k in range(5))
+        group = np.repeat(np.arange(len(self._sticks)), [len(s[0]) for s in self._sticks])
+        lo, hi = np.minimum(i, j), np.maximum(i, j)
+        order = np.lexsort((hi, lo))
+        dup = np.flatnonzero((lo[order][1:] == lo[order][:-1]) & (hi[order][1:] == hi[order][:-1]))
+        if len(dup):
+            a, b = order[dup[0]], order[dup[0] + 1]
+            raise JakobsenError(
+                f"duplicate stick between particles {lo[a]} and {hi[a]} "
+                f"(in {self._sticks[group[a]][5]} and {self._sticks[group[b]][5]}); each pair may be joined once")
+        movable = (inv_mass[i] > 0) | (inv_mass[j] > 0)
+        i, j, rest, compliance, kind = i[movable], j[movable], rest[movable], compliance[movable], kind[movable]
+        colour = colour_sticks(i, j, inv_mass > 0)
+        order = np.argsort(colour, kind="stable")
+        offsets = np.searchsorted(colour[order], np.arange(colour.max() + 2 if len(colour) else 1))
+        return Sticks(*(_frozen(a[order]) for a in (i, j, rest, compliance, kind)), _frozen(offsets.astype(np.int64)))
+
+    def _finalize_tethers(self, pos, inv_mass) -> Tethers:
+        index, anchor, length = [], [], []
+        for group, slack in self._tether_groups:
+            pins = group[inv_mass[group] == 0]
+            free = group[inv_mass[group] > 0]
+            if not len(pins) or not len(free):
+                continue
+            best = np.empty(len(free), np.int64)
+            best_d = np.empty(len(free))
+            for chunk in range(0, len(free), 4096):  # bounded memory: chunk x pins distances
+                f = free[chunk:chunk + 4096]
+                d = np.linalg.norm(pos[f, None, :] - pos[None, pins, :], axis=2)
+                k = np.argmin(d, axis=1)
+                best[chunk:chunk + 4096] = pins[k]
+                best_d[chunk:chunk + 4096] = d[np.arange(len(f)), k]
+            index.append(free)
+            anchor.append(best)
+            length.append(best_d * (1.0 + slack))
+        if not index:
+            z = np.zeros(0, np.int64)
+            return Tethers(_frozen(z), _frozen(z), _frozen(np.zeros(0)))
+        return Tethers(_frozen(np.concatenate(index)), _frozen(np.concatenate(anchor)),
+                       _frozen(np.concatenate(length)))
+
+    # -- helpers ------------------------------------------------------------------------------
+
+    def _positions(self) -> np.ndarray:
+        return np.concatenate(self._pos) if self._pos else np.zeros((0, 3))
+
+    def _where(self, kind: str, name: str) -> str:
+        return f"{kind} '{name}'" if name else f"{kind} #{len(self._labels)}"
+
+
+def colour_sticks(i: np.ndarray, j: np.ndarray, movable: np.ndarray) -> np.ndarray:
+    """Greedy colouring (m,): no movable particle appears twice in one colour.
+
+    Particles that cannot move (pinned) never conflict, since a projection never writes them.
+    Colours are kept in a bitmask per particle; a stick takes the lowest colour free at both ends.
+    """
+    used = [0] * len(movable)
+    mov = movable.tolist()
+    colour = np.empty(len(i), dtype=np.int64)
+    for k, (a, b) in enumerate(zip(i.tolist(), j.tolist())):
+        taken = (used[a] if mov[a] else 0) | (used[b] if mov[b] else 0)
+        c = (~taken & (taken + 1)).bit_length() - 1
+        colour[k] = c
+        bit = 1 << c
+        used[a] |= bit
+        used[b] |= bit
+    return colour

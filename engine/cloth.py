@@ -1,0 +1,117 @@
+"""Cloth topology from a polygon mesh: which particle pairs become stretch, shear and bend sticks.
+
+Faces come as a list of vertex-index sequences (any polygon size >= 3). Everything is done on
+flat corner arrays with numpy, so large meshes cost no per-face Python work beyond reading them.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .errors import JakobsenError
+
+
+def flatten_faces(faces, vertex_count: int, where: str) -> tuple[np.ndarray, np.ndarray]:
+    """Faces -> (corners (c,) vertex indices, starts (f,) first corner of each face).
+
+    Rejects faces with fewer than 3 vertices, repeated vertices or indices out of range.
+    """
+    if isinstance(faces, np.ndarray) and faces.ndim == 2:
+        sizes = np.full(len(faces), faces.shape[1], dtype=np.int64)
+        corners = faces.astype(np.int64).ravel()
+    else:
+        faces = [np.asarray(f).ravel() for f in faces]
+        sizes = np.array([len(f) for f in faces], dtype=np.int64)
+        corners = np.concatenate(faces).astype(np.int64) if faces else np.zeros(0, np.int64)
+    starts = np.concatenate(([0], np.cumsum(sizes)[:-1])).astype(np.int64)
+    small = np.flatnonzero(sizes < 3)
+    if len(small):
+        raise JakobsenError(f"{where}: face {small[0]} has {sizes[small[0]]} vertices; a face needs at least 3")
+    bad = np.flatnonzero((corners < 0) | (corners >= vertex_count))
+    if len(bad):
+        face = int(np.searchsorted(starts, bad[0], side="right") - 1)
+        raise JakobsenError(
+            f"{where}: face {face} uses vertex index {corners[bad[0]]}, "
+            f"but the mesh has {vertex_count} vertices")
+    # Repeated vertex within a face: sort each face's corners and look for equal neighbours.
+    face_of = np.repeat(np.arange(len(sizes)), sizes)
+    order = np.lexsort((corners, face_of))
+    same = (face_of[order][1:] == face_of[order][:-1]) & (corners[order][1:] == corners[order][:-1])
+    if np.any(same):
+        k = int(np.flatnonzero(same)[0])
+        raise JakobsenError(
+            f"{where}: face {face_of[order][k]} repeats vertex {corners[order][k]}")
+    return corners, starts
+
+
+def _corner_links(corners, starts):
+    sizes = np.diff(np.append(starts, len(corners)))
+    face_of = np.repeat(np.arange(len(starts)), sizes)
+    local = np.arange(len(corners)) - starts[face_of]
+    size = sizes[face_of]
+    nxt = starts[face_of] + (local + 1) % size
+    prv = starts[face_of] + (local - 1) % size
+    return nxt, prv, face_of, sizes
+
+
+def _unique_pairs(a, b):
+    lo, hi = np.minimum(a, b), np.maximum(a, b)
+    keep = lo != hi
+    pairs = np.unique(np.stack([lo[keep], hi[keep]], axis=1), axis=0)
+    return pairs.reshape(-1, 2)
+
+
+def cloth_pairs(corners: np.ndarray, starts: np.ndarray) -> dict[str, np.ndarray]:
+    """Stick pairs (k, 2) for ``stretch`` (edges), ``shear`` (polygon diagonals) and ``bend``.
+
+    Bend pairs join, for every edge shared by two faces, each edge end's neighbour in one face
+    to its neighbour in the other: across a quad grid that is the skip-one stick that straddles
+    the edge end; across two triangles it is the pair of opposite vertices.
+    """
+    nxt, prv, face_of, sizes = _corner_links(corners, starts)
+    u, w = corners, corners[nxt]
+    pu, pw = corners[prv], corners[nxt[nxt]]
+    stretch = _unique_pairs(u, w)
+
+    # Shear: fan diagonals from each face's first corner (for a quad, both diagonals).
+    diag_a, diag_b = [], []
+    for size in np.unique(sizes):
+        if size < 4:
+            continue
+        fs = starts[sizes == size]
+        for k in range(2, size - 1):
+            diag_a.append(corners[fs])
+            diag_b.append(corners[fs + k])
+        if size == 4:
+            diag_a.append(corners[fs + 1])
+            diag_b.append(corners[fs + 3])
+    shear = (_unique_pairs(np.concatenate(diag_a), np.concatenate(diag_b))
+             if diag_a else np.zeros((0, 2), np.int64))
+
+    # Bend: pair up half-edges with the same undirected key.
+    key_lo, key_hi = np.minimum(u, w), np.maximum(u, w)
+    order = np.lexsort((face_of, key_hi, key_lo))
+    same = (key_lo[order][1:] == key_lo[order][:-1]) & (key_hi[order][1:] == key_hi[order][:-1])
+    a_idx, b_idx = order[:-1][same], order[1:][same]
+    # Neighbour of A's u in face B: pu if B runs the same way, pw if it runs against.
+    b_same_dir = u[b_idx] == u[a_idx]
+    nb_u = np.where(b_same_dir, pu[b_idx], pw[b_idx])
+    nb_w = np.where(b_same_dir, pw[b_idx], pu[b_idx])
+    bend = _unique_pairs(np.concatenate([pu[a_idx], pw[a_idx]]), np.concatenate([nb_u, nb_w]))
+    if len(bend):
+        taken = {tuple(p) for p in np.concatenate([stretch, shear]).tolist()}
+        bend = np.array([p for p in bend.tolist() if tuple(p) not in taken], dtype=np.int64).reshape(-1, 2)
+    return {"stretch": stretch, "shear": shear, "bend": bend}
+
+
+def vertex_areas(positions: np.ndarray, corners: np.ndarray, starts: np.ndarray) -> np.ndarray:
+    """Area (n,) m^2 that each vertex represents: each face's area shared equally by its corners."""
+    nxt, _, face_of, sizes = _corner_links(corners, starts)
+    # Newell's formula, relative to each face's first corner to keep rounding small far from the origin.
+    origin = positions[corners[starts[face_of]]]
+    cross = np.cross(positions[corners] - origin, positions[corners[nxt]] - origin)
+    area = 0.5 * np.linalg.norm(np.add.reduceat(cross, starts, axis=0), axis=1)
+    share = np.repeat(area / sizes, sizes)
+    out = np.zeros(len(positions))
+    np.add.at(out, corners, share)
+    return out

@@ -1,0 +1,142 @@
+"""The hot loops: integration, projection sweeps, contact response.
+
+A narrow array-in, array-out layer: plain numpy arrays in, positions updated in place, no
+knowledge of builders, models or Blender. A compiled backend can replace these functions one by
+one with the same signatures.
+
+Shapes: n particles; x, x_prev (n, 3) m; h substep s.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+
+def verlet_integrate(x, x_prev, movable, accel, decay, h, drag_w=None, air_velocity=None):
+    """One Verlet substep in place: x' = x + (x - x*) * decay + a h^2, x* = x.
+
+    movable: (n,) 1.0 for particles that move, 0.0 for pinned ones; accel: (n, 3) or (3,) m/s^2;
+    decay: velocity kept per substep (exp(-damping h)); drag_w: (n,) drag * inverse mass (1/m),
+    applied implicitly (v_rel' = v_rel / (1 + drag_w |v_rel| h)) so that it can never reverse the
+    motion; air_velocity: (3,) m/s, what drag is relative to.
+    """
+    disp = x - x_prev
+    if drag_w is not None:
+        air = air_velocity * h
+        rel = disp - air
+        speed = np.sqrt(np.einsum("ij,ij->i", rel, rel)) / h
+        rel /= (1.0 + drag_w * speed * h)[:, None]
+        disp = rel + air
+    disp *= decay
+    disp += accel * (h * h)
+    disp *= movable[:, None]
+    x_prev[...] = x
+    x += disp
+
+
+class StickBatch:
+    """One colour of sticks, prepared for projection: no movable particle appears twice.
+
+    ij: (2k,) the i ends then the j ends, so a colour is one gather and one scatter per axis.
+    """
+
+    __slots__ = ("ij", "k", "w_i", "w_j", "rest", "alpha", "kind", "w_sum", "start", "stop")
+
+    def __init__(self, i, j, inv_mass, rest, compliance, kind, h, start, stop):
+        self.ij = np.concatenate([i, j]).astype(np.intp)
+        self.k = len(i)
+        self.w_i, self.w_j = inv_mass[i], inv_mass[j]
+        self.rest = rest
+        self.alpha = compliance / (h * h) if np.any(compliance) else None  # XPBD alpha tilde
+        self.kind = kind if np.any(kind != 0) else None
+        self.w_sum = self.w_i + self.w_j + (0.0 if self.alpha is None else self.alpha)
+        self.start, self.stop = start, stop
+
+
+def project_sticks(x, batches, lam, sqrt_approximation=False):
+    """One Gauss-Seidel sweep over colours, each colour projected as one vectorised XPBD update.
+
+    x: (n, 3) positions, updated in place; lam: (m,) accumulated multipliers for this substep
+    (0 at its start). Works on one contiguous array per axis: 1-D gathers and scatters are
+    several times faster in numpy than gathering rows of an (n, 3) array.
+    """
+    axes = np.ascontiguousarray(x.T)
+    ax, ay, az = axes
+    for b in batches:
+        k = b.k
+        px, py, pz = ax.take(b.ij), ay.take(b.ij), az.take(b.ij)
+        dx, dy, dz = px[k:] - px[:k], py[k:] - py[:k], pz[k:] - pz[:k]
+        dd = dx * dx + dy * dy + dz * dz
+        if sqrt_approximation:
+            # Jakobsen's first-order sqrt: |d| ~ (d.d + L^2) / 2L near the rest length.
+            length = (dd + b.rest * b.rest) / (2.0 * b.rest)
+        else:
+            length = np.sqrt(dd)
+        c = length - b.rest
+        if b.kind is not None:
+            inactive = ((b.kind == 1) & (c > 0.0)) | ((b.kind == 2) & (c < 0.0))
+            c[inactive] = 0.0
+        if b.alpha is not None:
+            lam_b = lam[b.start:b.stop]
+            dlam = (-c - b.alpha * lam_b) / b.w_sum
+            if b.kind is not None:
+                dlam[inactive] = 0.0
+            lam_b += dlam
+        else:
+            dlam = -c / b.w_sum
+        s = dlam / np.maximum(length, 1e-12)
+        si, sj = s * b.w_i, s * b.w_j
+        for p, d in ((px, dx), (py, dy), (pz, dz)):
+            p[:k] -= si * d
+            p[k:] += sj * d
+        ax[b.ij], ay[b.ij], az[b.ij] = px, py, pz
+    x[...] = axes.T
+
+
+def project_goals(x, index, target, w, alpha, lam):
+    """Zero-length XPBD springs pulling x[index] (g,) to target (g, 3); lam (g, 3)."""
+    c = x[index] - target
+    dlam = (-c - alpha[:, None] * lam) / (w + alpha)[:, None]
+    lam += dlam
+    x[index] += w[:, None] * dlam
+
+
+def project_tethers(x, index, anchor, length):
+    """Keep x[index] within length (t,) of the pinned x[anchor]; one pass, no index repeats."""
+    d = x.take(index, axis=0) - x.take(anchor, axis=0)
+    dist = np.sqrt(np.einsum("ij,ij->i", d, d))
+    over = np.flatnonzero(dist > length)
+    if len(over):
+        x[index[over]] -= d[over] * (1.0 - length[over] / dist[over])[:, None]
+
+
+def respond_to_contacts(x, x_prev, k, corr, depth, surface_disp, mu, e, h, bounce_speed):
+    """Contact response for particles k (c,) that penetrate a collider, in place.
+
+    corr: (c, 3) world-space move that takes each particle out; depth: (c,) m of penetration;
+    surface_disp: (c, 3) how far the collider surface under each particle moved this substep;
+    mu, e: (c,) friction and restitution; bounce_speed: m/s below which contacts do not bounce.
+
+    Position is projected out; friction then takes back tangential slip relative to the surface,
+    all of it while slip <= mu * depth (static), else mu * depth of it (kinetic); a contact that
+    arrived faster than bounce_speed leaves at e times its normal speed, with the penetration
+    reflected by e, otherwise its outward normal speed is removed (no pop from projection).
+    """
+    n = corr / np.maximum(depth, 1e-15)[:, None]
+    xk, pk = x[k], x_prev[k]
+    v_in = np.einsum("ij,ij->i", xk - pk - surface_disp, n) / h
+    xk += corr
+    bounce = (v_in < -bounce_speed) & (e > 0.0)
+    if np.any(bounce):
+        xk[bounce] += n[bounce] * (e[bounce] * depth[bounce])[:, None]
+    slip = xk - pk - surface_disp
+    slip -= n * np.einsum("ij,ij->i", slip, n)[:, None]
+    slip_len = np.sqrt(np.einsum("ij,ij->i", slip, slip))
+    limit = mu * depth
+    keep = np.where(slip_len <= limit, 1.0, limit / np.maximum(slip_len, 1e-15))
+    xk -= slip * keep[:, None]
+    rel_n = np.einsum("ij,ij->i", xk - pk - surface_disp, n)
+    target_n = np.where(bounce, -e * v_in * h, np.minimum(rel_n, 0.0))
+    pk += n * (rel_n - target_n)[:, None]
+    x[k] = xk
+    x_prev[k] = pk

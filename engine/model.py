@@ -1,0 +1,129 @@
+"""The immutable model (what the scene is) and the state (where it is now).
+
+Shapes in the docstrings: n particles, m sticks, g goals, t tethers.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from enum import IntEnum
+
+import numpy as np
+
+from .colliders import ColliderShape
+
+
+class StickKind(IntEnum):
+    """How a stick constrains the distance |x_j - x_i| against its rest length L."""
+
+    EQUAL = 0  # |d| == L
+    MIN = 1  # |d| >= L (pushes apart only): particle collisions, struts
+    MAX = 2  # |d| <= L (pulls together only): ropes, tethers, limits
+
+
+def _frozen(a: np.ndarray) -> np.ndarray:
+    a = np.ascontiguousarray(a)
+    a.flags.writeable = False
+    return a
+
+
+@dataclass(frozen=True)
+class Sticks:
+    """Distance constraints, sorted by colour.
+
+    i, j: (m,) int64 particle indices; rest: (m,) metres; compliance: (m,) m/N (0 = rigid);
+    kind: (m,) int8 ``StickKind``; colour_offsets: (c + 1,) so that colour k is the slice
+    ``colour_offsets[k]:colour_offsets[k + 1]`` and no particle that can move appears twice
+    within one colour.
+    """
+
+    i: np.ndarray
+    j: np.ndarray
+    rest: np.ndarray
+    compliance: np.ndarray
+    kind: np.ndarray
+    colour_offsets: np.ndarray
+
+    @property
+    def count(self) -> int:
+        return len(self.i)
+
+    @property
+    def colour_count(self) -> int:
+        return len(self.colour_offsets) - 1
+
+
+@dataclass(frozen=True)
+class Goals:
+    """Soft springs pulling particle ``index`` (g,) towards ``target`` (g, 3) with ``compliance`` (g,) m/N."""
+
+    index: np.ndarray
+    target: np.ndarray
+    compliance: np.ndarray
+
+
+@dataclass(frozen=True)
+class Tethers:
+    """Long-range attachments: particle ``index`` (t,) stays within ``length`` (t,) of pinned ``anchor`` (t,).
+
+    Each free particle has at most one tether, so all tethers project in one vectorised pass.
+    """
+
+    index: np.ndarray
+    anchor: np.ndarray
+    length: np.ndarray
+
+
+@dataclass(frozen=True)
+class Model:
+    """Everything about the simulated scene that does not change while it runs.
+
+    rest_positions: (n, 3) m, the positions the first state starts from;
+    initial_velocities: (n, 3) m/s; inverse_masses: (n,) 1/kg, 0 = pinned;
+    radii: (n,) m; friction, restitution: (n,) per-particle contact settings;
+    drag: (n,) kg/m, quadratic drag force -drag * |v| * v.
+    """
+
+    rest_positions: np.ndarray
+    initial_velocities: np.ndarray
+    inverse_masses: np.ndarray
+    radii: np.ndarray
+    friction: np.ndarray
+    restitution: np.ndarray
+    drag: np.ndarray
+    sticks: Sticks
+    goals: Goals
+    tethers: Tethers
+    colliders: tuple[ColliderShape, ...]
+    labels: tuple[tuple[str, int, int], ...] = field(default=())
+
+    @property
+    def particle_count(self) -> int:
+        return len(self.inverse_masses)
+
+    def label_of(self, particle: int) -> str:
+        """Which object a particle came from, for error messages: ``"cloth 'flag' vertex 12"``."""
+        for name, start, stop in self.labels:
+            if start <= particle < stop:
+                return f"{name} vertex {particle - start}"
+        return f"particle {particle}"
+
+
+class State:
+    """What changes from step to step.
+
+    positions: (n, 3) m; previous_positions: (n, 3) m (velocity is implicit in Verlet:
+    (positions - previous_positions) / substep); time: s; external_accelerations: (n, 3) m/s^2,
+    added to gravity for every particle that can move (set it to push particles around).
+    """
+
+    def __init__(self, positions: np.ndarray, previous_positions: np.ndarray, time: float = 0.0):
+        self.positions = np.array(positions, dtype=np.float64)
+        self.previous_positions = np.array(previous_positions, dtype=np.float64)
+        self.external_accelerations = np.zeros_like(self.positions)
+        self.time = float(time)
+
+    def copy(self) -> "State":
+        other = State(self.positions, self.previous_positions, self.time)
+        other.external_accelerations = self.external_accelerations.copy()
+        return other

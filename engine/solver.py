@@ -1,0 +1,196 @@
+"""The solver: substeps of Verlet integration, constraint projection and contacts.
+
+Per substep (Macklin et al. 2019, *Small Steps*: many substeps, few iterations):
+forces -> Verlet -> ``iterations`` x (stick colours, goals, tethers) -> contacts.
+Constraint stiffness is XPBD compliance, so a stiffness means the same at any substep count.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from . import kernels
+from .errors import JakobsenError
+from .model import Model, State
+
+
+@dataclass(frozen=True, kw_only=True)
+class SolverSettings:
+    """How the solver steps.
+
+    frame_rate: frames per second of the animation; substeps: solver steps per frame;
+    iterations: constraint sweeps per substep; gravity: (3,) m/s^2; damping: 1/s, the fraction
+    of velocity lost per second is 1 - exp(-damping); air_velocity: (3,) m/s, the wind that drag
+    acts relative to; wind_acceleration: (3,) m/s^2 added to every movable particle;
+    sqrt_approximation: Jakobsen's first-order square root in the stick projection.
+    """
+
+    frame_rate: float = 24.0
+    substeps: int = 10
+    iterations: int = 1
+    gravity: tuple = (0.0, 0.0, -9.81)
+    damping: float = 0.0
+    air_velocity: tuple = (0.0, 0.0, 0.0)
+    wind_acceleration: tuple = (0.0, 0.0, 0.0)
+    sqrt_approximation: bool = False
+
+    def validate(self) -> None:
+        for name in ("substeps", "iterations"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1:
+                raise JakobsenError(f"solver settings: {name} must be a whole number >= 1, got {value!r}")
+            if value > 10_000:
+                raise JakobsenError(f"solver settings: {name} = {value} is absurd (at most 10000)")
+        if not (math.isfinite(self.frame_rate) and 0.0 < self.frame_rate <= 100_000.0):
+            raise JakobsenError(f"solver settings: frame_rate must be a positive number of frames per second, got {self.frame_rate}")
+        if not (math.isfinite(self.damping) and self.damping >= 0.0):
+            raise JakobsenError(f"solver settings: damping must be >= 0 (1/s), got {self.damping}")
+        for name in ("gravity", "air_velocity", "wind_acceleration"):
+            v = np.asarray(getattr(self, name), dtype=np.float64)
+            if v.shape != (3,) or not np.all(np.isfinite(v)):
+                raise JakobsenError(f"solver settings: {name} must be 3 finite numbers, got {getattr(self, name)!r}")
+
+    @property
+    def substep(self) -> float:
+        """Substep length h, s."""
+        return 1.0 / (self.frame_rate * self.substeps)
+
+
+class Solver:
+    """Steps a ``State`` of a ``Model`` one frame at a time."""
+
+    def __init__(self, model: Model, settings: SolverSettings | None = None):
+        settings = settings or SolverSettings()
+        settings.validate()
+        self.model = model
+        self.settings = settings
+        h = self.h = settings.substep
+        inv_mass = model.inverse_masses
+        self._movable = (inv_mass > 0).astype(np.float64)
+        self._gravity = np.asarray(settings.gravity, dtype=np.float64)
+        self._base_accel = self._gravity + np.asarray(settings.wind_acceleration, dtype=np.float64)
+        self._air = np.asarray(settings.air_velocity, dtype=np.float64)
+        self._decay = math.exp(-settings.damping * h)
+        self._drag_w = model.drag * inv_mass if np.any(model.drag > 0) else None
+        s = model.sticks
+        self._batches = [
+            kernels.StickBatch(s.i[a:b], s.j[a:b], inv_mass, s.rest[a:b], s.compliance[a:b],
+                               s.kind[a:b], h, a, b)
+            for a, b in zip(s.colour_offsets[:-1], s.colour_offsets[1:]) if b > a]
+        self._lam = np.zeros(s.count)
+        g = model.goals
+        self._goal_w = inv_mass[g.index]
+        self._goal_alpha = g.compliance / (h * h)
+        self._goal_lam = np.zeros((len(g.index), 3))
+        # Restitution only for contacts arriving faster than gravity alone makes in two substeps,
+        # so resting contacts do not buzz.
+        self._bounce_speed = max(2.0 * float(np.linalg.norm(self._gravity)) * h, 1e-4)
+
+    # -- state ----------------------------------------------------------------------------------
+
+    def make_state(self) -> State:
+        """The state at time 0: rest positions, moving with the model's initial velocities."""
+        x = np.array(self.model.rest_positions)
+        state = State(x, x.copy())
+        self.set_velocities(state, self.model.initial_velocities)
+        return state
+
+    def set_velocities(self, state: State, velocities) -> None:
+        """Give particles velocities (n, 3) m/s.
+
+        The previous position is set to x - v h + a h^2 / 2, which makes free flight under
+        constant acceleration exact at every substep.
+        """
+        v = np.asarray(velocities, dtype=np.float64)
+        if v.shape != state.positions.shape or not np.all(np.isfinite(v)):
+            raise JakobsenError(f"velocities must be a finite array of shape {state.positions.shape}")
+        h = self.h
+        accel = (self._base_accel + state.external_accelerations) * self._movable[:, None]
+        state.previous_positions[...] = state.positions - v * h + 0.5 * accel * h * h
+        state.previous_positions[self._movable == 0] = state.positions[self._movable == 0]
+
+    def velocities(self, state: State) -> np.ndarray:
+        """Velocities (n, 3) m/s: the mean over the last substep, (x - x*) / h."""
+        return (state.positions - state.previous_positions) / self.h
+
+    # -- stepping -------------------------------------------------------------------------------
+
+    def step_frame(self, state: State, pinned_positions=None) -> None:
+        """Advance ``state`` by one frame (``substeps`` substeps), in place.
+
+        pinned_positions: optional (n, 3) m, where the pinned particles (inverse mass 0) are at
+        the end of the frame; they move there in a straight line over the substeps.
+        Raises ``JakobsenError`` and leaves ``state`` untouched if the frame would produce
+        non-finite positions.
+        """
+        x0, p0, t0 = state.positions.copy(), state.previous_positions.copy(), state.time
+        pins = None
+        if pinned_positions is not None:
+            target = np.asarray(pinned_positions, dtype=np.float64)
+            if target.shape != x0.shape:
+                raise JakobsenError(f"pinned_positions must have shape {x0.shape}, got {target.shape}")
+            pins = np.flatnonzero(self._movable == 0)
+            if not np.all(np.isfinite(target[pins])):
+                raise JakobsenError("pinned_positions contains non-finite values for pinned particles")
+            pin_start, pin_end = x0[pins], target[pins]
+        try:
+            with np.errstate(all="ignore"):
+                for k in range(self.settings.substeps):
+                    if pins is not None:
+                        f = (k + 1) / self.settings.substeps
+                        state.positions[pins] = pin_start + (pin_end - pin_start) * f
+                        state.previous_positions[pins] = pin_start + (pin_end - pin_start) * (k / self.settings.substeps)
+                    self._substep(state)
+            finite = np.isfinite(state.positions).all(axis=1)
+            if not finite.all():
+                bad = int(np.flatnonzero(~finite)[0])
+                raise JakobsenError(
+                    f"the step at t = {t0:.4f} s would make {self.model.label_of(bad)} non-finite "
+                    "(an unstable setting: try more substeps, less stiffness or smaller forces); "
+                    "the state was left as it was")
+        except BaseException:
+            state.positions[...], state.previous_positions[...], state.time = x0, p0, t0
+            raise
+
+    def _substep(self, state: State) -> None:
+        h = self.h
+        x, xp = state.positions, state.previous_positions
+        accel = self._base_accel + state.external_accelerations
+        kernels.verlet_integrate(x, xp, self._movable, accel, self._decay, h, self._drag_w, self._air)
+        t_start = state.time
+        state.time += h
+        self._lam[:] = 0.0
+        self._goal_lam[:] = 0.0
+        g, tethers = self.model.goals, self.model.tethers
+        for _ in range(self.settings.iterations):
+            kernels.project_sticks(x, self._batches, self._lam, self.settings.sqrt_approximation)
+            if len(g.index):
+                kernels.project_goals(x, g.index, g.target, self._goal_w, self._goal_alpha, self._goal_lam)
+            if len(tethers.index):
+                kernels.project_tethers(x, tethers.index, tethers.anchor, tethers.length)
+        self._collide(x, xp, t_start, state.time)
+
+    def _collide(self, x, xp, t0, t1) -> None:
+        model = self.model
+        for collider in model.colliders:
+            m1 = collider.pose(t1)
+            r1, o1 = m1[:3, :3], m1[:3, 3]
+            q = (x - o1) @ r1
+            corr_local, depth = collider.penetration(q, model.radii)
+            hit = (depth > 0.0) & (self._movable > 0)
+            if not np.any(hit):
+                continue
+            k = np.flatnonzero(hit)
+            corr = corr_local[k] @ r1.T
+            if collider.motion is None:
+                surface = np.zeros_like(corr)
+            else:
+                m0 = collider.pose(t0)
+                # Where the surface point now under the particle was one substep ago.
+                surface = x[k] - ((q[k] @ m0[:3, :3].T) + m0[:3, 3])
+            mu = np.sqrt(model.friction[k] * collider.friction)
+            e = np.sqrt(model.restitution[k] * collider.restitution)
+            kernels.respond_to_contacts(x, xp, k, corr, depth[k], surface, mu, e, self.h, self._bounce_speed)
