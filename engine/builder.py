@@ -11,7 +11,7 @@ import numpy as np
 from .cloth import cloth_pairs, flatten_faces, vertex_areas
 from .colliders import ColliderShape
 from .errors import JakobsenError
-from .model import Goals, Model, StickKind, Sticks, Tethers, _frozen
+from .model import Goals, Model, StickKind, Sticks, _frozen
 
 _KINDS = {"equal": StickKind.EQUAL, "min": StickKind.MIN, "max": StickKind.MAX}
 
@@ -79,7 +79,7 @@ class ModelBuilder:
         self._drag: list[np.ndarray] = []
         self._sticks: list[tuple] = []  # (i, j, rest, compliance, kind)
         self._goals: list[tuple] = []  # (index, target, compliance)
-        self._tether_groups: list[tuple[np.ndarray, float]] = []  # (particle indices, slack)
+        self._tether_groups: list[tuple[np.ndarray, str]] = []  # (a cloth's particle indices, where)
         self._colliders: list[ColliderShape] = []
         self._labels: list[tuple[str, int, int]] = []
         self._names: set[str] = set()
@@ -120,11 +120,15 @@ class ModelBuilder:
 
     # -- sticks -------------------------------------------------------------------------------
 
-    def add_sticks(self, i, j, *, rest=None, stiffness=math.inf, kind="equal", name: str = "") -> None:
+    def add_sticks(self, i, j, *, rest=None, stiffness=math.inf, kind="equal", priority: int = 0,
+                   sweeps: int = 1, name: str = "") -> None:
         """Add distance constraints between particles i (m,) and j (m,).
 
         rest: (m,) m, default the current distance; stiffness: N per unit strain, inf = rigid;
-        kind: "equal", "min" (at least rest) or "max" (at most rest).
+        kind: "equal", "min" (at least rest) or "max" (at most rest); priority: sticks of higher
+        priority are projected later in each sweep, so they end each sweep closest to satisfied;
+        sweeps: how many times these sticks are relaxed per solver iteration (more is stiffer
+        for fast motion, for about one extra sweep of these sticks' cost each).
         """
         where = self._where("sticks", name)
         i = np.atleast_1d(np.asarray(i, dtype=np.int64))
@@ -152,20 +156,24 @@ class ModelBuilder:
         if kind not in _KINDS:
             raise JakobsenError(f"{where}: kind must be one of {sorted(_KINDS)}, got {kind!r}")
         stiffness = _per_item(stiffness, len(i), "stiffness", where, low_open=True)
+        if isinstance(sweeps, bool) or not isinstance(sweeps, (int, np.integer)) or not 1 <= sweeps <= 100:
+            raise JakobsenError(f"{where}: sweeps must be a whole number from 1 to 100, got {sweeps!r}")
         self._sticks.append((i, j, rest, stiffness_to_compliance(stiffness, rest),
-                             np.full(len(i), _KINDS[kind], dtype=np.int8), where))
+                             np.full(len(i), _KINDS[kind], dtype=np.int8), where, (int(priority), int(sweeps))))
 
     # -- cloth --------------------------------------------------------------------------------
 
     def add_cloth(self, vertices, faces, *, name: str = "cloth", density=0.2, thickness=0.005,
                   stretch_stiffness=math.inf, shear_stiffness=math.inf, bend_stiffness=0.05,
-                  pin_weights=None, pin_stiffness=1000.0, friction=0.5, restitution=0.0,
+                  stretch_sweeps=3, pin_weights=None, pin_stiffness=1000.0, friction=0.5, restitution=0.0,
                   drag=0.0, long_range_attachments=True) -> ClothHandle:
         """Cloth from a polygon mesh.
 
         vertices: (n, 3) m; faces: sequence of vertex-index sequences (or an (f, k) array);
         density: kg/m^2; thickness: m, the particle radius for collisions;
-        stretch/shear/bend_stiffness: N per unit strain (inf = rigid);
+        stretch/shear/bend_stiffness: N per unit strain (inf = rigid); stretch_sweeps: how many
+        times the stretch sticks are relaxed per iteration (after shear and bend), which keeps
+        fast-moving cloth from looking rubbery for less than the cost of more substeps;
         pin_weights: (n,) in [0, 1], 1 pins a vertex, between 0 and 1 pulls it to its rest
         position with pin_stiffness * weight (N/m); drag: kg/m^2 of area (force -drag*area*|v|*v);
         long_range_attachments: keep each free vertex within its rest distance of the nearest
@@ -192,8 +200,10 @@ class ModelBuilder:
         self._labels[-1] = (where, int(idx[0]), int(idx[0]) + len(idx))
         start = int(idx[0])
         pairs = cloth_pairs(corners, starts)
-        for family, stiffness in (("stretch", stretch_stiffness), ("shear", shear_stiffness),
-                                  ("bend", bend_stiffness)):
+        # Stretch last in each sweep: it is what the eye reads as rubbery cloth.
+        for family, stiffness, priority, sweeps in (("stretch", stretch_stiffness, 0, stretch_sweeps),
+                                                    ("shear", shear_stiffness, -1, 1),
+                                                    ("bend", bend_stiffness, -2, 1)):
             p = pairs[family]
             rest = np.linalg.norm(verts[p[:, 1]] - verts[p[:, 0]], axis=1)
             degenerate = rest <= 1e-9
@@ -203,14 +213,14 @@ class ModelBuilder:
                 p, rest = p[~degenerate], rest[~degenerate]
             if len(p):
                 self.add_sticks(p[:, 0] + start, p[:, 1] + start, rest=rest, stiffness=stiffness,
-                                name=f"{name} {family}")
+                                priority=priority, sweeps=sweeps, name=f"{name} {family}")
         soft = (weights > 0.0) & ~pinned
         if np.any(soft):
             pin_stiffness = float(_per_item(pin_stiffness, 1, "pin stiffness", where, low_open=True)[0])
             g = np.flatnonzero(soft)
             self._goals.append((g + start, verts[g], 1.0 / (pin_stiffness * weights[g])))
         if long_range_attachments and math.isinf(float(stretch_stiffness)) and np.any(pinned):
-            self._tether_groups.append((idx, 0.0))
+            self._tether_groups.append((idx, where))
         return ClothHandle(name=name, start=start, count=len(verts))
 
     # -- colliders ----------------------------------------------------------------------------
@@ -227,11 +237,12 @@ class ModelBuilder:
     # -- finalize -----------------------------------------------------------------------------
 
     def finalize(self) -> Model:
-        """Check everything together, colour the sticks, build tethers; returns the Model."""
+        """Check everything together, add tethers, colour the sticks; returns the Model."""
         if self.particle_count == 0:
             raise JakobsenError("the model has no particles")
         pos = self._positions()
         inv_mass = np.concatenate(self._inv_mass)
+        self._add_tethers(pos, inv_mass)
         sticks = self._finalize_sticks(inv_mass)
         goals = (Goals(*(np.concatenate(c) for c in zip(*self._goals))) if self._goals
                  else Goals(np.zeros(0, np.int64), np.zeros((0, 3)), np.zeros(0)))
@@ -245,7 +256,6 @@ class ModelBuilder:
             drag=_frozen(np.concatenate(self._drag)),
             sticks=sticks,
             goals=Goals(_frozen(goals.index), _frozen(goals.target), _frozen(goals.compliance)),
-            tethers=self._finalize_tethers(pos, inv_mass),
             colliders=tuple(self._colliders),
             labels=tuple(self._labels),
         )
@@ -253,9 +263,12 @@ class ModelBuilder:
     def _finalize_sticks(self, inv_mass) -> Sticks:
         if not self._sticks:
             empty_i = np.zeros(0, np.int64)
-            return Sticks(empty_i, empty_i, np.zeros(0), np.zeros(0), np.zeros(0, np.int8), np.zeros(1, np.int64))
+            return Sticks(empty_i, empty_i, np.zeros(0), np.zeros(0), np.zeros(0, np.int8), np.zeros(1, np.int64),
+                          empty_i, empty_i)
         i, j, rest, compliance, kind = (np.concatenate([s[k] for s in self._sticks]) for k in range(5))
-        group = np.repeat(np.arange(len(self._sticks)), [len(s[0]) for s in self._sticks])
+        sizes = [len(s[0]) for s in self._sticks]
+        group = np.repeat(np.arange(len(self._sticks)), sizes)
+        level = np.repeat(np.array([s[6] for s in self._sticks], dtype=np.int64).reshape(-1, 2), sizes, axis=0)
         lo, hi = np.minimum(i, j), np.maximum(i, j)
         order = np.lexsort((hi, lo))
         dup = np.flatnonzero((lo[order][1:] == lo[order][:-1]) & (hi[order][1:] == hi[order][:-1]))
@@ -266,34 +279,42 @@ class ModelBuilder:
                 f"(in {self._sticks[group[a]][5]} and {self._sticks[group[b]][5]}); each pair may be joined once")
         movable = (inv_mass[i] > 0) | (inv_mass[j] > 0)
         i, j, rest, compliance, kind = i[movable], j[movable], rest[movable], compliance[movable], kind[movable]
-        colour = colour_sticks(i, j, inv_mass > 0)
+        level = level[movable]
+        # Colour each (priority, sweeps) level on its own; levels run in order of priority.
+        colour = np.zeros(len(i), np.int64)
+        colour_level = []
+        for key in np.unique(level, axis=0):
+            sel = np.flatnonzero(np.all(level == key, axis=1))
+            c = colour_sticks(i[sel], j[sel], inv_mass > 0)
+            colour[sel] = c + len(colour_level)
+            colour_level += [key] * (int(c.max()) + 1)
         order = np.argsort(colour, kind="stable")
-        offsets = np.searchsorted(colour[order], np.arange(colour.max() + 2 if len(colour) else 1))
-        return Sticks(*(_frozen(a[order]) for a in (i, j, rest, compliance, kind)), _frozen(offsets.astype(np.int64)))
+        offsets = np.searchsorted(colour[order], np.arange(len(colour_level) + 1))
+        levels = np.array(colour_level, dtype=np.int64).reshape(-1, 2)
+        return Sticks(*(_frozen(a[order]) for a in (i, j, rest, compliance, kind)), _frozen(offsets.astype(np.int64)),
+                      _frozen(levels[:, 0]), _frozen(levels[:, 1]))
 
-    def _finalize_tethers(self, pos, inv_mass) -> Tethers:
-        index, anchor, length = [], [], []
-        for group, slack in self._tether_groups:
+    def _add_tethers(self, pos, inv_mass) -> None:
+        """Long-range attachments as "at most" sticks from each free particle to its nearest pin.
+
+        All of a cloth's tethers share no free particle, so they make one colour; they run after
+        the cloth's own sticks (priority 1). Pairs already joined by a stick are left out.
+        """
+        joined = {(min(a, b), max(a, b)) for s in self._sticks for a, b in zip(s[0].tolist(), s[1].tolist())}
+        for group, where in self._tether_groups:
             pins = group[inv_mass[group] == 0]
             free = group[inv_mass[group] > 0]
             if not len(pins) or not len(free):
                 continue
-            best = np.empty(len(free), np.int64)
-            best_d = np.empty(len(free))
+            anchor = np.empty(len(free), np.int64)
             for chunk in range(0, len(free), 4096):  # bounded memory: chunk x pins distances
                 f = free[chunk:chunk + 4096]
-                d = np.linalg.norm(pos[f, None, :] - pos[None, pins, :], axis=2)
-                k = np.argmin(d, axis=1)
-                best[chunk:chunk + 4096] = pins[k]
-                best_d[chunk:chunk + 4096] = d[np.arange(len(f)), k]
-            index.append(free)
-            anchor.append(best)
-            length.append(best_d * (1.0 + slack))
-        if not index:
-            z = np.zeros(0, np.int64)
-            return Tethers(_frozen(z), _frozen(z), _frozen(np.zeros(0)))
-        return Tethers(_frozen(np.concatenate(index)), _frozen(np.concatenate(anchor)),
-                       _frozen(np.concatenate(length)))
+                d = np.einsum("ijk,ijk->ij", *(2 * [pos[f, None, :] - pos[None, pins, :]]))
+                anchor[chunk:chunk + 4096] = pins[np.argmin(d, axis=1)]
+            keep = np.array([(min(a, b), max(a, b)) not in joined for a, b in zip(free.tolist(), anchor.tolist())],
+                            dtype=bool)
+            if np.any(keep):
+                self.add_sticks(free[keep], anchor[keep], kind="max", priority=1, name=f"{where} tethers")
 
     # -- helpers ------------------------------------------------------------------------------
 

@@ -53,14 +53,13 @@ class StickBatch:
         self.start, self.stop = start, stop
 
 
-def project_sticks(x, batches, lam, sqrt_approximation=False):
+def project_sticks(axes, batches, lam, sqrt_approximation=False):
     """One Gauss-Seidel sweep over colours, each colour projected as one vectorised XPBD update.
 
-    x: (n, 3) positions, updated in place; lam: (m,) accumulated multipliers for this substep
-    (0 at its start). Works on one contiguous array per axis: 1-D gathers and scatters are
-    several times faster in numpy than gathering rows of an (n, 3) array.
+    axes: (3, n) positions, one contiguous row per axis (1-D gathers and scatters are several
+    times faster in numpy than gathering rows of an (n, 3) array), updated in place;
+    lam: (m,) accumulated multipliers for this substep (0 at its start).
     """
-    axes = np.ascontiguousarray(x.T)
     ax, ay, az = axes
     for b in batches:
         k = b.k
@@ -90,7 +89,6 @@ def project_sticks(x, batches, lam, sqrt_approximation=False):
             p[:k] -= si * d
             p[k:] += sj * d
         ax[b.ij], ay[b.ij], az[b.ij] = px, py, pz
-    x[...] = axes.T
 
 
 def project_goals(x, index, target, w, alpha, lam):
@@ -99,15 +97,6 @@ def project_goals(x, index, target, w, alpha, lam):
     dlam = (-c - alpha[:, None] * lam) / (w + alpha)[:, None]
     lam += dlam
     x[index] += w[:, None] * dlam
-
-
-def project_tethers(x, index, anchor, length):
-    """Keep x[index] within length (t,) of the pinned x[anchor]; one pass, no index repeats."""
-    d = x.take(index, axis=0) - x.take(anchor, axis=0)
-    dist = np.sqrt(np.einsum("ij,ij->i", d, d))
-    over = np.flatnonzero(dist > length)
-    if len(over):
-        x[index[over]] -= d[over] * (1.0 - length[over] / dist[over])[:, None]
 
 
 def respond_to_contacts(x, x_prev, k, corr, depth, surface_disp, mu, e, h, bounce_speed):

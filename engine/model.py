@@ -1,6 +1,6 @@
 """The immutable model (what the scene is) and the state (where it is now).
 
-Shapes in the docstrings: n particles, m sticks, g goals, t tethers.
+Shapes in the docstrings: n particles, m sticks, g goals.
 """
 
 from __future__ import annotations
@@ -34,7 +34,8 @@ class Sticks:
     i, j: (m,) int64 particle indices; rest: (m,) metres; compliance: (m,) m/N (0 = rigid);
     kind: (m,) int8 ``StickKind``; colour_offsets: (c + 1,) so that colour k is the slice
     ``colour_offsets[k]:colour_offsets[k + 1]`` and no particle that can move appears twice
-    within one colour.
+    within one colour; colour_priority, colour_sweeps: (c,) the level each colour belongs to.
+    Consecutive colours of one level are swept together, ``colour_sweeps`` times per iteration.
     """
 
     i: np.ndarray
@@ -43,6 +44,8 @@ class Sticks:
     compliance: np.ndarray
     kind: np.ndarray
     colour_offsets: np.ndarray
+    colour_priority: np.ndarray
+    colour_sweeps: np.ndarray
 
     @property
     def count(self) -> int:
@@ -60,18 +63,6 @@ class Goals:
     index: np.ndarray
     target: np.ndarray
     compliance: np.ndarray
-
-
-@dataclass(frozen=True)
-class Tethers:
-    """Long-range attachments: particle ``index`` (t,) stays within ``length`` (t,) of pinned ``anchor`` (t,).
-
-    Each free particle has at most one tether, so all tethers project in one vectorised pass.
-    """
-
-    index: np.ndarray
-    anchor: np.ndarray
-    length: np.ndarray
 
 
 @dataclass(frozen=True)
@@ -93,7 +84,6 @@ class Model:
     drag: np.ndarray
     sticks: Sticks
     goals: Goals
-    tethers: Tethers
     colliders: tuple[ColliderShape, ...]
     labels: tuple[tuple[str, int, int], ...] = field(default=())
 

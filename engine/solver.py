@@ -1,7 +1,7 @@
 """The solver: substeps of Verlet integration, constraint projection and contacts.
 
 Per substep (Macklin et al. 2019, *Small Steps*: many substeps, few iterations):
-forces -> Verlet -> ``iterations`` x (stick colours, goals, tethers) -> contacts.
+forces -> Verlet -> ``iterations`` x (stick colours, goals) -> contacts.
 Constraint stiffness is XPBD compliance, so a stiffness means the same at any substep count.
 """
 
@@ -76,10 +76,17 @@ class Solver:
         self._decay = math.exp(-settings.damping * h)
         self._drag_w = model.drag * inv_mass if np.any(model.drag > 0) else None
         s = model.sticks
-        self._batches = [
-            kernels.StickBatch(s.i[a:b], s.j[a:b], inv_mass, s.rest[a:b], s.compliance[a:b],
-                               s.kind[a:b], h, a, b)
-            for a, b in zip(s.colour_offsets[:-1], s.colour_offsets[1:]) if b > a]
+        # Passes: runs of colours of one level, each swept `sweeps` times per iteration.
+        self._passes: list[tuple[list[kernels.StickBatch], int]] = []
+        for c in range(s.colour_count):
+            a, b = s.colour_offsets[c], s.colour_offsets[c + 1]
+            batch = kernels.StickBatch(s.i[a:b], s.j[a:b], inv_mass, s.rest[a:b], s.compliance[a:b],
+                                       s.kind[a:b], h, a, b)
+            key = (int(s.colour_priority[c]), int(s.colour_sweeps[c]))
+            if c and key == (int(s.colour_priority[c - 1]), int(s.colour_sweeps[c - 1])):
+                self._passes[-1][0].append(batch)
+            else:
+                self._passes.append(([batch], key[1]))
         self._lam = np.zeros(s.count)
         g = model.goals
         self._goal_w = inv_mass[g.index]
@@ -164,13 +171,16 @@ class Solver:
         state.time += h
         self._lam[:] = 0.0
         self._goal_lam[:] = 0.0
-        g, tethers = self.model.goals, self.model.tethers
+        g = self.model.goals
         for _ in range(self.settings.iterations):
-            kernels.project_sticks(x, self._batches, self._lam, self.settings.sqrt_approximation)
+            if self._passes:
+                axes = np.ascontiguousarray(x.T)
+                for batches, sweeps in self._passes:
+                    for _ in range(sweeps):
+                        kernels.project_sticks(axes, batches, self._lam, self.settings.sqrt_approximation)
+                x[...] = axes.T
             if len(g.index):
                 kernels.project_goals(x, g.index, g.target, self._goal_w, self._goal_alpha, self._goal_lam)
-            if len(tethers.index):
-                kernels.project_tethers(x, tethers.index, tethers.anchor, tethers.length)
         self._collide(x, xp, t_start, state.time)
 
     def _collide(self, x, xp, t0, t1) -> None:

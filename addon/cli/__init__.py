@@ -16,6 +16,7 @@ def main(argv: list[str] | None = None) -> int:
     bench = sub.add_parser("bench", help="print a benchmark table, side by side with Blender's own solver")
     bench.add_argument("what", choices=["cloth"], help="which benchmark")
     bench.add_argument("--frames", type=int, default=100, help="frames to simulate (default 100)")
+    bench.add_argument("--repeats", type=int, default=3, help="runs of each solver; the best is kept (default 3)")
 
     demo = sub.add_parser("demo", help="simulate a pinned cloth and write a contact sheet PNG")
     demo.add_argument("-o", "--out", default="out/demo.png", help="where to write the PNG")
@@ -24,7 +25,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.command == "bench":
         from .bench import run_cloth_benchmark
 
-        run_cloth_benchmark(frames=args.frames)
+        run_cloth_benchmark(frames=args.frames, repeats=args.repeats)
     elif args.command == "demo":
         from .demo import run_demo
 

@@ -1,0 +1,124 @@
+"""``jakobsen bench cloth``: this engine and Blender's own Cloth modifier, same grid, one process.
+
+A 65 x 65-vertex grid, 2 m square, pinned along one edge, 100 frames at 24 fps. Prints ms per
+frame, mean and maximum edge strain at the last frame and the lowest vertex height for both,
+and the time ratio. A table to read, not a test: speed is measured, never asserted.
+"""
+
+from __future__ import annotations
+
+import time
+
+import numpy as np
+
+import engine
+from engine.primitives import grid
+
+GRID_VERTICES = 65
+SIZE = 2.0
+FPS = 24
+# Blender's cloth defaults to Air Viscosity 1; the engine gets the same air damping so both
+# cloths come to rest alike. Everything else is each solver's default.
+AIR_DAMPING = 1.0
+
+
+def _cloth_grid():
+    vertices, faces = grid(GRID_VERTICES, GRID_VERTICES, SIZE)
+    pinned = np.flatnonzero(vertices[:, 1] > SIZE / 2 - 1e-9)
+    return vertices, faces, pinned
+
+
+def _edges(faces):
+    e = np.concatenate([faces[:, [0, 1]], faces[:, [1, 2]], faces[:, [2, 3]], faces[:, [3, 0]]])
+    return np.unique(np.sort(e, axis=1), axis=0)
+
+
+def _strain(rest, positions, edges):
+    r = np.linalg.norm(rest[edges[:, 1]] - rest[edges[:, 0]], axis=1)
+    now = np.linalg.norm(positions[edges[:, 1]] - positions[edges[:, 0]], axis=1)
+    s = np.abs(now - r) / r
+    return float(s.mean()), float(s.max())
+
+
+def bench_engine(frames: int):
+    vertices, faces, pinned = _cloth_grid()
+    edges = _edges(faces)
+    weights = np.zeros(len(vertices))
+    weights[pinned] = 1.0
+    start = time.perf_counter()
+    builder = engine.ModelBuilder()
+    cloth = builder.add_cloth(vertices, faces, pin_weights=weights)
+    solver = engine.Solver(builder.finalize(), engine.SolverSettings(frame_rate=FPS, damping=AIR_DAMPING))
+    state = solver.make_state()
+    build_ms = (time.perf_counter() - start) * 1e3
+    elapsed, strains = 0.0, []
+    for _ in range(frames):
+        start = time.perf_counter()
+        solver.step_frame(state)
+        elapsed += time.perf_counter() - start
+        strains.append(_strain(vertices, state.positions[cloth.slice], edges)[0])
+    return elapsed * 1e3 / frames, build_ms, state.positions[cloth.slice].copy(), solver.settings, np.mean(strains)
+
+
+def bench_blender(frames: int):
+    import bpy
+
+    vertices, faces, pinned = _cloth_grid()
+    bpy.ops.wm.read_factory_settings(use_empty=True)
+    mesh = bpy.data.meshes.new("bench_cloth")
+    mesh.from_pydata(vertices.tolist(), [], faces.tolist())
+    mesh.update()
+    obj = bpy.data.objects.new("bench_cloth", mesh)
+    scene = bpy.context.scene
+    scene.collection.objects.link(obj)
+    group = obj.vertex_groups.new(name="pin")
+    group.add(pinned.tolist(), 1.0, "REPLACE")
+    mod = obj.modifiers.new("Cloth", "CLOTH")
+    mod.settings.quality = 5
+    mod.settings.vertex_group_mass = "pin"
+    scene.render.fps = FPS
+    scene.frame_start, scene.frame_end = 1, frames + 1
+    mod.point_cache.frame_start, mod.point_cache.frame_end = 1, frames + 1
+    scene.frame_set(1)
+    matrix = np.array(obj.matrix_world)
+    co = np.empty(len(vertices) * 3, dtype=np.float32)
+    elapsed, strains = 0.0, []
+    for frame in range(2, frames + 2):
+        start = time.perf_counter()
+        scene.frame_set(frame)
+        elapsed += time.perf_counter() - start
+        obj.evaluated_get(bpy.context.evaluated_depsgraph_get()).data.vertices.foreach_get("co", co)
+        positions = co.reshape(-1, 3).astype(np.float64) @ matrix[:3, :3].T + matrix[:3, 3]
+        strains.append(_strain(vertices, positions, _edges(faces))[0])
+    return elapsed * 1e3 / frames, positions, bpy.app.version_string, mod.settings.quality, np.mean(strains)
+
+
+def run_cloth_benchmark(frames: int = 100, repeats: int = 3) -> dict:
+    vertices, faces, _ = _cloth_grid()
+    edges = _edges(faces)
+    print(f"cloth: {GRID_VERTICES}x{GRID_VERTICES} vertices, {SIZE:g} m square, pinned along one edge, "
+          f"{frames} frames at {FPS} fps; best of {repeats} runs each, alternating", flush=True)
+    # Shared machines are noisy for seconds at a time: alternate the two solvers and keep each
+    # one's best run, as timeit does.
+    e_runs, b_runs = [], []
+    for _ in range(repeats):
+        e_runs.append(bench_engine(frames))
+        b_runs.append(bench_blender(frames))
+    e_ms, build_ms, e_pos, settings, e_run_strain = min(e_runs, key=lambda r: r[0])
+    b_ms, b_pos, version, quality, b_run_strain = min(b_runs, key=lambda r: r[0])
+    rows = [
+        (f"Blender {version} Cloth (quality {quality})", b_ms, *_strain(vertices, b_pos, edges), b_pos[:, 2].min(),
+         b_run_strain),
+        (f"Jakobsen ({settings.substeps} substeps x {settings.iterations} iteration)", e_ms,
+         *_strain(vertices, e_pos, edges), e_pos[:, 2].min(), e_run_strain),
+    ]
+    print(f"{'solver':<42} {'ms/frame':>9} {'mean strain':>12} {'max strain':>11} {'lowest z (m)':>13} "
+          f"{'mean strain, all frames':>24}")
+    for name, ms, mean, worst, low, run_mean in rows:
+        print(f"{name:<42} {ms:9.1f} {mean:11.3%} {worst:10.2%} {low:13.3f} {run_mean:23.3%}")
+    ratio = e_ms / b_ms
+    print(f"time ratio Jakobsen / Blender: {ratio:.3f} (1/{1 / ratio:.1f}); engine model build {build_ms:.0f} ms, "
+          "not counted per frame")
+    print("strain = |edge length - rest length| / rest length over the mesh edges; the first three columns "
+          "are at the last frame")
+    return {"blender": rows[0], "engine": rows[1], "ratio": ratio}
