@@ -42,6 +42,14 @@ def _positive(value: float, what: str, where: str) -> float:
     return value
 
 
+def _check_half_extents(half_extents, where: str) -> None:
+    he = np.asarray(half_extents, dtype=np.float64)
+    if he.shape != (3,):
+        raise JakobsenError(f"{where}: half_extents must have 3 values, got {he.shape}")
+    for v in he:
+        _positive(v, "each half extent", where)
+
+
 def _unit(q: np.ndarray, fallback: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     length = np.linalg.norm(q, axis=1)
     safe = length > 1e-12
@@ -152,11 +160,7 @@ class Box(_Collider):
 
     def validate(self, where):
         super().validate(where)
-        he = np.asarray(self.half_extents, dtype=np.float64)
-        if he.shape != (3,):
-            raise JakobsenError(f"{where}: half_extents must have 3 values, got {he.shape}")
-        for v in he:
-            _positive(v, "each half extent", where)
+        _check_half_extents(self.half_extents, where)
 
     def penetration(self, q, r):
         he = np.asarray(self.half_extents, dtype=np.float64)
@@ -189,7 +193,8 @@ class BoxInterior(_Collider):
     half_extents: tuple = (1.0, 1.0, 1.0)
 
     def validate(self, where):
-        Box.validate(self, where)
+        super().validate(where)
+        _check_half_extents(self.half_extents, where)
 
     def penetration(self, q, r):
         he = np.asarray(self.half_extents, dtype=np.float64)

@@ -99,33 +99,51 @@ def project_goals(x, index, target, w, alpha, lam):
     x[index] += w[:, None] * dlam
 
 
-def respond_to_contacts(x, x_prev, k, corr, depth, surface_disp, mu, e, h, bounce_speed):
+def respond_to_contacts(x, x_prev, k, corr, depth, surface_disp, accel, mu, e, h, bounce_speed):
     """Contact response for particles k (c,) that penetrate a collider, in place.
 
     corr: (c, 3) world-space move that takes each particle out; depth: (c,) m of penetration;
     surface_disp: (c, 3) how far the collider surface under each particle moved this substep;
-    mu, e: (c,) friction and restitution; bounce_speed: m/s below which contacts do not bounce.
+    accel: (c, 3) m/s^2 acting on the particles; mu, e: (c,) friction and restitution;
+    bounce_speed: m/s below which contacts do not bounce.
 
-    Position is projected out; friction then takes back tangential slip relative to the surface,
-    all of it while slip <= mu * depth (static), else mu * depth of it (kinetic); a contact that
-    arrived faster than bounce_speed leaves at e times its normal speed, with the penetration
-    reflected by e, otherwise its outward normal speed is removed (no pop from projection).
+    Position is projected out. A contact that arrived faster than bounce_speed bounces: the
+    moment of impact within the substep is found from the start and end heights under constant
+    acceleration, the normal velocity there is reversed and scaled by e, and the particle is put
+    where that bounce takes it by the end of the substep; so bounce heights follow e^2 and e = 1
+    keeps energy. Other contacts lose their outward normal speed (no pop from projection).
+    Friction then takes back tangential slip relative to the surface: all of it while the slip is
+    within mu times the normal correction (static), else that much of it (kinetic).
     """
     n = corr / np.maximum(depth, 1e-15)[:, None]
     xk, pk = x[k], x_prev[k]
-    v_in = np.einsum("ij,ij->i", xk - pk - surface_disp, n) / h
+    moved_n = np.einsum("ij,ij->i", xk - pk - surface_disp, n)  # normal travel this substep
+    v_in = moved_n / h
     xk += corr
     bounce = (v_in < -bounce_speed) & (e > 0.0)
+    target_n = np.zeros(len(k))
+    normal_push = depth.copy()
     if np.any(bounce):
-        xk[bounce] += n[bounce] * (e[bounce] * depth[bounce])[:, None]
+        a_n = np.einsum("ij,ij->i", accel[bounce], n[bounce])
+        dn, eb = moved_n[bounce], e[bounce]
+        z0 = np.maximum(-depth[bounce] - dn, 0.0)  # height above contact at the substep's start
+        v0 = dn / h - 0.5 * a_n * h  # normal velocity at the substep's start
+        tau = np.clip(2.0 * z0 / np.maximum(-v0 + np.sqrt(np.maximum(v0 * v0 - 2.0 * a_n * z0, 0.0)), 1e-15), 0.0, h)
+        v_out = -eb * (v0 + a_n * tau)
+        rest = h - tau
+        z_end = np.maximum(v_out * rest + 0.5 * a_n * rest * rest, 0.0)
+        xk[bounce] += n[bounce] * z_end[:, None]
+        # Verlet carries the mean velocity of the substep that ends now.
+        target_n[bounce] = (v_out + a_n * rest - 0.5 * a_n * h) * h
+        normal_push[bounce] = (1.0 + eb) * np.abs(v0 + a_n * tau) * h
     slip = xk - pk - surface_disp
     slip -= n * np.einsum("ij,ij->i", slip, n)[:, None]
     slip_len = np.sqrt(np.einsum("ij,ij->i", slip, slip))
-    limit = mu * depth
+    limit = mu * normal_push
     keep = np.where(slip_len <= limit, 1.0, limit / np.maximum(slip_len, 1e-15))
     xk -= slip * keep[:, None]
     rel_n = np.einsum("ij,ij->i", xk - pk - surface_disp, n)
-    target_n = np.where(bounce, -e * v_in * h, np.minimum(rel_n, 0.0))
+    target_n = np.where(bounce, target_n, np.minimum(rel_n, 0.0))
     pk += n * (rel_n - target_n)[:, None]
     x[k] = xk
     x_prev[k] = pk

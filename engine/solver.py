@@ -120,7 +120,11 @@ class Solver:
         state.previous_positions[self._movable == 0] = state.positions[self._movable == 0]
 
     def velocities(self, state: State) -> np.ndarray:
-        """Velocities (n, 3) m/s: the mean over the last substep, (x - x*) / h."""
+        """Velocities (n, 3) m/s: the mean over the last substep, (x - x*) / h.
+
+        In free flight under constant acceleration a the velocity at ``state.time`` is this
+        plus a h / 2; at rest on a surface it is zero.
+        """
         return (state.positions - state.previous_positions) / self.h
 
     # -- stepping -------------------------------------------------------------------------------
@@ -181,9 +185,9 @@ class Solver:
                 x[...] = axes.T
             if len(g.index):
                 kernels.project_goals(x, g.index, g.target, self._goal_w, self._goal_alpha, self._goal_lam)
-        self._collide(x, xp, t_start, state.time)
+        self._collide(x, xp, accel, t_start, state.time)
 
-    def _collide(self, x, xp, t0, t1) -> None:
+    def _collide(self, x, xp, accel, t0, t1) -> None:
         model = self.model
         for collider in model.colliders:
             m1 = collider.pose(t1)
@@ -203,4 +207,5 @@ class Solver:
                 surface = x[k] - ((q[k] @ m0[:3, :3].T) + m0[:3, 3])
             mu = np.sqrt(model.friction[k] * collider.friction)
             e = np.sqrt(model.restitution[k] * collider.restitution)
-            kernels.respond_to_contacts(x, xp, k, corr, depth[k], surface, mu, e, self.h, self._bounce_speed)
+            accel_k = np.broadcast_to(accel, x.shape)[k]
+            kernels.respond_to_contacts(x, xp, k, corr, depth[k], surface, accel_k, mu, e, self.h, self._bounce_speed)
