@@ -1,0 +1,148 @@
+"""Cloth from a mesh: pins, stretch at rest, XPBD stiffness independent of substeps, topology."""
+
+import numpy as np
+import pytest
+
+import engine
+from engine.cloth import cloth_pairs, flatten_faces
+from engine.primitives import grid
+
+
+def curtain(nx=21, ny=21, size=1.0, **cloth_kwargs):
+    """A vertical curtain in the x-z plane, top edge at z = 0, pinned along the top edge."""
+    v, f = grid(nx, ny, size)
+    v = np.stack([v[:, 0], np.zeros(len(v)), v[:, 1] - size / 2], axis=1)
+    weights = (v[:, 2] > -1e-9).astype(float)
+    return v, f, weights
+
+
+def edge_strain(rest, positions, faces):
+    edges = cloth_pairs(*flatten_faces(faces, len(rest), "test"))["stretch"]
+    r = np.linalg.norm(rest[edges[:, 1]] - rest[edges[:, 0]], axis=1)
+    now = np.linalg.norm(positions[edges[:, 1]] - positions[edges[:, 0]], axis=1)
+    return (now - r) / r
+
+
+def simulate(vertices, faces, weights, frames, settings=None, **cloth_kwargs):
+    builder = engine.ModelBuilder()
+    cloth = builder.add_cloth(vertices, faces, pin_weights=weights, **cloth_kwargs)
+    solver = engine.Solver(builder.finalize(), settings or engine.SolverSettings())
+    state = solver.make_state()
+    for _ in range(frames):
+        solver.step_frame(state)
+    return state.positions[cloth.slice], solver, state
+
+
+def test_pinned_vertices_never_move():
+    v, f = grid(33, 33, 2.0)  # horizontal sheet pinned along one edge: it swings down hard
+    weights = (v[:, 1] > 0.999).astype(float)
+    builder = engine.ModelBuilder()
+    cloth = builder.add_cloth(v, f, pin_weights=weights)
+    solver = engine.Solver(builder.finalize())
+    state = solver.make_state()
+    pinned = weights == 1.0
+    for _ in range(48):
+        solver.step_frame(state)
+        assert np.array_equal(state.positions[cloth.slice][pinned], v[pinned])
+    assert state.positions[cloth.slice][~pinned, 2].min() < -1.5  # and the rest really fell
+
+
+def test_rigid_cloth_hanging_at_rest_is_barely_stretched():
+    # Stated bound: mean edge strain below 0.1% once a rigid-stretch curtain has settled.
+    v, f, w = curtain()
+    positions, _, _ = simulate(v, f, w, 24 * 4, engine.SolverSettings(damping=2.0))
+    strain = np.abs(edge_strain(v, positions, f))
+    assert strain.mean() < 1e-3
+    assert strain.max() < 1e-2
+
+
+@pytest.mark.parametrize("stiffness, iterations", [(0.5, 1), (2.0, 2)])
+def test_soft_cloth_sags_the_same_at_any_substep_count(stiffness, iterations):
+    # XPBD compliance makes a stiffness mean the same at any substep count, as long as each
+    # substep's relaxation converges: one iteration does for very soft cloth (28% sag here);
+    # stiffer cloth (8% sag) needs two at 5 substeps (with one, 5 substeps sag 4% more than 20).
+    v, f, w = curtain(nx=11, ny=11)
+    soft = dict(stretch_stiffness=stiffness, shear_stiffness=stiffness, bend_stiffness=0.01, density=0.5)
+    sags = []
+    for substeps in (5, 10, 20):
+        settings = engine.SolverSettings(substeps=substeps, iterations=iterations, damping=4.0)
+        positions, _, _ = simulate(v, f, w, 24 * 6, settings, **soft)
+        sags.append(v[:, 2].min() - positions[:, 2].min())
+    sags = np.array(sags)
+    assert sags.min() > 0.05  # soft enough to sag visibly
+    assert (sags.max() - sags.min()) / sags.mean() < 0.02
+
+
+def test_stiffer_cloth_sags_less():
+    v, f, w = curtain(nx=11, ny=11)
+    sag = {}
+    for k in (1.0, 4.0):
+        positions, _, _ = simulate(v, f, w, 24 * 6, engine.SolverSettings(damping=4.0),
+                                   stretch_stiffness=k, shear_stiffness=k, density=0.5)
+        sag[k] = v[:, 2].min() - positions[:, 2].min()
+    # a linear material: four times as stiff stretches about a quarter as much
+    assert 3.0 < sag[1.0] / sag[4.0] < 5.0
+
+
+def test_soft_pin_weight_pulls_towards_rest_position():
+    v, f, w = curtain(nx=5, ny=5)
+    w = np.where(w > 0, 0.5, 0.0)  # half-weight pins: goal springs, not hard pins
+    positions, _, _ = simulate(v, f, w, 24 * 4, engine.SolverSettings(damping=4.0), pin_stiffness=200.0)
+    top = w > 0
+    drop = v[top, 2] - positions[top, 2]
+    assert np.all(drop > 0)  # the springs give a little under the weight
+    assert np.all(drop < 0.05)  # but hold the top edge near its place
+
+
+def test_cloth_mass_follows_density_and_area():
+    v, f = grid(11, 11, 2.0)
+    builder = engine.ModelBuilder()
+    builder.add_cloth(v, f, density=0.3)
+    model = builder.finalize()
+    assert np.isclose((1.0 / model.inverse_masses).sum(), 0.3 * 4.0)
+
+
+def test_quad_grid_topology():
+    v, f = grid(4, 3, 1.0)  # 3 x 2 quads
+    pairs = cloth_pairs(*flatten_faces(f, len(v), "grid"))
+    assert len(pairs["stretch"]) == 3 * 3 + 4 * 2  # horizontal + vertical edges
+    assert len(pairs["shear"]) == 2 * 6  # both diagonals of every quad
+    # bending: skip-one sticks along rows (2 per row of 4) and columns (1 per column of 3)
+    assert len(pairs["bend"]) == 2 * 3 + 1 * 4
+    lengths = np.linalg.norm(v[pairs["bend"][:, 0]] - v[pairs["bend"][:, 1]], axis=1)
+    assert np.allclose(np.sort(lengths), np.sort(np.r_[[2 / 3] * 6, [1.0] * 4]))
+
+
+def test_triangle_pair_bends_across_opposite_vertices():
+    v = np.array([[0, 0, 0], [1, 0, 0], [0, 1, 0], [1, 1, 0]], float)
+    pairs = cloth_pairs(*flatten_faces([[0, 1, 2], [1, 3, 2]], 4, "tris"))
+    assert pairs["bend"].tolist() == [[0, 3]]
+    assert len(pairs["shear"]) == 0
+
+
+def test_cloth_drapes_over_sphere_without_passing_through():
+    v, f = grid(21, 21, 1.5)
+    v[:, 2] += 1.2
+    centre, radius, thickness = np.array([0, 0, 0.6]), 0.4, 0.01
+    m = np.eye(4)
+    m[:3, 3] = centre
+    builder = engine.ModelBuilder()
+    cloth = builder.add_cloth(v, f, thickness=thickness)
+    builder.add_collider(engine.Sphere(radius=radius, transform=m))
+    solver = engine.Solver(builder.finalize(), engine.SolverSettings(damping=1.0))
+    state = solver.make_state()
+    for _ in range(48):
+        solver.step_frame(state)
+        d = np.linalg.norm(state.positions[cloth.slice] - centre, axis=1)
+        assert d.min() >= radius + thickness - 1e-9
+    # the middle of the cloth rests on top of the sphere
+    middle = state.positions[cloth.slice][len(v) // 2]
+    assert abs(np.linalg.norm(middle - centre) - (radius + thickness)) < 0.01
+
+
+@pytest.mark.parametrize("sqrt_approximation", [False, True])
+def test_sqrt_approximation_keeps_the_cloth_together(sqrt_approximation):
+    v, f, w = curtain()
+    positions, _, _ = simulate(v, f, w, 24 * 3, engine.SolverSettings(damping=2.0,
+                                                                     sqrt_approximation=sqrt_approximation))
+    assert np.abs(edge_strain(v, positions, f)).mean() < 2e-3
