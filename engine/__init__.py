@@ -5,7 +5,7 @@ numpy only; never imports bpy. The flow is ``ModelBuilder`` (lists) -> ``finaliz
 """
 
 from .errors import JakobsenError
-from .colliders import Plane, Sphere, Box, BoxInterior, Capsule
+from .colliders import Plane, Sphere, Box, BoxInterior, Capsule, Cylinder, ConvexHull, TriangleMesh
 from .model import Model, State, StickKind
 from .builder import ModelBuilder, ClothHandle
 from .solver import Solver, SolverSettings
@@ -19,6 +19,9 @@ __all__ = [
     "Box",
     "BoxInterior",
     "Capsule",
+    "Cylinder",
+    "ConvexHull",
+    "TriangleMesh",
     "Model",
     "State",
     "StickKind",

@@ -12,6 +12,7 @@ from .cloth import cloth_pairs, flatten_faces, vertex_areas
 from .colliders import ColliderShape
 from .errors import JakobsenError
 from .model import Goals, Model, StickKind, Sticks, _frozen
+from .rigid import BodyHandle, BodySpec, empty_bodies, finalize_bodies, make_body
 
 _KINDS = {"equal": StickKind.EQUAL, "min": StickKind.MIN, "max": StickKind.MAX}
 
@@ -81,6 +82,7 @@ class ModelBuilder:
         self._goals: list[tuple] = []  # (index, target, compliance)
         self._tether_groups: list[tuple[np.ndarray, str]] = []  # (a cloth's particle indices, where)
         self._colliders: list[ColliderShape] = []
+        self._bodies: list[BodySpec] = []
         self._labels: list[tuple[str, int, int]] = []
         self._names: set[str] = set()
         self.particle_count = 0
@@ -223,6 +225,34 @@ class ModelBuilder:
             self._tether_groups.append((idx, where))
         return ClothHandle(name=name, start=start, count=len(verts))
 
+    # -- rigid bodies -------------------------------------------------------------------------
+
+    def add_rigid_body(self, vertices, faces, *, name: str = "", mass=None, density=1000.0,
+                       shape="automatic", shape_frame=None, friction=0.5, restitution=0.0, mode="dynamic",
+                       motion=None, velocity=(0.0, 0.0, 0.0), angular_velocity=(0.0, 0.0, 0.0),
+                       linear_damping=0.0, angular_damping=0.0) -> BodyHandle:
+        """A rigid body from a mesh in world space at rest.
+
+        vertices: (n, 3) m; faces: polygons; mass: kg, or None to use density (kg/m^3) times the
+        volume of the closed mesh (an open mesh uses its convex hull); shape: "automatic" (the
+        convex hull), "convex_hull", "box", "sphere", "capsule", "cylinder" (primitives fit the
+        mesh's bounds in ``shape_frame``, a 3x3 or 4x4 whose axes are the object's, default the
+        principal axes); friction, restitution: combined per contact by geometric mean;
+        mode: "dynamic", "kinematic" (follows ``motion(t) -> 4x4``, the transform from the rest
+        pose to the pose at t; pushes dynamic bodies and is not pushed back) or "ghost" (moves,
+        collides with nothing); velocity: (3,) m/s and angular_velocity: (3,) rad/s at the start;
+        linear_damping, angular_damping: 1/s.
+        """
+        name = name or f"body {len(self._bodies)}"
+        if any(b.name == name for b in self._bodies):
+            raise JakobsenError(f"rigid body '{name}': a body of that name exists already")
+        spec = make_body(vertices, faces, name=name, mass=mass, density=density, shape=shape,
+                         shape_frame=shape_frame, friction=friction, restitution=restitution, mode=mode,
+                         motion=motion, velocity=velocity, angular_velocity=angular_velocity,
+                         linear_damping=linear_damping, angular_damping=angular_damping, warnings=self.warnings)
+        self._bodies.append(spec)
+        return BodyHandle(name=name, index=len(self._bodies) - 1)
+
     # -- colliders ----------------------------------------------------------------------------
 
     def add_collider(self, collider: ColliderShape) -> int:
@@ -238,26 +268,30 @@ class ModelBuilder:
 
     def finalize(self) -> Model:
         """Check everything together, add tethers, colour the sticks; returns the Model."""
-        if self.particle_count == 0:
-            raise JakobsenError("the model has no particles")
+        if self.particle_count == 0 and not self._bodies:
+            raise JakobsenError("the model has no particles and no rigid bodies")
         pos = self._positions()
-        inv_mass = np.concatenate(self._inv_mass)
+        inv_mass = np.concatenate(self._inv_mass) if self._inv_mass else np.zeros(0)
         self._add_tethers(pos, inv_mass)
         sticks = self._finalize_sticks(inv_mass)
         goals = (Goals(*(np.concatenate(c) for c in zip(*self._goals))) if self._goals
                  else Goals(np.zeros(0, np.int64), np.zeros((0, 3)), np.zeros(0)))
+        def joined(parts):
+            return np.concatenate(parts) if parts else np.zeros(0)
+
         return Model(
             rest_positions=_frozen(pos),
-            initial_velocities=_frozen(np.concatenate(self._vel)),
+            initial_velocities=_frozen(joined(self._vel).reshape(-1, 3)),
             inverse_masses=_frozen(inv_mass),
-            radii=_frozen(np.concatenate(self._radius)),
-            friction=_frozen(np.concatenate(self._friction)),
-            restitution=_frozen(np.concatenate(self._restitution)),
-            drag=_frozen(np.concatenate(self._drag)),
+            radii=_frozen(joined(self._radius)),
+            friction=_frozen(joined(self._friction)),
+            restitution=_frozen(joined(self._restitution)),
+            drag=_frozen(joined(self._drag)),
             sticks=sticks,
             goals=Goals(_frozen(goals.index), _frozen(goals.target), _frozen(goals.compliance)),
             colliders=tuple(self._colliders),
             labels=tuple(self._labels),
+            bodies=finalize_bodies(self._bodies) if self._bodies else empty_bodies(),
         )
 
     def _finalize_sticks(self, inv_mass) -> Sticks:

@@ -205,3 +205,212 @@ class BoxInterior(_Collider):
 
 
 ColliderShape = _Collider
+
+
+@dataclass(frozen=True, kw_only=True)
+class Cylinder(_Collider):
+    """Solid cylinder along local z: ``radius`` and ``half_height`` in metres."""
+
+    radius: float = 0.5
+    half_height: float = 0.5
+
+    def validate(self, where):
+        super().validate(where)
+        _positive(self.radius, "radius", where)
+        _positive(self.half_height, "half_height", where)
+
+    def penetration(self, q, r):
+        radial = np.linalg.norm(q[:, :2], axis=1)
+        side = radial - self.radius  # > 0 outside the side wall
+        cap = np.abs(q[:, 2]) - self.half_height  # > 0 beyond a cap
+        rad_dir = np.zeros_like(q)
+        safe = radial > 1e-12
+        rad_dir[safe, :2] = q[safe, :2] / radial[safe, None]
+        rad_dir[~safe, 0] = 1.0
+        axial = np.zeros_like(q)
+        axial[:, 2] = np.where(q[:, 2] >= 0.0, 1.0, -1.0)
+        outside_both = (side > 0) & (cap > 0)
+        dist = np.where(outside_both, np.hypot(np.maximum(side, 0), np.maximum(cap, 0)), np.maximum(side, cap))
+        n = np.where((side > cap)[:, None], rad_dir, axial)
+        rim = outside_both
+        if np.any(rim):
+            v = rad_dir[rim] * side[rim, None] + axial[rim] * cap[rim, None]
+            n[rim] = v / np.linalg.norm(v, axis=1, keepdims=True)
+        depth = r - dist
+        return n * depth[:, None], depth
+
+
+@dataclass(frozen=True, kw_only=True)
+class ConvexHull(_Collider):
+    """Solid convex polytope: the intersection of half-spaces n_k . q <= offset_k.
+
+    normals: (f, 3) unit outward face normals; offsets: (f,) m; vertices: (h, 3) its corners.
+    Build it from points with ``ConvexHull.from_points``.
+    """
+
+    normals: np.ndarray = field(default_factory=lambda: np.zeros((0, 3)))
+    offsets: np.ndarray = field(default_factory=lambda: np.zeros(0))
+    vertices: np.ndarray = field(default_factory=lambda: np.zeros((0, 3)))
+
+    @staticmethod
+    def from_points(points, where: str = "convex hull", **kwargs) -> "ConvexHull":
+        from .geometry import convex_hull
+
+        pts = np.asarray(points, dtype=np.float64)
+        idx, tris = convex_hull(pts, where)
+        a, b, c = (pts[tris[:, k]] for k in range(3))
+        n = np.cross(b - a, c - a)
+        area = np.linalg.norm(n, axis=1)
+        keep = area > 1e-12 * max(area.max(), 1e-300)
+        n = n[keep] / area[keep, None]
+        offsets = np.einsum("ij,ij->i", n, a[keep])
+        # Merge the coplanar triangles of one face into one half-space.
+        key = np.round(np.c_[n, offsets] * 1e6).astype(np.int64)
+        _, first = np.unique(key, axis=0, return_index=True)
+        return ConvexHull(normals=n[np.sort(first)], offsets=offsets[np.sort(first)], vertices=pts[idx], **kwargs)
+
+    def validate(self, where):
+        super().validate(where)
+        if len(self.normals) < 4 or len(self.normals) != len(self.offsets):
+            raise JakobsenError(f"{where}: a convex hull needs at least 4 faces")
+
+    def penetration(self, q, r):
+        dist = q @ self.normals.T - self.offsets
+        k = np.argmax(dist, axis=1)
+        d = dist[np.arange(len(q)), k]
+        depth = r - d
+        return self.normals[k] * depth[:, None], depth
+
+
+def closest_points_on_triangles(p, a, b, c):
+    """Closest points (k, 3) on triangles (a, b, c) (k, 3 each) to points p (k, 3) (Ericson 5.1.5)."""
+    ab, ac, ap = b - a, c - a, p - a
+    d1, d2 = np.einsum("ij,ij->i", ab, ap), np.einsum("ij,ij->i", ac, ap)
+    bp = p - b
+    d3, d4 = np.einsum("ij,ij->i", ab, bp), np.einsum("ij,ij->i", ac, bp)
+    cp = p - c
+    d5, d6 = np.einsum("ij,ij->i", ab, cp), np.einsum("ij,ij->i", ac, cp)
+    va = d3 * d6 - d5 * d4
+    vb = d5 * d2 - d1 * d6
+    vc = d1 * d4 - d3 * d2
+    denom = va + vb + vc
+    denom = np.where(np.abs(denom) < 1e-300, 1e-300, denom)
+    v = vb / denom
+    w = vc / denom
+    out = a + ab * v[:, None] + ac * w[:, None]  # inside the face
+    with np.errstate(divide="ignore", invalid="ignore"):
+        # edge bc
+        sel = (va <= 0) & (d4 - d3 >= 0) & (d5 - d6 >= 0)
+        t = (d4 - d3) / ((d4 - d3) + (d5 - d6))
+        out = np.where(sel[:, None], b + (c - b) * t[:, None], out)
+        # edge ac
+        sel = (vb <= 0) & (d2 >= 0) & (d6 <= 0)
+        t = d2 / (d2 - d6)
+        out = np.where(sel[:, None], a + ac * t[:, None], out)
+        # edge ab
+        sel = (vc <= 0) & (d1 >= 0) & (d3 <= 0)
+        t = d1 / (d1 - d3)
+        out = np.where(sel[:, None], a + ab * t[:, None], out)
+    # vertices
+    out = np.where(((d6 >= 0) & (d5 <= d6))[:, None], c, out)
+    out = np.where(((d3 >= 0) & (d4 <= d3))[:, None], b, out)
+    out = np.where(((d1 <= 0) & (d2 <= 0))[:, None], a, out)
+    return out
+
+
+@dataclass(frozen=True, kw_only=True)
+class TriangleMesh(_Collider):
+    """A static (or moving) triangle mesh such as terrain; its solid side is behind its faces.
+
+    vertices: (n, 3) m; triangles: (t, 3) wound counter-clockwise seen from the open side.
+    A point counts as touching when it is within ``margin`` in front of or behind a face.
+    Build with ``TriangleMesh.from_mesh`` so the lookup grid is made once.
+    """
+
+    vertices: np.ndarray = field(default_factory=lambda: np.zeros((0, 3)))
+    triangles: np.ndarray = field(default_factory=lambda: np.zeros((0, 3), np.int64))
+    margin: float = 0.1
+    cell: float = 1.0
+    cell_keys: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
+    cell_starts: np.ndarray = field(default_factory=lambda: np.zeros(1, np.int64))
+    cell_triangles: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
+
+    @staticmethod
+    def from_mesh(vertices, faces, *, margin: float = 0.1, where: str = "triangle mesh", **kwargs) -> "TriangleMesh":
+        from .geometry import triangulate
+
+        v = np.asarray(vertices, dtype=np.float64)
+        if v.ndim != 2 or v.shape[1] != 3 or not np.all(np.isfinite(v)):
+            raise JakobsenError(f"{where}: vertices must be a finite (n, 3) array")
+        tris = triangulate(faces, len(v), where)
+        if len(tris) == 0:
+            raise JakobsenError(f"{where}: the mesh has no faces")
+        lo = v[tris].min(axis=1) - margin
+        hi = v[tris].max(axis=1) + margin
+        cell = float(max(np.median(hi - lo), 1e-3))
+        # Register each triangle in every cell its margin-grown box touches.
+        lo_c = np.floor(lo / cell).astype(np.int64)
+        hi_c = np.floor(hi / cell).astype(np.int64)
+        keys, owners = [], []
+        span = hi_c - lo_c + 1
+        for dx in range(int(span[:, 0].max())):
+            for dy in range(int(span[:, 1].max())):
+                for dz in range(int(span[:, 2].max())):
+                    ok = (dx < span[:, 0]) & (dy < span[:, 1]) & (dz < span[:, 2])
+                    t = np.flatnonzero(ok)
+                    keys.append(_cell_key(lo_c[t] + np.array([dx, dy, dz])))
+                    owners.append(t)
+        keys, owners = np.concatenate(keys), np.concatenate(owners)
+        order = np.argsort(keys, kind="stable")
+        keys, owners = keys[order], owners[order]
+        unique, starts = np.unique(keys, return_index=True)
+        return TriangleMesh(vertices=v, triangles=tris, margin=float(margin), cell=cell, cell_keys=unique,
+                            cell_starts=np.append(starts, len(keys)), cell_triangles=owners, **kwargs)
+
+    def validate(self, where):
+        super().validate(where)
+        _positive(self.margin, "margin", where)
+
+    def penetration(self, q, r):
+        k = len(q)
+        depth = np.full(k, -np.inf)
+        corr = np.zeros_like(q)
+        key = _cell_key(np.floor(q / self.cell).astype(np.int64))
+        slot = np.searchsorted(self.cell_keys, key)
+        slot = np.minimum(slot, len(self.cell_keys) - 1)
+        found = self.cell_keys[slot] == key
+        if not np.any(found):
+            return corr, depth
+        pts = np.flatnonzero(found)
+        start, stop = self.cell_starts[slot[pts]], self.cell_starts[slot[pts] + 1]
+        counts = stop - start
+        point = np.repeat(pts, counts)
+        offsets = np.arange(counts.sum()) - np.repeat(np.cumsum(counts) - counts, counts)
+        tri = self.cell_triangles[np.repeat(start, counts) + offsets]
+        a, b, c = (self.vertices[self.triangles[tri, j]] for j in range(3))
+        closest = closest_points_on_triangles(q[point], a, b, c)
+        normal = np.cross(b - a, c - a)
+        normal /= np.maximum(np.linalg.norm(normal, axis=1, keepdims=True), 1e-300)
+        offset = q[point] - closest
+        dist = np.linalg.norm(offset, axis=1)
+        signed = np.where(np.einsum("ij,ij->i", offset, normal) >= 0.0, dist, -dist)
+        # Per point, the nearest triangle decides.
+        order = np.lexsort((dist, point))
+        first = np.ones(len(order), bool)
+        first[1:] = point[order][1:] != point[order][:-1]
+        best = order[first]
+        p = point[best]
+        d = signed[best]
+        within = d > -self.margin
+        depth_p = np.where(within, r[p] - d, -np.inf)
+        # Push out along the face normal (behind a face) or away from the nearest feature (in front).
+        n = np.where((d < 1e-9)[:, None], normal[best], offset[best] / np.maximum(dist[best], 1e-300)[:, None])
+        depth[p] = depth_p
+        corr[p] = n * np.where(np.isfinite(depth_p), depth_p, 0.0)[:, None]
+        return corr, depth
+
+
+def _cell_key(cells: np.ndarray) -> np.ndarray:
+    """One int64 per 3-D cell index (21 bits an axis, offset so negatives fit)."""
+    c = cells + (1 << 20)
+    return (c[..., 0] << 42) | (c[..., 1] << 21) | c[..., 2]

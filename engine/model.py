@@ -11,6 +11,7 @@ from enum import IntEnum
 import numpy as np
 
 from .colliders import ColliderShape
+from .rigid import RigidBodies, empty_bodies
 
 
 class StickKind(IntEnum):
@@ -86,6 +87,7 @@ class Model:
     goals: Goals
     colliders: tuple[ColliderShape, ...]
     labels: tuple[tuple[str, int, int], ...] = field(default=())
+    bodies: RigidBodies = field(default_factory=empty_bodies)
 
     @property
     def particle_count(self) -> int:
@@ -99,21 +101,58 @@ class Model:
         return f"particle {particle}"
 
 
+class BodyState:
+    """Rigid body poses and velocities, (B + 1) rows: row B is the static world.
+
+    Use the (B,) views: ``position`` (B, 3) m of each centre of mass, ``orientation`` (B, 4)
+    (w, x, y, z) of each body frame, ``velocity`` (B, 3) m/s, ``angular_velocity`` (B, 3) rad/s
+    in world axes.
+    """
+
+    def __init__(self, position, orientation, velocity, angular_velocity):
+        count = len(position)
+        self.x = np.zeros((count + 1, 3))
+        self.q = np.zeros((count + 1, 4))
+        self.q[:, 0] = 1.0
+        self.v = np.zeros((count + 1, 3))
+        self.w = np.zeros((count + 1, 3))
+        self.x[:count], self.q[:count] = position, orientation
+        self.v[:count], self.w[:count] = velocity, angular_velocity
+
+    @property
+    def position(self) -> np.ndarray:
+        return self.x[:-1]
+
+    @property
+    def orientation(self) -> np.ndarray:
+        return self.q[:-1]
+
+    @property
+    def velocity(self) -> np.ndarray:
+        return self.v[:-1]
+
+    @property
+    def angular_velocity(self) -> np.ndarray:
+        return self.w[:-1]
+
+    def arrays(self):
+        return self.x, self.q, self.v, self.w
+
+
 class State:
     """What changes from step to step.
 
     positions: (n, 3) m; previous_positions: (n, 3) m (velocity is implicit in Verlet:
     (positions - previous_positions) / substep); time: s; external_accelerations: (n, 3) m/s^2,
-    added to gravity for every particle that can move (set it to push particles around).
+    added to gravity for every particle that can move (set it to push particles around);
+    bodies: the rigid bodies' ``BodyState``.
     """
 
-    def __init__(self, positions: np.ndarray, previous_positions: np.ndarray, time: float = 0.0):
+    def __init__(self, positions: np.ndarray, previous_positions: np.ndarray, time: float = 0.0,
+                 bodies: BodyState | None = None):
         self.positions = np.array(positions, dtype=np.float64)
         self.previous_positions = np.array(previous_positions, dtype=np.float64)
         self.external_accelerations = np.zeros_like(self.positions)
         self.time = float(time)
-
-    def copy(self) -> "State":
-        other = State(self.positions, self.previous_positions, self.time)
-        other.external_accelerations = self.external_accelerations.copy()
-        return other
+        self.bodies = bodies if bodies is not None else BodyState(np.zeros((0, 3)), np.zeros((0, 4)),
+                                                                  np.zeros((0, 3)), np.zeros((0, 3)))

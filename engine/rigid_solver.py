@@ -1,0 +1,235 @@
+"""The rigid-body part of a solver step: per-frame broad phase, per-substep integration,
+contacts, position and velocity solves, and cloth particles touching bodies.
+
+``Solver`` owns one ``RigidStepper`` and calls it at fixed points of each substep, so bodies,
+cloth and constraints share one loop.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from . import kernels, kernels_rigid
+from . import quaternions as quat
+from .errors import JakobsenError
+from .model import BodyState, Model
+from .rigid import BodyMode
+from .rigid_contacts import Contacts, shape_penetration, sweep_and_prune
+
+
+class RigidStepper:
+    def __init__(self, model: Model, h: float, frame: float, gravity: np.ndarray, bounce_speed: float,
+                 velocity_iterations: int):
+        bodies = model.bodies
+        self.model, self.bodies, self.h, self.frame = model, bodies, h, frame
+        count = bodies.count
+        self.count = count
+        self.dynamic = np.zeros(count + 1, bool)
+        self.dynamic[:count] = bodies.mode != BodyMode.KINEMATIC
+        self.kinematic = np.flatnonzero(bodies.mode == BodyMode.KINEMATIC)
+        self.solid = np.flatnonzero(bodies.mode != BodyMode.GHOST)  # bodies that collide
+        self.inv_mass = np.append(bodies.inverse_mass, 0.0)
+        self.inv_inertia = np.vstack([bodies.inverse_inertia, np.zeros((1, 3))])
+        self.inertia = np.vstack([bodies.inertia, np.ones((1, 3))])
+        self.accel = np.zeros((count + 1, 3))
+        self.accel[:count] = gravity
+        self.lin_decay = np.append(np.exp(-bodies.linear_damping * h), 1.0)
+        self.ang_decay = np.append(np.exp(-bodies.angular_damping * h), 1.0)
+        self.point_start = np.searchsorted(bodies.point_body, np.arange(count + 1))
+        self.bounce_speed = bounce_speed
+        self.velocity_iterations = velocity_iterations
+        self.seed_order = np.random.default_rng(12345).permutation(1 << 16)
+        self.queries = np.zeros((0, 3), np.int64)  # (point, owner, target) for body pairs
+        self.collider_bodies: list[np.ndarray] = []
+        self.particle_pairs = np.zeros((0, 2), np.int64)
+
+    # -- state --------------------------------------------------------------------------------
+
+    def initial_state(self) -> BodyState:
+        b = self.bodies
+        return BodyState(b.rest_position, b.rest_orientation, b.initial_velocity, b.initial_angular_velocity)
+
+    def rest_pose_motion(self, k: int, t: float):
+        """Pose (centre, orientation) of kinematic body k at time t from its motion callable."""
+        b = self.bodies
+        motion = b.motions[k]
+        if motion is None:
+            return b.rest_position[k], b.rest_orientation[k]
+        m = np.asarray(motion(t), dtype=np.float64)
+        if m.shape != (4, 4) or not np.all(np.isfinite(m)):
+            raise JakobsenError(f"rigid body '{b.names[k]}': motion({t:g}) must return a finite 4x4 matrix")
+        rot = m[:3, :3]
+        return rot @ b.rest_position[k] + m[:3, 3], quat.multiply(quat.from_matrix(rot), b.rest_orientation[k])
+
+    # -- per frame ----------------------------------------------------------------------------
+
+    def begin_frame(self, bodies: BodyState, particles: np.ndarray, radii: np.ndarray, movable: np.ndarray) -> None:
+        """Broad phase for the coming frame: which body pairs, body-collider and particle-body
+        pairs can touch, with bounding spheres grown by one frame of motion."""
+        b = self.bodies
+        x, q, v, w = bodies.arrays()
+        reach = b.bound_radius + (np.linalg.norm(v[:-1], axis=1) + np.linalg.norm(w[:-1], axis=1) * b.bound_radius) \
+            * self.frame * 1.5 + 0.01 * b.bound_radius + 1e-3
+        solid = self.solid
+        pairs = sweep_and_prune(x[solid], reach[solid])
+        pairs = solid[pairs] if len(pairs) else pairs
+        if len(pairs):
+            pairs = pairs[self.dynamic[pairs[:, 0]] | self.dynamic[pairs[:, 1]]]
+        self.queries = self._point_queries(pairs)
+        self.collider_bodies = []
+        for collider in self.model.colliders:
+            m = collider.pose(0.0) if collider.motion is None else None
+            if m is None:
+                self.collider_bodies.append(solid[self.dynamic[solid]])
+                continue
+            local = (x[solid] - m[:3, 3]) @ m[:3, :3]
+            _, depth = collider.penetration(local, reach[solid])
+            near = solid[(depth > 0.0) & self.dynamic[solid]]
+            self.collider_bodies.append(near)
+        self.particle_pairs = self._particle_pairs(x, reach, particles, radii, movable)
+
+    def _point_queries(self, pairs: np.ndarray) -> np.ndarray:
+        if not len(pairs):
+            return np.zeros((0, 3), np.int64)
+        owner = np.concatenate([pairs[:, 0], pairs[:, 1]])
+        target = np.concatenate([pairs[:, 1], pairs[:, 0]])
+        start, stop = self.point_start[owner], self.point_start[owner + 1]
+        counts = stop - start
+        point = np.repeat(start, counts) + np.arange(counts.sum()) - np.repeat(np.cumsum(counts) - counts, counts)
+        return np.stack([point, np.repeat(owner, counts), np.repeat(target, counts)], axis=1)
+
+    def _particle_pairs(self, x, reach, particles, radii, movable) -> np.ndarray:
+        if not len(particles) or not len(self.solid):
+            return np.zeros((0, 2), np.int64)
+        free = np.flatnonzero(movable > 0)
+        out = []
+        for k in self.solid:  # bodies are few next to particles; each test is vectorised
+            d = np.linalg.norm(particles[free] - x[k], axis=1)
+            near = free[d <= reach[k] + radii[free] + 0.05]
+            if len(near):
+                out.append(np.stack([near, np.full(len(near), k)], axis=1))
+        return np.concatenate(out) if out else np.zeros((0, 2), np.int64)
+
+    # -- per substep --------------------------------------------------------------------------
+
+    def integrate(self, bodies: BodyState, t1: float):
+        x, q, v, w = bodies.arrays()
+        self.x_prev, self.q_prev = x.copy(), q.copy()
+        self.v_before, self.w_before = v.copy(), w.copy()
+        for k in self.kinematic:
+            x[k], q[k] = self.rest_pose_motion(int(k), t1)
+        kernels_rigid.integrate_bodies(x, q, v, w, self.inertia, self.inv_inertia, self.dynamic, self.accel,
+                                       self.h, self.lin_decay, self.ang_decay)
+
+    def find_contacts(self, bodies: BodyState, t1: float) -> None:
+        x, q, v, w = bodies.arrays()
+        b = self.bodies
+        parts = []
+        if len(self.queries):
+            point, owner, target = self.queries.T
+            rot_o = quat.to_matrix(q[owner])
+            centre = x[owner] + np.einsum("kij,kj->ki", rot_o, b.point_local[point])
+            rot_t = quat.to_matrix(q[target])
+            local = np.einsum("kji,kj->ki", rot_t, centre - x[target])
+            prefer = np.einsum("kji,kj->ki", rot_t, x[owner] - x[target])
+            radius = b.point_radius[point]
+            normal_b, depth = shape_penetration(b, target, local, radius, prefer)
+            hit = depth > 0.0
+            if np.any(hit):
+                n_world = np.einsum("kij,kj->ki", rot_t[hit], normal_b[hit])
+                surface = centre[hit] - n_world * (radius[hit] - depth[hit])[:, None]
+                on_a = centre[hit] - n_world * radius[hit, None]
+                parts.append(Contacts(
+                    a=owner[hit], b=target[hit],
+                    local_a=np.einsum("kji,kj->ki", rot_o[hit], on_a - x[owner[hit]]),
+                    local_b=np.einsum("kji,kj->ki", rot_t[hit], surface - x[target[hit]]),
+                    normal=n_world,
+                    friction=np.sqrt(b.friction[owner[hit]] * b.friction[target[hit]]),
+                    restitution=np.sqrt(b.restitution[owner[hit]] * b.restitution[target[hit]])))
+        for collider, near in zip(self.model.colliders, self.collider_bodies):
+            if not len(near):
+                continue
+            start, stop = self.point_start[near], self.point_start[near + 1]
+            counts = stop - start
+            point = np.repeat(start, counts) + np.arange(counts.sum()) - np.repeat(np.cumsum(counts) - counts, counts)
+            owner = b.point_body[point]
+            rot_o = quat.to_matrix(q[owner])
+            centre = x[owner] + np.einsum("kij,kj->ki", rot_o, b.point_local[point])
+            m = collider.pose(t1)
+            radius = b.point_radius[point]
+            corr, depth = collider.penetration((centre - m[:3, 3]) @ m[:3, :3], radius)
+            hit = depth > 0.0
+            if not np.any(hit):
+                continue
+            n_world = (corr[hit] / depth[hit, None]) @ m[:3, :3].T
+            surface = centre[hit] - n_world * (radius[hit] - depth[hit])[:, None]
+            on_a = centre[hit] - n_world * radius[hit, None]
+            parts.append(Contacts(
+                a=owner[hit], b=np.full(int(hit.sum()), self.count),
+                local_a=np.einsum("kji,kj->ki", rot_o[hit], on_a - x[owner[hit]]),
+                local_b=surface, normal=n_world,
+                friction=np.sqrt(b.friction[owner[hit]] * collider.friction),
+                restitution=np.sqrt(b.restitution[owner[hit]] * collider.restitution)))
+        contacts = Contacts.concatenate(parts)
+        self.contacts = contacts
+        self.lam = np.zeros(contacts.count)
+        if contacts.count:
+            colour = kernels_rigid.colour_contacts(contacts.a, contacts.b, self.dynamic, self.seed_order)
+            order = np.argsort(colour, kind="stable")
+            bounds = np.searchsorted(colour[order], np.arange(colour.max() + 2))
+            self.colours = [order[bounds[c]:bounds[c + 1]] for c in range(len(bounds) - 1)]
+            # Normal speed at the substep's start, for restitution.
+            a, bb = contacts.a, contacts.b
+            r1 = quat.rotate(q[a], contacts.local_a)
+            r2 = quat.rotate(q[bb], contacts.local_b)
+            rel = (self.v_before[a] + np.cross(self.w_before[a], r1)) - (self.v_before[bb] + np.cross(self.w_before[bb], r2))
+            self.speed_before = np.einsum("ci,ci->c", rel, contacts.normal)
+        else:
+            self.colours = []
+
+    def solve_positions(self, bodies: BodyState) -> None:
+        if self.contacts.count:
+            x, q, _, _ = bodies.arrays()
+            kernels_rigid.solve_contact_positions(x, q, self.x_prev, self.q_prev, self.inv_mass, self.inv_inertia,
+                                                  self.contacts, self.colours, self.lam)
+
+    def finish_substep(self, bodies: BodyState) -> None:
+        """Velocities from the poses the constraints left, then restitution and friction."""
+        x, q, v, w = bodies.arrays()
+        moving = np.arange(self.count)
+        v[moving] = (x[moving] - self.x_prev[moving]) / self.h
+        w[moving] = quat.angular_velocity(q[moving], self.q_prev[moving], self.h)
+        friction_used = np.zeros(self.contacts.count)
+        for _ in range(self.velocity_iterations if self.contacts.count else 0):
+            kernels_rigid.solve_contact_velocities(x, q, v, w, self.inv_mass, self.inv_inertia, self.contacts,
+                                                   self.colours, self.lam, self.speed_before, self.h,
+                                                   self.bounce_speed, friction_used)
+
+    def collide_particles(self, bodies: BodyState, px, pp, accel, friction, restitution, radii) -> None:
+        """Cloth particles against bodies, one way: the bodies are moving colliders for them."""
+        if not len(self.particle_pairs):
+            return
+        x, q, _, _ = bodies.arrays()
+        b = self.bodies
+        k, body = self.particle_pairs.T
+        rot = quat.to_matrix(q[body])
+        local = np.einsum("kji,kj->ki", rot, px[k] - x[body])
+        normal_b, depth = shape_penetration(b, body, local, radii[k], local)
+        hit = depth > 0.0
+        if not np.any(hit):
+            return
+        # A particle may touch two bodies; take the deeper contact this substep.
+        order = np.lexsort((-depth[hit], k[hit]))
+        idx = np.flatnonzero(hit)[order]
+        first = np.ones(len(idx), bool)
+        first[1:] = k[idx][1:] != k[idx][:-1]
+        idx = idx[first]
+        kk, bb = k[idx], body[idx]
+        n_world = np.einsum("kij,kj->ki", rot[idx], normal_b[idx])
+        # How the surface point under each particle moved with its body this substep.
+        prev = self.x_prev[bb] + quat.rotate(self.q_prev[bb], local[idx])
+        surface = px[kk] - prev
+        mu = np.sqrt(friction[kk] * b.friction[bb])
+        e = np.sqrt(restitution[kk] * b.restitution[bb])
+        kernels.respond_to_contacts(px, pp, kk, n_world * depth[idx, None], depth[idx], surface,
+                                    np.broadcast_to(accel, px.shape)[kk], mu, e, self.h, self.bounce_speed)

@@ -1,0 +1,73 @@
+"""Meshes and small scenes shared by the rigid-body tests."""
+
+import math
+
+import numpy as np
+
+import engine
+
+G = 9.81
+BOX_FACES = [[0, 1, 3, 2], [4, 6, 7, 5], [0, 4, 5, 1], [2, 3, 7, 6], [0, 2, 6, 4], [1, 5, 7, 3]]
+
+
+def box_mesh(size=(1.0, 1.0, 1.0), centre=(0.0, 0.0, 0.0), rotation=None):
+    """A closed box (8 vertices, 6 outward quads), optionally rotated (3x3) about its centre."""
+    corners = np.array([[x, y, z] for x in (-1, 1) for y in (-1, 1) for z in (-1, 1)], float) * np.asarray(size) / 2
+    if rotation is not None:
+        corners = corners @ np.asarray(rotation).T
+    return corners + np.asarray(centre, float), [list(f) for f in BOX_FACES]
+
+
+def rotation(axis, degrees):
+    axis = np.asarray(axis, float) / np.linalg.norm(axis)
+    a = math.radians(degrees)
+    k = np.array([[0, -axis[2], axis[1]], [axis[2], 0, -axis[0]], [-axis[1], axis[0], 0]])
+    return np.eye(3) + math.sin(a) * k + (1 - math.cos(a)) * k @ k
+
+
+def uv_sphere(radius=0.5, centre=(0, 0, 0), rings=12, segments=24):
+    """A closed UV sphere."""
+    verts = [(0, 0, radius)]
+    for i in range(1, rings):
+        phi = math.pi * i / rings
+        for j in range(segments):
+            th = 2 * math.pi * j / segments
+            verts.append((radius * math.sin(phi) * math.cos(th), radius * math.sin(phi) * math.sin(th),
+                          radius * math.cos(phi)))
+    verts.append((0, 0, -radius))
+    faces = [[0, 1 + (j + 1) % segments, 1 + j] for j in range(segments)]
+    for i in range(rings - 2):
+        a, b = 1 + i * segments, 1 + (i + 1) * segments
+        faces += [[a + j, a + (j + 1) % segments, b + (j + 1) % segments, b + j] for j in range(segments)]
+    last = len(verts) - 1
+    base = 1 + (rings - 2) * segments
+    faces += [[base + j, base + (j + 1) % segments, last] for j in range(segments)]
+    return np.array(verts) + np.asarray(centre, float), faces
+
+
+def world(*bodies, colliders=(), settings=None):
+    """Build a model from (mesh, kwargs) pairs and colliders; returns solver, state, handles."""
+    builder = engine.ModelBuilder()
+    handles = [builder.add_rigid_body(*mesh, **kwargs) for mesh, kwargs in bodies]
+    for c in colliders:
+        builder.add_collider(c)
+    solver = engine.Solver(builder.finalize(), settings or engine.SolverSettings())
+    return solver, solver.make_state(), handles
+
+
+def energy(solver, state, gravity=G):
+    b = solver.model.bodies
+    rot = engine.quaternions.to_matrix(state.bodies.orientation)
+    w_body = np.einsum("bji,bj->bi", rot, state.bodies.angular_velocity)
+    kinetic = 0.5 * b.mass * np.einsum("bi,bi->b", state.bodies.velocity, state.bodies.velocity) \
+        + 0.5 * np.einsum("bi,bi->b", b.inertia * w_body, w_body)
+    return kinetic + b.mass * gravity * state.bodies.position[:, 2]
+
+
+def angular_momentum(solver, state, about=(0, 0, 0)):
+    """Total angular momentum (3,) kg m^2/s about a point."""
+    b = solver.model.bodies
+    rot = engine.quaternions.to_matrix(state.bodies.orientation)
+    spin = np.einsum("bij,bj->bi", rot, b.inertia * np.einsum("bji,bj->bi", rot, state.bodies.angular_velocity))
+    orbit = np.cross(state.bodies.position - np.asarray(about), b.mass[:, None] * state.bodies.velocity)
+    return (spin + orbit).sum(axis=0)
