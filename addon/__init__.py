@@ -1,13 +1,22 @@
-"""Jakobsen Physics: the Blender add-on.
+"""Jakobsen Physics: the Blender add-on. Registration only.
 
-Blender-facing code lives here; the solver (``engine``) never imports bpy. Registration is
-filled in by the add-on issue; the command line (``addon.cli``) already drives real Blender.
+Blender imports this package under its extension name (``bl_ext.user_default.jakobsen_physics``),
+so every import inside it is relative, and the solver ships inside it as ``.engine``. The
+command line (``addon.cli``) is not part of what Blender loads.
 """
+
+import bpy
+
+from . import operators, properties, ui
+
+_register_classes, _unregister_classes = bpy.utils.register_classes_factory(operators.classes + ui.classes)
 
 
 def register():
-    pass
+    properties.register()
+    _register_classes()
 
 
 def unregister():
-    pass
+    _unregister_classes()
+    properties.unregister()

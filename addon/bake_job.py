@@ -1,0 +1,231 @@
+"""``BakeJob``: one bake as a plain object stepped frame by frame.
+
+The modal operator advances it one frame per timer event; the operator's ``execute`` (scripts,
+the command line, background mode) and the tests run it to the end with ``run()``. The job
+holds names, never references to Blender data, between calls, since an undo step or the user
+may free data while a modal bake runs.
+
+Life cycle: ``start()`` reads the scene (bad input raises ``JakobsenError`` and changes nothing),
+``step()`` computes the next frame and returns whether frames remain, then either ``finish()``
+writes the bake (replacing any previous one) or ``cancel()`` leaves the scene as it was before
+``start()``. Both end in ``_cleanup()``, the one place that undoes what a running job shows
+(preview meshes, hidden objects, the current frame).
+"""
+
+from __future__ import annotations
+
+import time
+
+import bpy
+import numpy as np
+
+from . import baking, scene_to_model
+from .engine import JakobsenError, Solver
+
+PREVIEW_PROPERTY = "jakobsen_preview"
+
+
+class BakeJob:
+    """Bake the enabled objects of a scene over its bake frame range.
+
+    preview: show each computed frame in the viewport on a temporary mesh that stands in for
+    each deforming object (the modal bake); follow_frames: move the scene to each computed
+    frame, so animated colliders are seen where the solver had them.
+    """
+
+    def __init__(self, scene_name: str, *, preview: bool = False, follow_frames: bool = False,
+                 frame_range: tuple[int, int] | None = None):
+        self.scene_name = scene_name
+        self.preview = preview
+        self.follow_frames = follow_frames
+        self.frame_range = frame_range
+        self.scene_model: scene_to_model.SceneModel | None = None
+        self.solver: Solver | None = None
+        self.state = None
+        self.frame: int | None = None  # the last frame computed
+        self.warnings: list[str] = []
+        self.step_seconds = 0.0
+        self.output = 'SHAPE_KEYS'
+        self.cache_directory = ""
+        self._results: dict[str, list[np.ndarray]] = {}
+        self._original_frame: tuple[int, float] | None = None
+        self._previews: dict[str, str] = {}  # deforming object -> preview object
+        self._hidden: list[str] = []  # objects hidden behind their preview
+        self._view_layer_name = ""
+        self._started = self._ended = False
+
+    # -- progress -------------------------------------------------------------------------------------
+
+    @property
+    def scene(self):
+        scene = bpy.data.scenes.get(self.scene_name)
+        if scene is None:
+            raise JakobsenError(f"the scene '{self.scene_name}' is gone")
+        return scene
+
+    @property
+    def frame_count(self) -> int:
+        return len(self.scene_model.frames) if self.scene_model else 0
+
+    @property
+    def frames_done(self) -> int:
+        return 0 if self.frame is None else self.frame - self.scene_model.frame_start + 1
+
+    @property
+    def done(self) -> bool:
+        return self.frame is not None and self.frame >= self.scene_model.frame_end
+
+    @property
+    def ms_per_frame(self) -> float:
+        steps = max(self.frames_done - 1, 1)
+        return 1e3 * self.step_seconds / steps
+
+    # -- life cycle -----------------------------------------------------------------------------------
+
+    def start(self, context=None) -> None:
+        """Read the scene and prepare the solver; frame ``frame_start`` is the rest pose."""
+        context = context or bpy.context
+        scene = self.scene
+        if context.scene != scene:
+            raise JakobsenError(f"bake: the scene '{scene.name}' is not the context's scene")
+        self._original_frame = (scene.frame_current, scene.frame_subframe)
+        props = scene.jakobsen
+        self.output, self.cache_directory = props.output, props.cache_directory
+        sm = scene_to_model.build(context, frame_range=self.frame_range)
+        warnings = list(sm.warnings)
+        for d in sm.deformables:
+            warnings += baking.check_output(bpy.data.objects[d.object_name], d.vertex_count, self.output,
+                                            self.cache_directory)
+        self.scene_model, self.warnings = sm, warnings
+        self.solver = Solver(sm.model, sm.settings)
+        self.state = self.solver.make_state()
+        self.frame = sm.frame_start
+        self._results = {d.object_name: [sm.local_positions(d, self.state.positions, self.frame)]
+                         for d in sm.deformables}
+        self._started = True
+        if self.preview:
+            self._make_previews(context)
+
+    def step(self) -> bool:
+        """Compute the next frame; returns True while frames remain.
+
+        A frame the solver cannot compute raises ``JakobsenError``; call ``cancel()`` then.
+        """
+        if not self._started or self._ended:
+            raise RuntimeError("BakeJob.step() needs start() first and no finish() or cancel()")
+        sm = self.scene_model
+        if self.frame >= sm.frame_end:
+            return False
+        frame = self.frame + 1
+        t0 = time.perf_counter()
+        self.solver.step_frame(self.state, pinned_positions=sm.pinned_positions(frame))
+        self.step_seconds += time.perf_counter() - t0
+        self.frame = frame
+        for d in sm.deformables:
+            self._results[d.object_name].append(sm.local_positions(d, self.state.positions, frame))
+        if self.follow_frames:
+            self.scene.frame_set(frame)
+        if self._previews:
+            self._update_previews()
+        return frame < sm.frame_end
+
+    def run(self, context=None) -> str:
+        """start(), every step() and finish(): the whole bake; returns finish()'s summary."""
+        t0 = time.perf_counter()
+        self.start(context)
+        try:
+            while self.step():
+                pass
+        except BaseException:
+            self.cancel()
+            raise
+        return self.finish(elapsed=time.perf_counter() - t0)
+
+    def results(self, object_name: str) -> np.ndarray:
+        """Object-space positions (frames computed, n, 3) float32 of a deforming object."""
+        return np.stack(self._results[object_name])
+
+    def finish(self, elapsed: float | None = None) -> str:
+        """Write the bake (replacing each object's previous one); returns a one-line summary."""
+        if not self.done:
+            raise RuntimeError("BakeJob.finish() before the last frame; use cancel() to stop early")
+        self._cleanup()
+        sm = self.scene_model
+        written = []
+        for d in sm.deformables:
+            obj = bpy.data.objects.get(d.object_name)
+            if obj is None:
+                self.warnings.append(f"'{d.object_name}' was deleted during the bake; nothing written for it")
+                continue
+            baking.free_bake(obj)
+            local = self.results(d.object_name)
+            if self.output == 'PC2':
+                baking.write_pc2(obj, sm.frame_start, local, self.cache_directory)
+            else:
+                baking.write_shape_keys(obj, sm.frame_start, local)
+            written.append(f"{obj.name} ({d.vertex_count} vertices)")
+        seconds = elapsed if elapsed is not None else self.step_seconds
+        output = "PC2 point caches" if self.output == 'PC2' else "shape keys"
+        return (f"Baked {len(written)} object{'s' * (len(written) != 1)} ({', '.join(written)}) as {output}, "
+                f"frames {sm.frame_start}-{sm.frame_end}, in {seconds:.2f} s ({self.ms_per_frame:.1f} ms/frame)")
+
+    def cancel(self) -> None:
+        """Stop: the scene is left as it was before ``start()``."""
+        self._cleanup()
+
+    # -- what a running job shows, and its one clean-up ------------------------------------------------
+
+    def _make_previews(self, context) -> None:
+        depsgraph = context.evaluated_depsgraph_get()
+        collection = self.scene.collection
+        view_layer = context.view_layer
+        for d in self.scene_model.deformables:
+            obj = bpy.data.objects[d.object_name]
+            mesh = bpy.data.meshes.new_from_object(obj.evaluated_get(depsgraph), preserve_all_data_layers=False,
+                                                   depsgraph=depsgraph)
+            if len(mesh.vertices) != d.vertex_count:
+                bpy.data.meshes.remove(mesh)
+                continue
+            mesh.name = f"JK Preview {obj.name}"
+            preview = bpy.data.objects.new(mesh.name, mesh)
+            preview[PREVIEW_PROPERTY] = obj.name
+            collection.objects.link(preview)
+            self._previews[obj.name] = preview.name
+            if not obj.hide_get(view_layer=view_layer):
+                obj.hide_set(True, view_layer=view_layer)
+                self._hidden.append(obj.name)
+        self._view_layer_name = view_layer.name
+        self._update_previews()
+
+    def _update_previews(self) -> None:
+        for d in self.scene_model.deformables:
+            preview = bpy.data.objects.get(self._previews.get(d.object_name, ""))
+            if preview is None:
+                continue
+            world = np.ascontiguousarray(self.state.positions[d.particles], dtype=np.float32)
+            preview.data.vertices.foreach_set("co", world.ravel())
+            preview.data.update()
+
+    def _cleanup(self) -> None:
+        if self._ended:
+            return
+        self._ended = True
+        for name in self._previews.values():
+            preview = bpy.data.objects.get(name)
+            if preview is not None:
+                mesh = preview.data
+                bpy.data.objects.remove(preview)
+                if mesh is not None and mesh.users == 0:
+                    bpy.data.meshes.remove(mesh)
+        self._previews.clear()
+        scene = bpy.data.scenes.get(self.scene_name)
+        if self._hidden and scene is not None:
+            view_layer = scene.view_layers.get(self._view_layer_name)
+            for name in self._hidden:
+                obj = bpy.data.objects.get(name)
+                if obj is not None and view_layer is not None:
+                    obj.hide_set(False, view_layer=view_layer)
+        self._hidden.clear()
+        if scene is not None and self._original_frame is not None and (
+                (scene.frame_current, scene.frame_subframe) != self._original_frame):
+            scene.frame_set(self._original_frame[0], subframe=self._original_frame[1])

@@ -1,0 +1,301 @@
+"""Writing a bake into the .blend, and taking it out again.
+
+Deforming meshes get one shape key per frame (``JK_Bake_0001``, ...), each keyed to 1 on its own
+frame and 0 on its neighbours, in a new action on the mesh's shape-key datablock; or a PC2 file
+read by a Mesh Cache modifier. Rigid bodies get location and rotation F-curves in a new action,
+in the object's rotation mode. Keyframes are written in bulk (``keyframe_points.add`` +
+``foreach_set``), never with ``keyframe_insert``.
+
+Every bake leaves a record on the object (the ID property ``jakobsen_bake``: what was written,
+what was there before) and marks what it created (the ``JK_`` prefix and the same ID property on
+its actions), so ``free_bake`` removes exactly that and puts back the previous action, active
+shape key and shape-key datablock. Records are ID properties, so they survive save and reload.
+"""
+
+from __future__ import annotations
+
+import os
+import struct
+from contextlib import contextmanager
+
+import bpy
+import numpy as np
+from mathutils import Matrix
+
+from . import actions
+from .engine import JakobsenError
+
+RECORD = "jakobsen_bake"
+SHAPE_KEY_PREFIX = "JK_Bake_"
+ACTION_PREFIX = "JK_Bake "
+MODIFIER_NAME = "JK Bake Cache"
+PC2_HEADER = struct.Struct("<12siiffi")
+
+
+def record_of(obj) -> dict | None:
+    """The object's bake record, as a plain dict, or None if it has no bake."""
+    rec = obj.get(RECORD)
+    return None if rec is None else rec.to_dict()
+
+
+def baked_objects(scene) -> list:
+    return sorted((o for o in scene.objects if RECORD in o), key=lambda o: o.name)
+
+
+def _our_action(name: str, owner: str):
+    action = bpy.data.actions.get(name) if name else None
+    return action if action is not None and action.get(RECORD) == owner else None
+
+
+# -- checks before a bake ---------------------------------------------------------------------------
+
+def check_output(obj, vertex_count: int, output: str, cache_directory: str) -> list[str]:
+    """Raise ``JakobsenError`` if the bake could not be written to ``obj``; returns warnings."""
+    where = f"'{obj.name}'"
+    warnings = []
+    if output == 'SHAPE_KEYS':
+        mesh = obj.data
+        if mesh.users > 1:
+            raise JakobsenError(f"{where}: its mesh '{mesh.name}' is used by {mesh.users} objects (or has a fake "
+                                "user); shape keys would move all of them. Make it single user "
+                                "(Object > Relations > Make Single User) or bake to PC2")
+        if len(mesh.vertices) != vertex_count:
+            raise JakobsenError(f"{where}: its modifiers change the vertex count ({len(mesh.vertices)} -> "
+                                f"{vertex_count}); shape keys need the mesh's own vertices. Apply the "
+                                "modifiers or bake to PC2")
+        if any(m.show_viewport or m.show_render for m in obj.modifiers if m.name != MODIFIER_NAME):
+            warnings.append(f"{where}: its modifiers are applied again on top of the baked shape keys "
+                            "(the bake already includes them); disable them or bake to PC2")
+        key = mesh.shape_keys
+        if key is not None and any(not kb.name.startswith(SHAPE_KEY_PREFIX) for kb in key.key_blocks[1:]):
+            warnings.append(f"{where}: its own shape keys add to the baked ones where their value is not 0")
+    elif output == 'PC2':
+        if cache_directory.startswith("//") and not bpy.data.is_saved:
+            raise JakobsenError(f"{where}: the cache directory '{cache_directory}' is relative to the .blend "
+                                "file, which is not saved yet; save it or choose an absolute directory")
+        if not _can_create_in(bpy.path.abspath(cache_directory)):
+            raise JakobsenError(f"{where}: the cache directory '{cache_directory}' cannot be written to")
+    else:
+        raise JakobsenError(f"unknown bake output {output!r}")
+    return warnings
+
+
+def _can_create_in(directory: str) -> bool:
+    """Whether ``directory`` exists and is writable, or could be created (its nearest existing
+    ancestor is a writable directory). Checked before a bake, so that nothing is computed or
+    freed for a bake that could not be written."""
+    path = os.path.abspath(directory or ".")
+    while not os.path.exists(path):
+        parent = os.path.dirname(path)
+        if parent == path:
+            return False
+        path = parent
+    return os.path.isdir(path) and os.access(path, os.W_OK | os.X_OK)
+
+
+# -- hiding a previous bake while the scene is read -------------------------------------------------
+
+@contextmanager
+def previous_bakes_hidden(object_names):
+    """While inside, the meshes read as they would without their bake (baked shape keys muted, the
+    cache modifier off, the baked action swapped for the previous one); restored on the way out."""
+    undo = []
+    try:
+        for name in object_names:
+            obj = bpy.data.objects.get(name)
+            rec = None if obj is None else record_of(obj)
+            if rec is None:
+                continue
+            if rec["output"] == 'SHAPE_KEYS' and obj.data.shape_keys is not None:
+                for kb in obj.data.shape_keys.key_blocks:
+                    if kb.name in rec["shape_keys"] and not kb.mute:
+                        kb.mute = True
+                        undo.append(lambda kb=kb: setattr(kb, "mute", False))
+            elif rec["output"] == 'PC2':
+                mod = obj.modifiers.get(rec["modifier"])
+                if mod is not None and mod.show_viewport:
+                    mod.show_viewport = False
+                    undo.append(lambda mod=mod: setattr(mod, "show_viewport", True))
+            elif rec["output"] == 'TRANSFORM':
+                ours = obj.animation_data.action if obj.animation_data else None
+                if ours is not None and ours.get(RECORD) == obj.name:
+                    actions.restore_assignment(obj, rec["animation"])
+                    undo.append(lambda obj=obj, ours=ours: _reassign(obj, ours))
+        yield
+    finally:
+        for step in reversed(undo):
+            step()
+
+
+def _reassign(id_data, action) -> None:
+    anim_data = id_data.animation_data or id_data.animation_data_create()
+    anim_data.action = action
+    if actions.SLOTTED and len(action.slots):
+        anim_data.action_slot = action.slots[0]
+
+
+# -- shape keys -------------------------------------------------------------------------------------
+
+def write_shape_keys(obj, frame_start: int, local: np.ndarray) -> None:
+    """One shape key per frame from ``local`` (frames, n, 3) object-space positions, keyed on for
+    its own frame (value 1) and off on its neighbours (0), with linear interpolation between, so a
+    subframe (motion blur) blends the two nearest frames."""
+    frames = np.arange(frame_start, frame_start + len(local))
+    rec = {"output": 'SHAPE_KEYS', "frame_start": int(frames[0]), "frame_end": int(frames[-1]),
+           "active_shape_key_index": obj.active_shape_key_index,
+           "created_basis": obj.data.shape_keys is None}
+    if rec["created_basis"]:
+        obj.shape_key_add(name="Basis", from_mix=False)
+    key = obj.data.shape_keys
+    rec["animation"] = actions.assignment(key)
+    names = []
+    for k, frame in enumerate(frames):
+        kb = obj.shape_key_add(name=f"{SHAPE_KEY_PREFIX}{frame:04d}", from_mix=False)
+        kb.points.foreach_set("co", np.ascontiguousarray(local[k], dtype=np.float32).ravel())
+        names.append(kb.name)
+    action, fcurves = actions.assign_new_action(key, f"{ACTION_PREFIX}{obj.name}")
+    action[RECORD] = obj.name
+    rec["action"] = action.name
+    last = len(frames) - 1
+    for k, (name, frame) in enumerate(zip(names, frames, strict=True)):
+        fc = fcurves.new(f'key_blocks["{name}"].value', index=0)
+        lo, hi = max(k - 1, 0), min(k + 1, last)
+        keyed = frames[lo:hi + 1]
+        actions.set_keyframes(fc, keyed, (keyed == frame).astype(np.float32))
+    rec["shape_keys"] = names
+    obj.active_shape_key_index = rec["active_shape_key_index"]
+    obj[RECORD] = rec
+
+
+def _free_shape_keys(obj, rec: dict) -> None:
+    key = obj.data.shape_keys if obj.type == 'MESH' else None
+    if key is not None:
+        ours = _our_action(rec.get("action", ""), obj.name)
+        anim_data = key.animation_data
+        if anim_data is not None and (anim_data.action is None or anim_data.action == ours):
+            actions.restore_assignment(key, rec["animation"])
+        if ours is not None:
+            bpy.data.actions.remove(ours)
+        baked = set(rec.get("shape_keys", ()))
+        for kb in [kb for kb in key.key_blocks if kb.name in baked]:
+            obj.shape_key_remove(kb)
+        if rec.get("created_basis") and len(key.key_blocks) <= 1:
+            obj.shape_key_clear()
+    else:
+        ours = _our_action(rec.get("action", ""), obj.name)
+        if ours is not None:
+            bpy.data.actions.remove(ours)
+    count = len(obj.data.shape_keys.key_blocks) if obj.type == 'MESH' and obj.data.shape_keys else 0
+    obj.active_shape_key_index = min(rec.get("active_shape_key_index", 0), max(count - 1, 0))
+
+
+# -- PC2 point cache --------------------------------------------------------------------------------
+
+def pc2_path(obj, cache_directory: str) -> str:
+    return os.path.join(bpy.path.abspath(cache_directory), bpy.path.clean_name(obj.name) + ".pc2")
+
+
+def write_pc2_file(path: str, frame_start: int, local: np.ndarray) -> None:
+    """A PC2 file: the 32-byte header, then float32 xyz little-endian, frame after frame."""
+    frames, count = local.shape[:2]
+    os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
+    tmp = path + ".tmp"
+    with open(tmp, "wb") as f:
+        f.write(PC2_HEADER.pack(b"POINTCACHE2\0", 1, count, float(frame_start), 1.0, frames))
+        f.write(np.ascontiguousarray(local, dtype="<f4").tobytes())
+    os.replace(tmp, path)
+
+
+def read_pc2_file(path: str) -> tuple[int, np.ndarray]:
+    """(start frame, positions (frames, n, 3) float32) of a PC2 file."""
+    with open(path, "rb") as f:
+        magic, version, count, start, _sampling, frames = PC2_HEADER.unpack(f.read(PC2_HEADER.size))
+        if magic != b"POINTCACHE2\0" or version != 1:
+            raise ValueError(f"{path} is not a PC2 file")
+        data = np.frombuffer(f.read(), dtype="<f4")
+    return int(start), data.reshape(frames, count, 3)
+
+
+def write_pc2(obj, frame_start: int, local: np.ndarray, cache_directory: str) -> None:
+    """The frames to a PC2 file and a Mesh Cache modifier, last in the stack, that plays it."""
+    path = pc2_path(obj, cache_directory)
+    write_pc2_file(path, frame_start, local)
+    mod = obj.modifiers.new(MODIFIER_NAME, 'MESH_CACHE')
+    mod.cache_format = 'PC2'
+    mod.filepath = bpy.path.relpath(path) if cache_directory.startswith("//") else path
+    mod.frame_start = float(frame_start)
+    obj[RECORD] = {"output": 'PC2', "frame_start": int(frame_start), "frame_end": int(frame_start + len(local) - 1),
+                   "modifier": mod.name, "file": path}
+
+
+def _free_pc2(obj, rec: dict) -> None:
+    mod = obj.modifiers.get(rec.get("modifier", ""))
+    if mod is not None and mod.type == 'MESH_CACHE':
+        obj.modifiers.remove(mod)
+    path = rec.get("file", "")
+    if path and path.endswith(".pc2") and os.path.isfile(path):
+        os.remove(path)
+
+
+# -- rigid transforms -------------------------------------------------------------------------------
+
+def write_transform_keys(obj, frame_start: int, matrices: np.ndarray) -> None:
+    """Location and rotation F-curves from ``matrices`` (frames, 4, 4), the object's local
+    (``matrix_basis``) pose on each frame, in its rotation mode; scale is left as it is."""
+    frames = np.arange(frame_start, frame_start + len(matrices), dtype=np.float32)
+    rec = {"output": 'TRANSFORM', "frame_start": int(frames[0]), "frame_end": int(frames[-1]),
+           "animation": actions.assignment(obj)}
+    mode = obj.rotation_mode
+    rotations = [Matrix(m[:3, :3].tolist()).normalized() for m in np.asarray(matrices, dtype=np.float64)]
+    if mode == 'QUATERNION' or mode == 'AXIS_ANGLE':
+        quats = [r.to_quaternion() for r in rotations]
+        for k in range(1, len(quats)):
+            if quats[k].dot(quats[k - 1]) < 0:
+                quats[k].negate()
+        if mode == 'QUATERNION':
+            path, values = "rotation_quaternion", np.array([tuple(q) for q in quats])
+        else:
+            path, values = "rotation_axis_angle", np.array([(q.angle, *q.axis) for q in quats])
+    else:
+        eulers, previous = [], None
+        for r in rotations:
+            e = r.to_euler(mode) if previous is None else r.to_euler(mode, previous)
+            eulers.append(tuple(e))
+            previous = e
+        path, values = "rotation_euler", np.array(eulers)
+    action, fcurves = actions.assign_new_action(obj, f"{ACTION_PREFIX}{obj.name}")
+    action[RECORD] = obj.name
+    rec["action"] = action.name
+    location = np.asarray(matrices, dtype=np.float64)[:, :3, 3]
+    for channel, data in (("location", location), (path, values)):
+        for index in range(data.shape[1]):
+            fc = fcurves.new(channel, index=index)
+            actions.set_keyframes(fc, frames, data[:, index])
+    obj[RECORD] = rec
+
+
+def _free_transform(obj, rec: dict) -> None:
+    ours = _our_action(rec.get("action", ""), obj.name)
+    anim_data = obj.animation_data
+    if anim_data is not None and (anim_data.action is None or anim_data.action == ours):
+        actions.restore_assignment(obj, rec["animation"])
+    if ours is not None:
+        bpy.data.actions.remove(ours)
+
+
+# -- free ---------------------------------------------------------------------------------------------
+
+def free_bake(obj) -> bool:
+    """Remove what the bake added to ``obj`` and put back what it replaced; False if it had no bake."""
+    rec = record_of(obj)
+    if rec is None:
+        return False
+    output = rec.get("output")
+    if output == 'SHAPE_KEYS':
+        _free_shape_keys(obj, rec)
+    elif output == 'PC2':
+        _free_pc2(obj, rec)
+    elif output == 'TRANSFORM':
+        _free_transform(obj, rec)
+    del obj[RECORD]
+    return True

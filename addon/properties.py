@@ -1,0 +1,562 @@
+"""Settings: ``Scene.jakobsen`` (solver and bake) and ``Object.jakobsen`` (what the object is in
+the simulation, and its settings).
+
+One PointerProperty per ID type; inside ``Object.jakobsen`` each role has its own group
+(``rigid_body``, ``cloth``, ``collider``, ``connector``, ``spring``, ``motor``), so scripts read
+``obj.jakobsen.cloth.pin_group`` and a setting never means two things.
+
+Units: SI throughout (m, kg, s, N). Values with a Blender unit (length, mass, angle, velocity,
+acceleration) use it, so they follow the scene's unit system; forces and stiffnesses have no
+Blender unit and say theirs in the tooltip.
+"""
+
+# No "from __future__ import annotations": Blender reads the property definitions from the class
+# annotations, which must stay objects, not strings.
+
+import bpy
+from bpy.props import (
+    BoolProperty,
+    EnumProperty,
+    FloatProperty,
+    FloatVectorProperty,
+    IntProperty,
+    PointerProperty,
+    StringProperty,
+)
+from bpy.types import PropertyGroup
+
+# -- what an object can be ------------------------------------------------------------------------
+
+MESH_TYPES = ("RIGID_BODY", "CLOTH", "SOFT_BODY", "COLLIDER")
+EMPTY_TYPES = ("CONNECTOR", "SPRING", "MOTOR")
+
+TYPE_ITEMS = (
+    ("RIGID_BODY", "Rigid Body", "A solid body that moves and collides as a whole", 'RIGID_BODY', 0),
+    ("CLOTH", "Cloth", "A deforming sheet: every vertex moves, edges keep their length", 'MOD_CLOTH', 1),
+    ("SOFT_BODY", "Soft Body", "A deforming object with springy edges", 'MOD_SOFT', 2),
+    ("COLLIDER", "Collider", "A fixed or animated obstacle that other objects bounce off", 'MOD_PHYSICS', 3),
+    ("CONNECTOR", "Connector", "A joint between Object A and Object B (hinge, slider, ...)", 'CONSTRAINT', 4),
+    ("SPRING", "Spring", "A spring between Object A and Object B", 'FORCE_HARMONIC', 5),
+    ("MOTOR", "Motor", "Drives Object B relative to Object A (speed, force or target)", 'FORCE_TURBULENCE', 6),
+)
+
+
+CONNECTOR_TYPE_ITEMS = (
+    ('FIXED', "Fixed", "Glues the two objects together"),
+    ('HINGE', "Hinge", "Rotation about the Empty's Z axis"),
+    ('BALL_SOCKET', "Ball and Socket", "Free rotation about the Empty's origin"),
+    ('CARDAN', "Cardan", "Rotation about two axes (a universal joint)"),
+    ('RAGDOLL', "Ragdoll", "Rotation within a cone, with a twist limit"),
+    ('SLIDER', "Slider", "Sliding along the Empty's Z axis, no rotation"),
+    ('TWIST_SLIDER', "Twist Slider", "Sliding along and rotating about the Empty's Z axis"),
+    ('PLANAR', "Planar", "Motion within the Empty's XY plane"),
+    ('BOX', "Box", "Sliding within a box, no rotation"),
+    ('WHEEL_SUSPENSION', "Wheel Suspension", "A wheel: spins about X, springs along Z, steers about Z"),
+)
+
+MOTOR_TYPE_ITEMS = (
+    ('ANGULAR', "Angular", "Turns about the Empty's Z axis"),
+    ('LINEAR', "Linear", "Pushes along the Empty's Z axis"),
+)
+
+
+def types_for(obj) -> tuple[str, ...]:
+    """The roles an object of this Blender type can take."""
+    if obj is None:
+        return ()
+    if obj.type == 'MESH':
+        return MESH_TYPES
+    if obj.type == 'EMPTY':
+        return EMPTY_TYPES
+    return ()
+
+
+def _enabled_update(self, context):
+    # Enabling an Empty that still carries the mesh default becomes a connector, and the other
+    # way round, so that the type shown always suits the object.
+    obj = self.id_data
+    allowed = types_for(obj)
+    if self.enabled and allowed and self.type not in allowed:
+        self.type = allowed[0]
+
+
+def _is_mesh(_self, obj) -> bool:
+    return obj.type == 'MESH'
+
+
+# -- object roles ---------------------------------------------------------------------------------
+
+class JakobsenRigidBodySettings(PropertyGroup):
+    """A solid body (Cinema 4D's Body tag)."""
+
+    dynamic: EnumProperty(
+        name="Dynamic",
+        description="How the body takes part in the simulation",
+        items=(
+            ('ON', "On", "Moved by forces and collisions"),
+            ('OFF', "Off", "Does not move by itself; follows its animation and pushes others"),
+            ('GHOST', "Ghost", "Follows its animation and collides with nothing"),
+        ),
+        default='ON',
+    )
+    use_density: BoolProperty(
+        name="Use Density",
+        description="Compute the mass from the volume of the collision shape and a density",
+        default=False,
+    )
+    mass: FloatProperty(
+        name="Mass", description="Mass of the whole body",
+        subtype='NONE', unit='MASS', default=1.0, min=0.001, soft_max=10000.0,
+    )
+    density: FloatProperty(
+        name="Density", description="Mass per volume in kg/m³ (water is 1000, wood about 600)",
+        default=1000.0, min=0.001, soft_max=20000.0,
+    )
+    friction: FloatProperty(
+        name="Friction", description="Coulomb friction coefficient against other surfaces",
+        default=0.5, min=0.0, soft_max=2.0,
+    )
+    bounce: FloatProperty(
+        name="Bounce", description="Restitution: 0 stops dead on impact, 1 bounces back at full speed",
+        subtype='FACTOR', default=0.0, min=0.0, max=1.0,
+    )
+    collision_shape: EnumProperty(
+        name="Shape",
+        description="The shape used for collisions",
+        items=(
+            ('AUTOMATIC', "Automatic", "Chosen from the mesh: flat is a plane, round a sphere, else a box"),
+            ('BOX', "Box", "The mesh's bounding box"),
+            ('SPHERE', "Sphere", "A sphere around the bounding box centre"),
+            ('CAPSULE', "Capsule", "A capsule along the local Z axis"),
+            ('CYLINDER', "Cylinder", "A cylinder along the local Z axis"),
+            ('CONVEX_HULL', "Convex Hull", "The convex hull of the vertices"),
+            ('STATIC_MESH', "Static Mesh", "The mesh's faces (for bodies that do not move)"),
+        ),
+        default='AUTOMATIC',
+    )
+    linear_damping: FloatProperty(
+        name="Linear Damping", description="Fraction of linear velocity lost per second",
+        subtype='FACTOR', default=0.0, min=0.0, max=1.0,
+    )
+    angular_damping: FloatProperty(
+        name="Angular Damping", description="Fraction of angular velocity lost per second",
+        subtype='FACTOR', default=0.0, min=0.0, max=1.0,
+    )
+    follow_position: FloatProperty(
+        name="Follow Position",
+        description="Strength of a spring pulling the body towards its animated position (0: off)",
+        subtype='FACTOR', default=0.0, min=0.0, max=1.0,
+    )
+    follow_rotation: FloatProperty(
+        name="Follow Rotation",
+        description="Strength of a spring turning the body towards its animated rotation (0: off)",
+        subtype='FACTOR', default=0.0, min=0.0, max=1.0,
+    )
+
+
+class JakobsenClothSettings(PropertyGroup):
+    """A deforming mesh: cloth, and soft bodies (which use the same surface model)."""
+
+    use_vertex_mass: BoolProperty(
+        name="Use Vertex Mass",
+        description="Give the mass per vertex instead of per area",
+        default=False,
+    )
+    density: FloatProperty(
+        name="Density",
+        description="Mass per area in kg/m² (cotton about 0.15, denim about 0.4)",
+        default=0.2, min=1e-5, soft_max=5.0, precision=3,
+    )
+    vertex_mass: FloatProperty(
+        name="Vertex Mass",
+        description="Mass of each vertex (the total mass is spread over the surface by area)",
+        unit='MASS', default=0.01, min=1e-6, soft_max=10.0, precision=4,
+    )
+    use_rigid_stretch: BoolProperty(
+        name="Rigid Stretch",
+        description="Edges do not stretch at all (the fastest and most cloth-like setting)",
+        default=True,
+    )
+    stretch_stiffness: FloatProperty(
+        name="Stretch",
+        description="Resistance of the edges to stretching, in newtons per unit strain",
+        default=1000.0, min=1e-6, soft_max=100000.0,
+    )
+    use_rigid_shear: BoolProperty(
+        name="Rigid Shear",
+        description="Face diagonals do not stretch at all",
+        default=True,
+    )
+    shear_stiffness: FloatProperty(
+        name="Shear",
+        description="Resistance of the face diagonals to stretching, in newtons per unit strain",
+        default=1000.0, min=1e-6, soft_max=100000.0,
+    )
+    bend_stiffness: FloatProperty(
+        name="Bending",
+        description="Resistance to folding across edges, in newtons per unit strain (small for cloth)",
+        default=0.05, min=1e-6, soft_max=1000.0, precision=3,
+    )
+    pin_group: StringProperty(
+        name="Pin Group",
+        description="Vertex group whose weights pin vertices: 1 holds a vertex to the object, "
+                    "less pulls it with Pin Stiffness times the weight",
+        default="",
+    )
+    pin_stiffness: FloatProperty(
+        name="Pin Stiffness",
+        description="Strength of partly pinned vertices (weight below 1), in newtons per metre",
+        default=1000.0, min=1e-6, soft_max=100000.0,
+    )
+    thickness: FloatProperty(
+        name="Thickness",
+        description="Distance the cloth keeps from colliders",
+        subtype='DISTANCE', default=0.005, min=0.0, soft_max=0.1, precision=4,
+    )
+    friction: FloatProperty(
+        name="Friction", description="Coulomb friction coefficient against colliders",
+        default=0.5, min=0.0, soft_max=2.0,
+    )
+    air_drag: FloatProperty(
+        name="Air Drag",
+        description="Quadratic air drag per area in kg/m³ (about 0.6 for cloth in still air, 0 for none)",
+        default=0.0, min=0.0, soft_max=10.0,
+    )
+
+
+class JakobsenColliderSettings(PropertyGroup):
+    """A fixed or animated obstacle."""
+
+    shape: EnumProperty(
+        name="Shape",
+        description="The collision shape fitted to the object",
+        items=(
+            ('AUTOMATIC', "Automatic", "A flat mesh is a plane, a round one a sphere, anything else a box"),
+            ('PLANE', "Plane", "An infinite plane through the object's centre, solid below its local Z axis"),
+            ('BOX', "Box", "The object's bounding box"),
+            ('SPHERE', "Sphere", "A sphere around the bounding box centre"),
+            ('CAPSULE', "Capsule", "A capsule along the object's local Z axis"),
+        ),
+        default='AUTOMATIC',
+    )
+    friction: FloatProperty(
+        name="Friction", description="Coulomb friction coefficient (combined with the other object's)",
+        default=0.5, min=0.0, soft_max=2.0,
+    )
+    bounce: FloatProperty(
+        name="Bounce", description="Restitution (combined with the other object's): 0 no bounce, 1 full",
+        subtype='FACTOR', default=0.0, min=0.0, max=1.0,
+    )
+
+
+class JakobsenConnectorSettings(PropertyGroup):
+    """A joint placed at the Empty, between Object A and Object B (Cinema 4D's Connector)."""
+
+    connector_type: EnumProperty(
+        name="Type",
+        description="What motion the joint allows between Object A and Object B",
+        items=CONNECTOR_TYPE_ITEMS,
+        default='HINGE',
+    )
+    object_a: PointerProperty(
+        name="Object A", type=bpy.types.Object, poll=_is_mesh,
+        description="First body (empty: the world)",
+    )
+    object_b: PointerProperty(
+        name="Object B", type=bpy.types.Object, poll=_is_mesh,
+        description="Second body (empty: the world)",
+    )
+    ignore_collisions: BoolProperty(
+        name="Ignore Collisions", description="Object A and Object B do not collide with each other",
+        default=True,
+    )
+    use_angular_limit: BoolProperty(
+        name="Angular Limit", description="Limit the rotation about the joint axis", default=False,
+    )
+    angle_min: FloatProperty(
+        name="Angle Min", description="Lowest angle about the joint axis",
+        subtype='ANGLE', default=-0.785398, min=-6.283185, max=6.283185,
+    )
+    angle_max: FloatProperty(
+        name="Angle Max", description="Highest angle about the joint axis",
+        subtype='ANGLE', default=0.785398, min=-6.283185, max=6.283185,
+    )
+    cone_angle: FloatProperty(
+        name="Cone Angle", description="Ragdoll: largest angle between the joint axes (half the cone's opening)",
+        subtype='ANGLE', default=0.785398, min=0.0, max=3.141593,
+    )
+    twist_angle: FloatProperty(
+        name="Twist Angle", description="Ragdoll: largest twist about the joint axis, either way",
+        subtype='ANGLE', default=0.523599, min=0.0, max=3.141593,
+    )
+    use_linear_limit: BoolProperty(
+        name="Linear Limit", description="Limit the sliding along the joint axis", default=False,
+    )
+    distance_min: FloatProperty(
+        name="Distance Min", description="Lowest position along the sliding axis",
+        subtype='DISTANCE', default=-0.5,
+    )
+    distance_max: FloatProperty(
+        name="Distance Max", description="Highest position along the sliding axis",
+        subtype='DISTANCE', default=0.5,
+    )
+    limit_bounce: FloatProperty(
+        name="Limit Bounce", description="Restitution when a limit is hit: 0 stops, 1 bounces back fully",
+        subtype='FACTOR', default=0.0, min=0.0, max=1.0,
+    )
+    use_breaking: BoolProperty(
+        name="Breakable", description="The joint breaks when a force or torque exceeds its limit", default=False,
+    )
+    breaking_force: FloatProperty(
+        name="Breaking Force", description="Force in newtons above which the joint breaks",
+        default=1000.0, min=0.0, soft_max=1e6,
+    )
+    breaking_torque: FloatProperty(
+        name="Breaking Torque", description="Torque in newton metres above which the joint breaks",
+        default=1000.0, min=0.0, soft_max=1e6,
+    )
+    steering_angle: FloatProperty(
+        name="Steering Angle", description="Wheel Suspension: how far the wheel is turned about the Z axis "
+                                           "(animate it to steer)",
+        subtype='ANGLE', default=0.0, min=-1.570796, max=1.570796,
+    )
+    suspension_rest: FloatProperty(
+        name="Rest Position", description="Wheel Suspension: where the spring rests along the Z axis "
+                                          "(negative: below the connector)",
+        subtype='DISTANCE', default=-0.15,
+    )
+    suspension_stiffness: FloatProperty(
+        name="Stiffness", description="Wheel Suspension: spring stiffness in newtons per metre",
+        default=20000.0, min=0.0, soft_max=1e6,
+    )
+    suspension_damping: FloatProperty(
+        name="Damping", description="Wheel Suspension: damping in newton seconds per metre",
+        default=1000.0, min=0.0, soft_max=1e5,
+    )
+    suspension_lower: FloatProperty(
+        name="Lower Limit", description="Wheel Suspension: lowest position along the Z axis",
+        subtype='DISTANCE', default=-0.3,
+    )
+    suspension_upper: FloatProperty(
+        name="Upper Limit", description="Wheel Suspension: highest position along the Z axis",
+        subtype='DISTANCE', default=0.0,
+    )
+
+
+class JakobsenSpringSettings(PropertyGroup):
+    """A spring between Object A and Object B, anchored where the Empty is."""
+
+    spring_type: EnumProperty(
+        name="Type",
+        description="What the spring resists",
+        items=(
+            ('LINEAR', "Linear", "Changes of distance"),
+            ('ANGULAR', "Angular", "Changes of relative rotation"),
+            ('BOTH', "Linear and Angular", "Both"),
+        ),
+        default='LINEAR',
+    )
+    object_a: PointerProperty(
+        name="Object A", type=bpy.types.Object, poll=_is_mesh,
+        description="First body (empty: the world)",
+    )
+    object_b: PointerProperty(
+        name="Object B", type=bpy.types.Object, poll=_is_mesh,
+        description="Second body (empty: the world)",
+    )
+    rest_length: FloatProperty(
+        name="Rest Length", description="Length at which the spring pulls neither way",
+        subtype='DISTANCE', default=1.0, min=0.0,
+    )
+    stiffness: FloatProperty(
+        name="Stiffness", description="Linear stiffness in newtons per metre",
+        default=100.0, min=0.0, soft_max=1e6,
+    )
+    damping: FloatProperty(
+        name="Damping", description="Linear damping in newton seconds per metre",
+        default=1.0, min=0.0, soft_max=1e4,
+    )
+    angular_stiffness: FloatProperty(
+        name="Angular Stiffness", description="Angular stiffness in newton metres per radian",
+        default=10.0, min=0.0, soft_max=1e5,
+    )
+    angular_damping: FloatProperty(
+        name="Angular Damping", description="Angular damping in newton metre seconds per radian",
+        default=0.1, min=0.0, soft_max=1e3,
+    )
+
+
+class JakobsenMotorSettings(PropertyGroup):
+    """A motor driving Object B relative to Object A about (or along) the Empty's Z axis."""
+
+    motor_type: EnumProperty(
+        name="Type",
+        description="Whether the motor turns or pushes",
+        items=MOTOR_TYPE_ITEMS,
+        default='ANGULAR',
+    )
+    mode: EnumProperty(
+        name="Mode",
+        description="What the motor controls",
+        items=(
+            ('REGULATE_SPEED', "Regulate Speed", "Reach the target speed, using at most the maximum torque or force"),
+            ('APPLY_FORCE', "Apply Force", "Apply a constant torque or force"),
+            ('SERVO', "Servo", "Reach a target angle or position, using at most the maximum torque or force"),
+        ),
+        default='REGULATE_SPEED',
+    )
+    object_a: PointerProperty(
+        name="Object A", type=bpy.types.Object, poll=_is_mesh,
+        description="The body the motor is mounted on (empty: the world)",
+    )
+    object_b: PointerProperty(
+        name="Object B", type=bpy.types.Object, poll=_is_mesh,
+        description="The body the motor drives",
+    )
+    target_angular_speed: FloatProperty(
+        name="Target Speed", description="Angular speed to reach, per second",
+        subtype='ANGLE', default=6.283185,
+    )
+    target_linear_speed: FloatProperty(
+        name="Target Speed", description="Linear speed to reach",
+        unit='VELOCITY', default=1.0,
+    )
+    target_angle: FloatProperty(
+        name="Target Angle", description="Servo: angle to turn Object B to, relative to Object A",
+        subtype='ANGLE', default=0.0,
+    )
+    target_position: FloatProperty(
+        name="Target Position", description="Servo: position along the axis to move Object B to",
+        subtype='DISTANCE', default=0.0,
+    )
+    max_torque: FloatProperty(
+        name="Torque", description="Largest torque the motor applies, in newton metres "
+                                   "(Apply Force: the torque applied)",
+        default=100.0, min=0.0, soft_max=1e5,
+    )
+    max_force: FloatProperty(
+        name="Force", description="Largest force the motor applies, in newtons (Apply Force: the force applied)",
+        default=100.0, min=0.0, soft_max=1e5,
+    )
+
+
+class JakobsenObjectSettings(PropertyGroup):
+    """``Object.jakobsen``: whether and as what the object takes part, and the settings of each role."""
+
+    enabled: BoolProperty(
+        name="Jakobsen Physics",
+        description="Take part in the Jakobsen Physics simulation",
+        default=False,
+        update=_enabled_update,
+    )
+    type: EnumProperty(
+        name="Type",
+        description="What the object is in the simulation (meshes: bodies, cloth, colliders; "
+                    "Empties: connectors, springs, motors)",
+        items=TYPE_ITEMS,
+        default='RIGID_BODY',
+    )
+    rigid_body: PointerProperty(type=JakobsenRigidBodySettings, name="Rigid Body",
+                                description="Settings used when the object is a rigid body")
+    cloth: PointerProperty(type=JakobsenClothSettings, name="Cloth",
+                           description="Settings used when the object is a cloth or soft body")
+    collider: PointerProperty(type=JakobsenColliderSettings, name="Collider",
+                              description="Settings used when the object is a collider")
+    connector: PointerProperty(type=JakobsenConnectorSettings, name="Connector",
+                               description="Settings used when the Empty is a connector")
+    spring: PointerProperty(type=JakobsenSpringSettings, name="Spring",
+                            description="Settings used when the Empty is a spring")
+    motor: PointerProperty(type=JakobsenMotorSettings, name="Motor",
+                           description="Settings used when the Empty is a motor")
+
+    def pair(self):
+        """(Object A, Object B) of a connector, spring or motor; (None, None) for other types."""
+        group = {'CONNECTOR': self.connector, 'SPRING': self.spring, 'MOTOR': self.motor}.get(self.type)
+        return (group.object_a, group.object_b) if group else (None, None)
+
+
+# -- scene ----------------------------------------------------------------------------------------
+
+class JakobsenSceneSettings(PropertyGroup):
+    """``Scene.jakobsen``: how the solver steps and what a bake writes."""
+
+    substeps: IntProperty(
+        name="Substeps", description="Solver steps per frame (more: stiffer and more accurate, slower)",
+        default=10, min=1, max=10000, soft_max=100,
+    )
+    iterations: IntProperty(
+        name="Iterations", description="Constraint sweeps per substep (more substeps usually pay off better)",
+        default=1, min=1, max=10000, soft_max=20,
+    )
+    use_scene_gravity: BoolProperty(
+        name="Scene Gravity", description="Use the scene's gravity (Scene > Gravity)", default=True,
+    )
+    gravity: FloatVectorProperty(
+        name="Gravity", description="Gravity for the Jakobsen solver when not using the scene's",
+        subtype='ACCELERATION', unit='ACCELERATION', size=3, default=(0.0, 0.0, -9.81),
+    )
+    damping: FloatProperty(
+        name="Damping",
+        description="Velocity damping of every particle per second (1/s): after one second "
+                    "a fraction exp(-damping) of the velocity is left",
+        default=0.0, min=0.0, soft_max=10.0,
+    )
+    use_scene_range: BoolProperty(
+        name="Scene Frame Range", description="Bake the scene's frame range", default=True,
+    )
+    frame_start: IntProperty(
+        name="Start", description="First frame of the bake (the objects rest as they are on this frame)",
+        default=1, min=0, max=1048574,
+    )
+    frame_end: IntProperty(
+        name="End", description="Last frame of the bake",
+        default=250, min=1, max=1048574,
+    )
+    output: EnumProperty(
+        name="Output",
+        description="Where a bake writes deforming meshes (rigid bodies always get keyframes)",
+        items=(
+            ('SHAPE_KEYS', "Shape Keys", "One shape key per frame, keyed on for its frame; kept in the .blend"),
+            ('PC2', "Point Cache (PC2)", "A .pc2 file per object read by a Mesh Cache modifier; for heavy meshes"),
+        ),
+        default='SHAPE_KEYS',
+    )
+    cache_directory: StringProperty(
+        name="Cache Directory", description="Folder for the .pc2 files (// is the .blend file's folder)",
+        subtype='DIR_PATH', default="//jakobsen_cache/",
+    )
+
+    def frame_range(self) -> tuple[int, int]:
+        """(first, last) frame to bake."""
+        scene = self.id_data
+        if self.use_scene_range:
+            return scene.frame_start, scene.frame_end
+        return self.frame_start, self.frame_end
+
+
+classes = (
+    JakobsenRigidBodySettings,
+    JakobsenClothSettings,
+    JakobsenColliderSettings,
+    JakobsenConnectorSettings,
+    JakobsenSpringSettings,
+    JakobsenMotorSettings,
+    JakobsenObjectSettings,
+    JakobsenSceneSettings,
+)
+
+_register_classes, _unregister_classes = bpy.utils.register_classes_factory(classes)
+
+
+def register():
+    _register_classes()
+    bpy.types.Scene.jakobsen = PointerProperty(type=JakobsenSceneSettings, name="Jakobsen Physics",
+                                               description="Jakobsen Physics solver and bake settings")
+    bpy.types.Object.jakobsen = PointerProperty(type=JakobsenObjectSettings, name="Jakobsen Physics",
+                                                description="Jakobsen Physics settings of this object")
+
+
+def unregister():
+    del bpy.types.Object.jakobsen
+    del bpy.types.Scene.jakobsen
+    _unregister_classes()

@@ -1,0 +1,579 @@
+"""The one place that reads Blender data into the engine.
+
+``build(context)`` reads every object with ``jakobsen.enabled`` in the view layer, as it is on
+the bake's first frame: evaluated meshes (modifiers applied) in world space, pin weights,
+collider shapes fitted to the objects, and the transforms of animated objects on every frame of
+the bake (sampled once, here, so that the solver never changes the scene's frame). It returns a
+``SceneModel``: the engine ``Model``, the ``SolverSettings``, and which object is which.
+
+Everything is read with ``foreach_get`` into numpy buffers, except vertex-group weights: Blender
+(4.2 to 5.0) has no bulk access to them (vertex groups are not in ``Mesh.attributes``, and
+``MeshVertex.groups`` cannot be read with ``foreach_get``), so ``vertex_group_weights`` makes one
+pass over the evaluated mesh's vertices, once per pinned cloth per bake (about 1 µs a vertex).
+
+Bad input raises ``JakobsenError`` with a message naming the object; awkward but legal input
+adds a line to ``SceneModel.warnings``. Reading changes nothing in the scene: the current frame
+is restored, and a previous bake's output is hidden only while the meshes are read.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+import bpy
+import numpy as np
+
+from . import baking
+from .engine import Box, Capsule, JakobsenError, Model, ModelBuilder, Plane, SolverSettings, Sphere
+from .properties import EMPTY_TYPES, types_for
+
+DEFORMING = ('CLOTH', 'SOFT_BODY')
+PIN_WEIGHT = 1.0 - 1e-6  # the engine pins a vertex at this weight and above
+_ROLE_NAMES = {'RIGID_BODY': "rigid body", 'CLOTH': "cloth", 'SOFT_BODY': "soft body", 'COLLIDER': "collider",
+               'CONNECTOR': "connector", 'SPRING': "spring", 'MOTOR': "motor"}
+
+
+def describe(obj) -> str:
+    """``cloth 'Flag'``: the object's role and name, as messages name it."""
+    return f"{_ROLE_NAMES.get(obj.jakobsen.type, 'object')} '{obj.name}'"
+
+
+# -- what build returns -----------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class DeformableBinding:
+    """A cloth or soft body: its vertices are the model's particles ``particles``.
+
+    world_to_local: (1, 4, 4), or (frames, 4, 4) if the object moves, to write results in the
+    object's space on each frame. pinned: model indices of its pinned particles;
+    pinned_local: (k, 3) where they are in the object's space.
+    """
+
+    object_name: str
+    role: str
+    particles: slice
+    vertex_count: int
+    world_to_local: np.ndarray
+    object_to_world: np.ndarray
+    pinned: np.ndarray
+    pinned_local: np.ndarray
+
+    @property
+    def animated(self) -> bool:
+        return len(self.object_to_world) > 1
+
+
+@dataclass(frozen=True)
+class ColliderBinding:
+    """An object that takes part as the model's collider ``index`` (a collider, or for now a rigid body)."""
+
+    object_name: str
+    role: str
+    shape: str
+    index: int
+    animated: bool
+
+
+@dataclass
+class SceneModel:
+    """The model, how to step it, and which Blender object is which part of it."""
+
+    model: Model
+    settings: SolverSettings
+    frame_start: int
+    frame_end: int
+    deformables: list[DeformableBinding]
+    colliders: list[ColliderBinding]
+    ignored: list[str] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+
+    @property
+    def frames(self) -> range:
+        return range(self.frame_start, self.frame_end + 1)
+
+    def time_of(self, frame: int) -> float:
+        """Solver time (s) of a frame: 0 on the first frame of the bake."""
+        return (frame - self.frame_start) / self.settings.frame_rate
+
+    def pinned_positions(self, frame: int):
+        """(n, 3) world positions of the pinned particles on ``frame``, or None if no pin moves."""
+        moving = [d for d in self.deformables if d.animated and len(d.pinned)]
+        if not moving:
+            return None
+        pos = np.array(self.model.rest_positions)
+        k = frame - self.frame_start
+        for d in moving:
+            m = d.object_to_world[min(k, len(d.object_to_world) - 1)]
+            pos[d.pinned] = d.pinned_local @ m[:3, :3].T + m[:3, 3]
+        return pos
+
+    def local_positions(self, binding: DeformableBinding, positions: np.ndarray, frame: int) -> np.ndarray:
+        """A deformable's world positions (n, 3) on ``frame`` -> its object space, float32."""
+        m = binding.world_to_local[min(frame - self.frame_start, len(binding.world_to_local) - 1)]
+        return (positions[binding.particles] @ m[:3, :3].T + m[:3, 3]).astype(np.float32)
+
+
+# -- transforms -------------------------------------------------------------------------------------
+
+def _matrix(m) -> np.ndarray:
+    return np.array(m, dtype=np.float64).reshape(4, 4)
+
+
+def _rotation_and_scale(m: np.ndarray, where: str, warnings: list[str]) -> tuple[np.ndarray, np.ndarray]:
+    """Split a 4x4 into a rotation (3, 3) and per-axis scale (3,) (negative for a mirrored axis)."""
+    a = m[:3, :3]
+    s = np.linalg.norm(a, axis=0)
+    if np.any(s < 1e-12):
+        raise JakobsenError(f"{where}: its scale is zero on an axis")
+    if np.linalg.det(a) < 0:
+        s[0] = -s[0]
+    r = a / s
+    u, _, vt = np.linalg.svd(r)
+    ortho = u @ vt
+    if np.abs(ortho - r).max() > 1e-4:
+        warnings.append(f"{where}: its transform is sheared (non-uniform scale under a rotated parent); "
+                        "the collision shape is fitted approximately")
+    return ortho, s
+
+
+def _rigid(r: np.ndarray, t: np.ndarray) -> np.ndarray:
+    m = np.eye(4)
+    m[:3, :3], m[:3, 3] = r, t
+    return m
+
+
+def _quaternion(r: np.ndarray) -> np.ndarray:
+    """Unit quaternion (w, x, y, z) of a rotation matrix (Shepperd's method)."""
+    t = np.trace(r)
+    if t > 0:
+        s = 2.0 * math.sqrt(t + 1.0)
+        q = [0.25 * s, (r[2, 1] - r[1, 2]) / s, (r[0, 2] - r[2, 0]) / s, (r[1, 0] - r[0, 1]) / s]
+    else:
+        i = int(np.argmax(np.diag(r)))
+        j, k = (i + 1) % 3, (i + 2) % 3
+        s = 2.0 * math.sqrt(max(1.0 + r[i, i] - r[j, j] - r[k, k], 1e-300))
+        q = [0.0] * 4
+        q[0] = (r[k, j] - r[j, k]) / s
+        q[1 + i] = 0.25 * s
+        q[1 + j] = (r[j, i] + r[i, j]) / s
+        q[1 + k] = (r[k, i] + r[i, k]) / s
+    q = np.array(q)
+    return q / np.linalg.norm(q)
+
+
+def _rotation(q: np.ndarray) -> np.ndarray:
+    w, x, y, z = q / np.linalg.norm(q)
+    return np.array([
+        [1 - 2 * (y * y + z * z), 2 * (x * y - w * z), 2 * (x * z + w * y)],
+        [2 * (x * y + w * z), 1 - 2 * (x * x + z * z), 2 * (y * z - w * x)],
+        [2 * (x * z - w * y), 2 * (y * z + w * x), 1 - 2 * (x * x + y * y)],
+    ])
+
+
+class RigidTrack:
+    """``motion(t) -> 4x4`` for the engine: an animated object's rigid pose, sampled once per frame.
+
+    Between frames the position is interpolated linearly and the rotation by slerp, so every
+    pose is an exact rotation plus translation. ``offset`` (4, 4) places the collision shape in
+    the object's (unscaled) frame.
+    """
+
+    def __init__(self, rotations: np.ndarray, translations: np.ndarray, frame_rate: float, offset: np.ndarray):
+        q = np.array([_quaternion(r) for r in rotations])
+        for k in range(1, len(q)):  # take the short way round between frames
+            if np.dot(q[k], q[k - 1]) < 0:
+                q[k] = -q[k]
+        self.quaternions, self.translations = q, np.asarray(translations, dtype=np.float64)
+        self.frame_rate, self.offset = float(frame_rate), offset
+
+    def __call__(self, t: float) -> np.ndarray:
+        u = min(max(t * self.frame_rate, 0.0), len(self.quaternions) - 1.0)
+        k = min(int(u), len(self.quaternions) - 2) if len(self.quaternions) > 1 else 0
+        a = u - k
+        if len(self.quaternions) == 1:
+            return _rigid(_rotation(self.quaternions[0]), self.translations[0]) @ self.offset
+        q0, q1 = self.quaternions[k], self.quaternions[k + 1]
+        dot = min(float(np.dot(q0, q1)), 1.0)
+        if dot > 0.9995:
+            q = q0 + a * (q1 - q0)
+        else:
+            theta = math.acos(dot)
+            q = (math.sin((1 - a) * theta) * q0 + math.sin(a * theta) * q1) / math.sin(theta)
+        t_ = self.translations[k] + a * (self.translations[k + 1] - self.translations[k])
+        return _rigid(_rotation(q), t_) @ self.offset
+
+
+def _may_move(obj) -> bool:
+    """Whether the object's transform could change over time (animation, drivers, constraints, parents)."""
+    o = obj
+    while o is not None:
+        ad = o.animation_data
+        if ad is not None and (ad.action is not None or len(ad.drivers) or len(ad.nla_tracks)):
+            return True
+        if len(o.constraints):
+            return True
+        o = o.parent
+    return False
+
+
+def _sample_matrices(scene, context, names: list[str], frames: range) -> dict[str, np.ndarray]:
+    """matrix_world (frames, 4, 4) of each object on each frame. Changes the current frame."""
+    out = {name: np.empty((len(frames), 4, 4)) for name in names}
+    for k, frame in enumerate(frames):
+        scene.frame_set(frame)
+        depsgraph = context.evaluated_depsgraph_get()
+        for name in names:
+            out[name][k] = _matrix(bpy.data.objects[name].evaluated_get(depsgraph).matrix_world)
+    return out
+
+
+# -- mesh reading -----------------------------------------------------------------------------------
+
+@dataclass
+class _MeshData:
+    local: np.ndarray  # (n, 3) float64, object space
+    loop_total: np.ndarray  # (f,) corners of each face
+    corners: np.ndarray  # (c,) vertex index of each corner, face by face
+    weights: np.ndarray | None  # (n,) pin weights, or None
+
+
+def _read_mesh(obj, depsgraph, where: str, pin_group: str = "") -> _MeshData:
+    """The evaluated mesh (modifiers applied) in object space, with pin weights if asked for."""
+    ob_eval = obj.evaluated_get(depsgraph)
+    mesh = ob_eval.to_mesh(preserve_all_data_layers=bool(pin_group), depsgraph=depsgraph)
+    try:
+        n = len(mesh.vertices)
+        co = np.empty(n * 3, dtype=np.float32)
+        mesh.vertices.foreach_get("co", co)
+        f = len(mesh.polygons)
+        loop_total = np.empty(f, dtype=np.int32)
+        mesh.polygons.foreach_get("loop_total", loop_total)
+        # polygons' 'vertices' flattens face by face, so loop_total alone splits it.
+        corners = np.empty(int(loop_total.sum()), dtype=np.int32)
+        mesh.polygons.foreach_get("vertices", corners)
+        weights = None
+        if pin_group:
+            group = ob_eval.vertex_groups.get(pin_group)
+            if group is None:
+                raise JakobsenError(f"{where}: its pin group '{pin_group}' is not one of its vertex groups")
+            weights = vertex_group_weights(mesh, group.index)
+    finally:
+        ob_eval.to_mesh_clear()
+    local = co.reshape(-1, 3).astype(np.float64)
+    bad = np.flatnonzero(~np.isfinite(local).all(axis=1))
+    if len(bad):
+        raise JakobsenError(f"{where}: vertex {bad[0]} has a coordinate that is not a number "
+                            f"({tuple(local[bad[0]].tolist())}); fix the mesh (e.g. Mesh > Clean Up)")
+    return _MeshData(local, loop_total.astype(np.int64), corners.astype(np.int64), weights)
+
+
+def vertex_group_weights(mesh, group_index: int) -> np.ndarray:
+    """(n,) weights of one vertex group, 0 where a vertex is not in it.
+
+    Blender offers no bulk read of vertex-group weights, so this is the one per-vertex pass the
+    add-on makes over Blender data: once per pinned cloth per bake, never per frame.
+    """
+    weights = np.zeros(len(mesh.vertices))
+    for v in mesh.vertices:
+        for element in v.groups:
+            if element.group == group_index:
+                weights[v.index] = element.weight
+                break
+    return weights
+
+
+def _face_list(loop_total: np.ndarray, corners: np.ndarray):
+    """Faces for the engine: an (f, k) array when all faces have k corners, else a list of arrays."""
+    if len(loop_total) and np.all(loop_total == loop_total[0]):
+        return corners.reshape(len(loop_total), int(loop_total[0]))
+    return np.split(corners, np.cumsum(loop_total)[:-1])
+
+
+def _face_areas(world: np.ndarray, loop_total: np.ndarray, corners: np.ndarray) -> np.ndarray:
+    starts = np.concatenate(([0], np.cumsum(loop_total)[:-1])).astype(np.int64)
+    face_of = np.repeat(np.arange(len(loop_total)), loop_total)
+    nxt = np.arange(len(corners)) + 1
+    ends = starts + loop_total
+    nxt[ends - 1] = starts
+    origin = world[corners[starts[face_of]]]
+    cross = np.cross(world[corners] - origin, world[corners[nxt]] - origin)
+    return 0.5 * np.linalg.norm(np.add.reduceat(cross, starts, axis=0), axis=1)
+
+
+def _mesh_warnings(where: str, world: np.ndarray, loop_total: np.ndarray, corners: np.ndarray,
+                   areas: np.ndarray) -> list[str]:
+    """What may make a deforming mesh behave badly, though it can be simulated."""
+    out = []
+    loose = int(np.count_nonzero(np.bincount(corners, minlength=len(world)) == 0))
+    if loose:
+        out.append(f"{where}: {loose} loose vertices (in no face) are simulated as free particles, "
+                   "joined to nothing")
+    scale = float(np.median(areas)) if len(areas) else 0.0
+    flat = int(np.count_nonzero(areas <= max(scale, 1e-12) * 1e-9))
+    if flat:
+        out.append(f"{where}: {flat} faces have zero area; they add no mass and may fold unpredictably")
+    starts = np.concatenate(([0], np.cumsum(loop_total)[:-1])).astype(np.int64)
+    nxt = np.arange(len(corners)) + 1
+    nxt[starts + loop_total - 1] = starts
+    a, b = corners, corners[nxt]
+    edges = np.stack([np.minimum(a, b), np.maximum(a, b)], axis=1)
+    _, counts = np.unique(edges, axis=0, return_counts=True)
+    non_manifold = int(np.count_nonzero(counts > 2))
+    if non_manifold:
+        out.append(f"{where}: {non_manifold} edges are shared by more than two faces (non-manifold); "
+                   "bending across them is approximate")
+    return out
+
+
+# -- collider shapes --------------------------------------------------------------------------------
+
+def _fit_shape(shape: str, local: np.ndarray, scale: np.ndarray, where: str):
+    """(shape, engine collider class, its size keywords, offset 4x4 in the object's unscaled frame)."""
+    lo, hi = local.min(axis=0), local.max(axis=0)
+    centre = (lo + hi) / 2 * scale  # in the object's rotated but unscaled frame
+    dims = (hi - lo) * np.abs(scale)
+    biggest = float(dims.max())
+    if biggest <= 1e-9:
+        raise JakobsenError(f"{where}: the mesh has no size (all vertices in one place)")
+    plane_axis = 2  # a plane's normal: local +Z, or for an automatic plane the axis the mesh is flat along
+    if shape == 'AUTOMATIC':
+        thinnest = int(np.argmin(dims))
+        if dims[thinnest] <= biggest * 1e-6:
+            shape, plane_axis = 'PLANE', thinnest
+        else:
+            r = np.linalg.norm((local - (lo + hi) / 2) * scale, axis=1)
+            round_ = len(local) >= 12 and (r.max() - r.min()) <= 0.02 * r.max() and dims.min() >= 0.98 * biggest
+            shape = 'SPHERE' if round_ else 'BOX'
+    offset = _rigid(np.eye(3), centre)
+    if shape == 'PLANE':
+        # A proper rotation whose Z column is the normal axis (a cyclic permutation of the axes).
+        rotation = np.eye(3)[:, [(plane_axis + 1) % 3, (plane_axis + 2) % 3, plane_axis]]
+        if scale[plane_axis] < 0:  # a mirrored axis: the normal follows the mirrored mesh
+            rotation[:, 1:] *= -1.0
+        offset[:3, :3] = rotation
+        return shape, Plane, {}, offset
+    if shape == 'BOX':
+        if dims.min() <= 1e-9:
+            raise JakobsenError(f"{where}: a box collider needs thickness on all three axes; "
+                                "use the Plane shape for a flat mesh")
+        return shape, Box, {"half_extents": tuple((dims / 2).tolist())}, offset
+    if shape == 'SPHERE':
+        return shape, Sphere, {"radius": biggest / 2}, offset
+    if shape == 'CAPSULE':
+        radius = float(max(dims[0], dims[1])) / 2
+        if radius <= 1e-9:
+            raise JakobsenError(f"{where}: a capsule collider needs width across its local Z axis")
+        return shape, Capsule, {"radius": radius, "half_height": max(float(dims[2]) / 2 - radius, 0.0)}, offset
+    raise JakobsenError(f"{where}: unknown collision shape {shape!r}")
+
+
+_RIGID_SHAPES = {'AUTOMATIC': 'AUTOMATIC', 'BOX': 'BOX', 'SPHERE': 'SPHERE', 'CAPSULE': 'CAPSULE',
+                 'CYLINDER': 'CAPSULE', 'CONVEX_HULL': 'BOX', 'STATIC_MESH': 'BOX'}
+
+
+# -- build ------------------------------------------------------------------------------------------
+
+def solver_settings(scene) -> SolverSettings:
+    """The engine's settings from ``Scene.jakobsen`` and the scene (frame rate, gravity)."""
+    props = scene.jakobsen
+    if props.use_scene_gravity:
+        gravity = tuple(scene.gravity) if scene.use_gravity else (0.0, 0.0, 0.0)
+    else:
+        gravity = tuple(props.gravity)
+    settings = SolverSettings(frame_rate=scene.render.fps / scene.render.fps_base, substeps=props.substeps,
+                              iterations=props.iterations, gravity=tuple(float(g) for g in gravity),
+                              damping=float(props.damping))
+    settings.validate()
+    return settings
+
+
+def enabled_objects(context) -> list:
+    """The objects that take part, in a stable order (by name)."""
+    context.view_layer.update()  # objects linked since the last update are not in the view layer before
+    return sorted((o for o in context.view_layer.objects if o.jakobsen.enabled), key=lambda o: o.name)
+
+
+def _check_pairs(objects, warnings: list[str]) -> None:
+    taking_part = {o.name: o for o in objects}
+    for obj in objects:
+        if obj.jakobsen.type not in EMPTY_TYPES:
+            continue
+        where = describe(obj)
+        a, b = obj.jakobsen.pair()
+        if a is None and b is None:
+            raise JakobsenError(f"{where} has neither Object A nor Object B; set at least one "
+                                "(an empty slot means the world)")
+        if a is not None and a == b:
+            raise JakobsenError(f"{where} joins '{a.name}' to itself; Object A and Object B must differ")
+        for slot, other in (("Object A", a), ("Object B", b)):
+            if other is None:
+                continue
+            if other.name not in taking_part or other.jakobsen.type not in ('RIGID_BODY', 'CLOTH', 'SOFT_BODY'):
+                raise JakobsenError(f"{where}: its {slot} '{other.name}' is not a body in the simulation; "
+                                    "enable Jakobsen Physics on it as a rigid body, cloth or soft body")
+        warnings.append(f"{where} is checked but not simulated yet: the engine has no joints, springs "
+                        "or motors yet")
+
+
+def build(context, *, frame_range: tuple[int, int] | None = None) -> SceneModel:
+    """Read the enabled objects of ``context.view_layer`` into a ``SceneModel``."""
+    scene = context.scene
+    start, end = frame_range if frame_range is not None else scene.jakobsen.frame_range()
+    if end <= start:
+        raise JakobsenError(f"bake frame range: the end frame ({end}) must come after the start frame ({start})")
+    settings = solver_settings(scene)
+    objects = enabled_objects(context)
+    if not objects:
+        raise JakobsenError("nothing to bake: no object has Jakobsen Physics enabled "
+                            "(Properties > Physics > Jakobsen Physics)")
+    for obj in objects:
+        if obj.jakobsen.type not in types_for(obj):
+            raise JakobsenError(f"object '{obj.name}' ({obj.type.title()}) cannot be a "
+                                f"{_ROLE_NAMES[obj.jakobsen.type]}; meshes can be bodies, cloth or colliders, "
+                                "Empties connectors, springs or motors")
+        if obj.mode == 'EDIT':
+            raise JakobsenError(f"{describe(obj)} is in Edit Mode; switch to Object Mode to bake")
+    warnings: list[str] = []
+    _check_pairs(objects, warnings)
+
+    meshes = [o for o in objects if o.type == 'MESH']
+    frames = range(start, end + 1)
+    original = (scene.frame_current, scene.frame_subframe)
+    try:
+        with baking.previous_bakes_hidden([o.name for o in meshes]):
+            moving = [o.name for o in meshes if _may_move(o)]
+            tracks = _sample_matrices(scene, context, moving, frames) if moving else {}
+            scene.frame_set(start)
+            depsgraph = context.evaluated_depsgraph_get()
+            builder = ModelBuilder()
+            deformables, colliders, ignored = [], [], []
+            pending = []
+            for obj in meshes:
+                track = tracks.get(obj.name)
+                if track is not None and np.allclose(track, track[:1], atol=1e-9):
+                    track = None  # animated, but it does not move within the bake
+                role = obj.jakobsen.type
+                if role in DEFORMING:
+                    pending.append(_add_deformable(builder, obj, depsgraph, track, warnings))
+                elif role == 'RIGID_BODY' and obj.jakobsen.rigid_body.dynamic == 'GHOST':
+                    _read_rigid_body(obj, depsgraph)
+                    ignored.append(obj.name)
+                else:
+                    colliders.append(_add_collider(builder, obj, depsgraph, track, settings.frame_rate, warnings))
+    finally:
+        scene.frame_set(original[0], subframe=original[1])
+
+    if not pending:
+        raise JakobsenError("nothing to simulate: enable Jakobsen Physics on a cloth or soft body "
+                            "(rigid bodies move in a later version; for now they take part as colliders)")
+    warnings.extend(builder.warnings)
+    model = builder.finalize()
+    for name, role, handle, to_world, local in pending:
+        pinned_mask = model.inverse_masses[handle.slice] == 0.0
+        to_local = np.linalg.inv(to_world)
+        deformables.append(DeformableBinding(
+            object_name=name, role=role, particles=handle.slice, vertex_count=handle.count,
+            world_to_local=to_local, object_to_world=to_world,
+            pinned=np.flatnonzero(pinned_mask) + handle.start, pinned_local=local[pinned_mask]))
+    return SceneModel(model=model, settings=settings, frame_start=start, frame_end=end,
+                      deformables=deformables, colliders=colliders, ignored=ignored, warnings=warnings)
+
+
+def _world(local: np.ndarray, m: np.ndarray) -> np.ndarray:
+    return local @ m[:3, :3].T + m[:3, 3]
+
+
+def _check_matrix(obj, m: np.ndarray) -> None:
+    if not np.all(np.isfinite(m)):
+        raise JakobsenError(f"{describe(obj)}: its transform is not a number (check its location, "
+                            "rotation, scale and parents)")
+
+
+def _add_deformable(builder: ModelBuilder, obj, depsgraph, track, warnings: list[str]):
+    where = describe(obj)
+    s = obj.jakobsen.cloth
+    data = _read_mesh(obj, depsgraph, where, s.pin_group)
+    if len(data.loop_total) == 0:
+        raise JakobsenError(f"{where}: the mesh has no faces; a {_ROLE_NAMES[obj.jakobsen.type]} needs faces "
+                            "(vertices joined by edges only cannot be simulated as a surface)")
+    m = _matrix(obj.evaluated_get(depsgraph).matrix_world)
+    _check_matrix(obj, m)
+    world = _world(data.local, m)
+    areas = _face_areas(world, data.loop_total, data.corners)
+    if areas.sum() <= 1e-12:
+        raise JakobsenError(f"{where}: all its faces have zero area")
+    warnings.extend(_mesh_warnings(where, world, data.loop_total, data.corners, areas))
+    if obj.jakobsen.type == 'SOFT_BODY':
+        warnings.append(f"{where} is simulated as a surface with its cloth settings; "
+                        "volume preservation is not in the engine yet")
+    density = (s.vertex_mass * len(world) / float(areas.sum())) if s.use_vertex_mass else s.density
+    weights = data.weights
+    if track is not None and weights is not None and np.any((weights > 0) & (weights < PIN_WEIGHT)):
+        warnings.append(f"{where}: it moves, but its partly pinned vertices (weight below 1) are pulled "
+                        "towards where they were on the first frame")
+    handle = builder.add_cloth(
+        world, _face_list(data.loop_total, data.corners), name=obj.name, density=density,
+        thickness=s.thickness,
+        stretch_stiffness=math.inf if s.use_rigid_stretch else s.stretch_stiffness,
+        shear_stiffness=math.inf if s.use_rigid_shear else s.shear_stiffness,
+        bend_stiffness=s.bend_stiffness, pin_weights=weights, pin_stiffness=s.pin_stiffness,
+        friction=s.friction, drag=s.air_drag)
+    to_world = track if track is not None else m[None]
+    if track is not None:
+        for k in range(len(track)):
+            _check_matrix(obj, track[k])
+    return obj.name, obj.jakobsen.type, handle, to_world, data.local
+
+
+def _read_rigid_body(obj, depsgraph) -> _MeshData:
+    where = describe(obj)
+    data = _read_mesh(obj, depsgraph, where)
+    if len(data.loop_total) == 0:
+        raise JakobsenError(f"{where}: the mesh has no faces; a rigid body needs a surface "
+                            "to collide with and to give it mass")
+    return data
+
+
+def _add_collider(builder: ModelBuilder, obj, depsgraph, track, frame_rate: float,
+                  warnings: list[str]) -> ColliderBinding:
+    where = describe(obj)
+    role = obj.jakobsen.type
+    if role == 'RIGID_BODY':
+        rb = obj.jakobsen.rigid_body
+        data = _read_rigid_body(obj, depsgraph)
+        shape, friction, bounce = _RIGID_SHAPES[rb.collision_shape], rb.friction, rb.bounce
+        if rb.collision_shape in ('CYLINDER', 'CONVEX_HULL', 'STATIC_MESH'):
+            warnings.append(f"{where}: the {rb.collision_shape.replace('_', ' ').lower()} shape is not in the "
+                            f"engine yet; it collides as a {shape.lower()}")
+        if rb.dynamic == 'ON':
+            warnings.append(f"{where}: rigid-body dynamics are not in the engine yet; it takes part as a "
+                            f"{'moving' if track is not None else 'fixed'} collider")
+    else:
+        data = _read_mesh(obj, depsgraph, where)
+        c = obj.jakobsen.collider
+        shape, friction, bounce = c.shape, c.friction, c.bounce
+    if len(data.local) == 0:
+        raise JakobsenError(f"{where}: the mesh has no vertices to fit a collision shape to")
+    m = _matrix(obj.evaluated_get(depsgraph).matrix_world)
+    _check_matrix(obj, m)
+    rotation, scale = _rotation_and_scale(m, where, warnings)
+    shape, cls, size, offset = _fit_shape(shape, data.local, scale, where)
+    kwargs = dict(size, friction=float(friction), restitution=float(bounce), name=obj.name)
+    if track is None:
+        collider = cls(transform=_rigid(rotation, m[:3, 3]) @ offset, **kwargs)
+    else:
+        rotations, translations = [], []
+        for k in range(len(track)):
+            _check_matrix(obj, track[k])
+            r, s = _rotation_and_scale(track[k], where, [])
+            if not np.allclose(np.abs(s), np.abs(scale), rtol=1e-4):
+                warnings.append(f"{where}: its scale changes during the bake; the collider keeps the size "
+                                "it has on the first frame")
+                scale = s  # warn once
+            rotations.append(r)
+            translations.append(track[k][:3, 3])
+        motion = RigidTrack(np.array(rotations), np.array(translations), frame_rate, offset)
+        collider = cls(motion=motion, **kwargs)
+    index = builder.add_collider(collider)
+    return ColliderBinding(object_name=obj.name, role=role, shape=shape, index=index, animated=track is not None)

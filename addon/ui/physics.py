@@ -1,0 +1,257 @@
+"""The Physics tab: ``PHYSICS_PT_jakobsen`` (take part, and as what) and one sub-panel per role,
+each shown only for objects of that role, laid out like Blender's own physics panels."""
+
+from bpy.types import Panel
+
+from ..properties import types_for
+
+
+class JakobsenPhysicsPanel:
+    bl_space_type = 'PROPERTIES'
+    bl_region_type = 'WINDOW'
+    bl_context = "physics"
+    roles: tuple = ()
+
+    @classmethod
+    def poll(cls, context):
+        ob = context.object
+        if ob is None or not types_for(ob):
+            return False
+        settings = ob.jakobsen
+        return settings.enabled and settings.type in cls.roles and settings.type in types_for(ob)
+
+
+class PHYSICS_PT_jakobsen(Panel):
+    bl_label = "Jakobsen Physics"
+    bl_space_type = 'PROPERTIES'
+    bl_region_type = 'WINDOW'
+    bl_context = "physics"
+
+    @classmethod
+    def poll(cls, context):
+        return bool(types_for(context.object))
+
+    def draw_header(self, context):
+        self.layout.prop(context.object.jakobsen, "enabled", text="")
+
+    def draw(self, context):
+        layout = self.layout
+        ob = context.object
+        settings = ob.jakobsen
+        layout.active = settings.enabled
+        row = layout.row(align=True)
+        for role in types_for(ob):
+            row.prop_enum(settings, "type", role)
+        if settings.enabled and settings.type not in types_for(ob):
+            layout.label(text="Choose a type that suits this object", icon='ERROR')
+
+
+class PHYSICS_PT_jakobsen_body(JakobsenPhysicsPanel, Panel):
+    bl_label = "Rigid Body"
+    bl_parent_id = "PHYSICS_PT_jakobsen"
+    roles = ('RIGID_BODY',)
+
+    def draw(self, context):
+        layout = self.layout
+        layout.use_property_split = True
+        rb = context.object.jakobsen.rigid_body
+        col = layout.column()
+        col.prop(rb, "dynamic")
+        col.prop(rb, "collision_shape")
+        col = layout.column()
+        col.active = rb.dynamic == 'ON'
+        col.prop(rb, "use_density")
+        col.prop(rb, "density" if rb.use_density else "mass")
+        col = layout.column()
+        col.active = rb.dynamic != 'GHOST'
+        col.prop(rb, "friction")
+        col.prop(rb, "bounce")
+        col = layout.column()
+        col.active = rb.dynamic == 'ON'
+        col.prop(rb, "linear_damping")
+        col.prop(rb, "angular_damping")
+        col.prop(rb, "follow_position")
+        col.prop(rb, "follow_rotation")
+        if rb.dynamic == 'ON':
+            layout.label(text="Rigid bodies collide as fixed or animated shapes until the engine moves them",
+                         icon='INFO')
+
+
+class PHYSICS_PT_jakobsen_cloth(JakobsenPhysicsPanel, Panel):
+    bl_label = "Cloth"
+    bl_parent_id = "PHYSICS_PT_jakobsen"
+    roles = ('CLOTH', 'SOFT_BODY')
+
+    def draw(self, context):
+        layout = self.layout
+        layout.use_property_split = True
+        ob = context.object
+        cloth = ob.jakobsen.cloth
+        if ob.jakobsen.type == 'SOFT_BODY':
+            layout.label(text="Soft bodies use these settings on their surface", icon='INFO')
+
+        col = layout.column()
+        col.prop(cloth, "use_vertex_mass")
+        col.prop(cloth, "vertex_mass" if cloth.use_vertex_mass else "density")
+        col.prop(cloth, "air_drag")
+
+        col = layout.column(heading="Stiffness")
+        row = col.row(align=True)
+        row.prop(cloth, "use_rigid_stretch", text="Rigid Stretch")
+        sub = col.row()
+        sub.active = not cloth.use_rigid_stretch
+        sub.prop(cloth, "stretch_stiffness")
+        row = col.row(align=True)
+        row.prop(cloth, "use_rigid_shear", text="Rigid Shear")
+        sub = col.row()
+        sub.active = not cloth.use_rigid_shear
+        sub.prop(cloth, "shear_stiffness")
+        col.prop(cloth, "bend_stiffness")
+
+        col = layout.column()
+        col.prop_search(cloth, "pin_group", ob, "vertex_groups", text="Pin Group")
+        sub = col.column()
+        sub.active = bool(cloth.pin_group)
+        sub.prop(cloth, "pin_stiffness")
+
+        col = layout.column(heading="Collisions")
+        col.prop(cloth, "thickness")
+        col.prop(cloth, "friction")
+
+
+class PHYSICS_PT_jakobsen_collider(JakobsenPhysicsPanel, Panel):
+    bl_label = "Collider"
+    bl_parent_id = "PHYSICS_PT_jakobsen"
+    roles = ('COLLIDER',)
+
+    def draw(self, context):
+        layout = self.layout
+        layout.use_property_split = True
+        collider = context.object.jakobsen.collider
+        col = layout.column()
+        col.prop(collider, "shape")
+        col.prop(collider, "friction")
+        col.prop(collider, "bounce")
+
+
+def _draw_pair(layout, settings, ob) -> None:
+    col = layout.column()
+    col.prop(settings, "object_a")
+    col.prop(settings, "object_b")
+    if settings.object_a is None and settings.object_b is None:
+        col.label(text="Set Object A, Object B or both", icon='ERROR')
+    for other in (settings.object_a, settings.object_b):
+        if other is not None and not other.jakobsen.enabled:
+            col.label(text=f"{other.name} does not take part in the simulation", icon='ERROR')
+
+
+class PHYSICS_PT_jakobsen_connector(JakobsenPhysicsPanel, Panel):
+    bl_label = "Connector"
+    bl_parent_id = "PHYSICS_PT_jakobsen"
+    roles = ('CONNECTOR',)
+
+    def draw(self, context):
+        layout = self.layout
+        layout.use_property_split = True
+        ob = context.object
+        c = ob.jakobsen.connector
+        layout.prop(c, "connector_type")
+        _draw_pair(layout, c, ob)
+        layout.prop(c, "ignore_collisions")
+        kind = c.connector_type
+
+        if kind in {'HINGE', 'TWIST_SLIDER', 'CARDAN'}:
+            col = layout.column(heading="Angular Limit")
+            col.prop(c, "use_angular_limit", text="")
+            sub = col.column(align=True)
+            sub.active = c.use_angular_limit
+            sub.prop(c, "angle_min", text="Min")
+            sub.prop(c, "angle_max", text="Max")
+        if kind == 'RAGDOLL':
+            col = layout.column(align=True)
+            col.prop(c, "cone_angle")
+            col.prop(c, "twist_angle")
+        if kind in {'SLIDER', 'TWIST_SLIDER', 'PLANAR', 'BOX'}:
+            col = layout.column(heading="Linear Limit")
+            col.prop(c, "use_linear_limit", text="")
+            sub = col.column(align=True)
+            sub.active = c.use_linear_limit
+            sub.prop(c, "distance_min", text="Min")
+            sub.prop(c, "distance_max", text="Max")
+        if kind not in {'FIXED', 'BALL_SOCKET', 'WHEEL_SUSPENSION'}:
+            layout.prop(c, "limit_bounce")
+        if kind == 'WHEEL_SUSPENSION':
+            col = layout.column(heading="Suspension")
+            col.prop(c, "steering_angle")
+            col.prop(c, "suspension_rest")
+            col.prop(c, "suspension_stiffness")
+            col.prop(c, "suspension_damping")
+            sub = col.column(align=True)
+            sub.prop(c, "suspension_lower")
+            sub.prop(c, "suspension_upper")
+
+        col = layout.column(heading="Breaking")
+        col.prop(c, "use_breaking", text="Breakable")
+        sub = col.column(align=True)
+        sub.active = c.use_breaking
+        sub.prop(c, "breaking_force", text="Force")
+        sub.prop(c, "breaking_torque", text="Torque")
+
+
+class PHYSICS_PT_jakobsen_spring(JakobsenPhysicsPanel, Panel):
+    bl_label = "Spring"
+    bl_parent_id = "PHYSICS_PT_jakobsen"
+    roles = ('SPRING',)
+
+    def draw(self, context):
+        layout = self.layout
+        layout.use_property_split = True
+        ob = context.object
+        s = ob.jakobsen.spring
+        layout.prop(s, "spring_type")
+        _draw_pair(layout, s, ob)
+        if s.spring_type in {'LINEAR', 'BOTH'}:
+            col = layout.column(heading="Linear")
+            col.prop(s, "rest_length")
+            col.prop(s, "stiffness")
+            col.prop(s, "damping")
+        if s.spring_type in {'ANGULAR', 'BOTH'}:
+            col = layout.column(heading="Angular")
+            col.prop(s, "angular_stiffness", text="Stiffness")
+            col.prop(s, "angular_damping", text="Damping")
+
+
+class PHYSICS_PT_jakobsen_motor(JakobsenPhysicsPanel, Panel):
+    bl_label = "Motor"
+    bl_parent_id = "PHYSICS_PT_jakobsen"
+    roles = ('MOTOR',)
+
+    def draw(self, context):
+        layout = self.layout
+        layout.use_property_split = True
+        ob = context.object
+        m = ob.jakobsen.motor
+        layout.prop(m, "motor_type")
+        layout.prop(m, "mode")
+        _draw_pair(layout, m, ob)
+        angular = m.motor_type == 'ANGULAR'
+        col = layout.column()
+        if m.mode == 'REGULATE_SPEED':
+            if angular:
+                col.prop(m, "target_angular_speed", text="Target Speed per Second")
+            else:
+                col.prop(m, "target_linear_speed")
+        elif m.mode == 'SERVO':
+            col.prop(m, "target_angle" if angular else "target_position")
+        col.prop(m, "max_torque" if angular else "max_force")
+
+
+classes = (
+    PHYSICS_PT_jakobsen,
+    PHYSICS_PT_jakobsen_body,
+    PHYSICS_PT_jakobsen_cloth,
+    PHYSICS_PT_jakobsen_collider,
+    PHYSICS_PT_jakobsen_connector,
+    PHYSICS_PT_jakobsen_spring,
+    PHYSICS_PT_jakobsen_motor,
+)

@@ -1,0 +1,39 @@
+"""The 3D View's sidebar tab "Jakobsen": set up from the selection, bake, free."""
+
+from bpy.types import Panel
+
+from .scene import draw_bake_buttons
+
+
+class VIEW3D_PT_jakobsen(Panel):
+    bl_label = "Jakobsen Physics"
+    bl_space_type = 'VIEW_3D'
+    bl_region_type = 'UI'
+    bl_category = "Jakobsen"
+
+    def draw(self, context):
+        layout = self.layout
+        col = layout.column(align=True)
+        col.label(text="Selected Meshes")
+        row = col.row(align=True)
+        row.operator("jakobsen.add_body", text="Rigid Body", icon='RIGID_BODY').type = 'RIGID_BODY'
+        row.operator("jakobsen.add_body", text="Collider", icon='MOD_PHYSICS').type = 'COLLIDER'
+        row = col.row(align=True)
+        row.operator("jakobsen.add_body", text="Cloth", icon='MOD_CLOTH').type = 'CLOTH'
+        row.operator("jakobsen.add_body", text="Soft Body", icon='MOD_SOFT').type = 'SOFT_BODY'
+
+        col = layout.column(align=True)
+        col.label(text="Between Selected")
+        col.operator_menu_enum("jakobsen.add_connector", "connector_type", text="Connector", icon='CONSTRAINT')
+        row = col.row(align=True)
+        row.operator("jakobsen.add_spring", text="Spring", icon='FORCE_HARMONIC')
+        row.operator_menu_enum("jakobsen.add_motor", "motor_type", text="Motor", icon='FORCE_TURBULENCE')
+
+        layout.separator()
+        ob = context.object
+        if ob is not None and ob.jakobsen.enabled:
+            layout.prop(ob.jakobsen, "type", text=ob.name)
+        draw_bake_buttons(layout, context.scene)
+
+
+classes = (VIEW3D_PT_jakobsen,)

@@ -1,0 +1,318 @@
+"""Baking in real Blender: what lands in the .blend matches the engine, cancel and free leave no
+trace, re-bake replaces, the result survives save and reload, bad scenes are refused."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+bpy = pytest.importorskip("bpy")
+
+from addon import actions, baking, scene_to_model  # noqa: E402
+from addon.bake_job import BakeJob  # noqa: E402
+from addon.engine import Solver  # noqa: E402
+
+pytestmark = pytest.mark.blender
+
+
+def engine_reference() -> tuple[scene_to_model.SceneModel, dict[int, np.ndarray]]:
+    """The engine run on the same scene: world positions (n, 3) of every particle on every frame."""
+    sm = scene_to_model.build(bpy.context)
+    solver = Solver(sm.model, sm.settings)
+    state = solver.make_state()
+    out = {sm.frame_start: state.positions.copy()}
+    for frame in sm.frames[1:]:
+        solver.step_frame(state, pinned_positions=sm.pinned_positions(frame))
+        out[frame] = state.positions.copy()
+    return sm, out
+
+
+def shape_key_co(kb) -> np.ndarray:
+    co = np.empty(len(kb.data) * 3, np.float32)
+    kb.data.foreach_get("co", co)
+    return co.reshape(-1, 3).astype(np.float64)
+
+
+def to_local(obj, world: np.ndarray) -> np.ndarray:
+    m = np.linalg.inv(np.array(obj.matrix_world))
+    return world @ m[:3, :3].T + m[:3, 3]
+
+
+def keyframes(fcurve) -> list[tuple[float, float]]:
+    co = np.empty(len(fcurve.keyframe_points) * 2, np.float32)
+    fcurve.keyframe_points.foreach_get("co", co)
+    return [tuple(p) for p in co.reshape(-1, 2).tolist()]
+
+
+def test_bake_writes_the_engines_positions_as_shape_keys_in_the_shown_action(pinned_cloth, helpers):
+    cloth = pinned_cloth()
+    sm, reference = engine_reference()
+    part = sm.deformables[0].particles
+    assert sm.deformables[0].object_name == "Flag"
+    moved = np.linalg.norm(reference[8][part] - reference[1][part], axis=1)
+    assert moved.max() > 0.05, "the cloth should fall noticeably in 8 frames"
+
+    assert bpy.ops.jakobsen.bake() == {'FINISHED'}
+
+    key = cloth.data.shape_keys
+    baked = [kb for kb in key.key_blocks if kb.name.startswith(baking.SHAPE_KEY_PREFIX)]
+    assert [kb.name for kb in baked] == [f"JK_Bake_{f:04d}" for f in range(1, 9)]
+    assert key.key_blocks[0].name == "Basis"
+    for frame in (1, 4, 8):
+        kb = key.key_blocks[f"JK_Bake_{frame:04d}"]
+        np.testing.assert_allclose(shape_key_co(kb), to_local(cloth, reference[frame][part]), atol=1e-5)
+
+    # The keys are in the action Blender evaluates for the shape-key datablock (its slot on 4.4+).
+    action = key.animation_data.action
+    assert action is not None and action.name == "JK_Bake Flag"
+    if actions.SLOTTED:
+        from bpy_extras.anim_utils import animdata_get_channelbag_for_assigned_slot
+
+        assert key.animation_data.action_slot is not None
+        curves = animdata_get_channelbag_for_assigned_slot(key.animation_data).fcurves
+    else:
+        curves = action.fcurves
+    by_path = {fc.data_path: fc for fc in curves}
+    assert len(by_path) == 8
+    assert keyframes(by_path['key_blocks["JK_Bake_0004"].value']) == [(3.0, 0.0), (4.0, 1.0), (5.0, 0.0)]
+    assert keyframes(by_path['key_blocks["JK_Bake_0001"].value']) == [(1.0, 1.0), (2.0, 0.0)]
+    assert all(k.interpolation == 'LINEAR' for fc in curves for k in fc.keyframe_points)
+
+    # What Blender shows on frame N is the engine's frame N.
+    for frame in (1, 5, 8):
+        bpy.context.scene.frame_set(frame)
+        assert [kb.value for kb in baked] == [1.0 if f == frame else 0.0 for f in range(1, 9)]
+        np.testing.assert_allclose(helpers.evaluated_world(cloth), reference[frame][part], atol=1e-5)
+
+
+def test_cancel_half_way_leaves_the_scene_exactly_as_it_was(pinned_cloth, helpers):
+    cloth = pinned_cloth()
+    # Something of the user's to keep: a shape key, an action on it, and the object's own animation.
+    cloth.shape_key_add(name="Basis")
+    cloth.shape_key_add(name="Wave").value = 0.0
+    cloth.data.shape_keys.key_blocks["Wave"].keyframe_insert("value", frame=1)
+    cloth.keyframe_insert("location", frame=1)
+    scene = bpy.context.scene
+    scene.frame_set(3)
+    before = helpers.snapshot()
+
+    job = BakeJob(scene.name, preview=True, follow_frames=True)
+    job.start(bpy.context)
+    for _ in range(4):
+        assert job.step()
+    # Mid-bake the viewport shows the computed frame on a stand-in mesh, the original hidden.
+    assert scene.frame_current == 5
+    preview = [o for o in bpy.data.objects if o.get("jakobsen_preview") == "Flag"]
+    assert len(preview) == 1 and cloth.hide_get()
+    np.testing.assert_allclose(helpers.evaluated_world(preview[0]),
+                               job.state.positions[job.scene_model.deformables[0].particles], atol=1e-5)
+    job.cancel()
+
+    assert helpers.snapshot() == before
+    assert baking.record_of(cloth) is None
+
+
+def test_rebake_replaces_and_free_restores_the_users_shape_keys_and_animation(pinned_cloth, helpers):
+    cloth = pinned_cloth()
+    cloth.shape_key_add(name="Basis")
+    cloth.shape_key_add(name="Wave")
+    cloth.data.shape_keys.key_blocks["Wave"].keyframe_insert("value", frame=1)
+    user_action = cloth.data.shape_keys.animation_data.action
+    cloth.active_shape_key_index = 1
+    before = helpers.snapshot()
+
+    assert bpy.ops.jakobsen.bake() == {'FINISHED'}
+    first = shape_key_co(cloth.data.shape_keys.key_blocks["JK_Bake_0008"])
+    bpy.context.scene.jakobsen.substeps = 20  # a different result, to see that it is replaced
+    assert bpy.ops.jakobsen.bake() == {'FINISHED'}
+
+    key = cloth.data.shape_keys
+    names = [kb.name for kb in key.key_blocks]
+    assert names == ["Basis", "Wave"] + [f"JK_Bake_{f:04d}" for f in range(1, 9)]
+    jk_actions = [a for a in bpy.data.actions if a.name.startswith("JK_Bake")]
+    assert [a.name for a in jk_actions] == ["JK_Bake Flag"]
+    assert len(actions.assigned_fcurves(key)) == 8
+    assert sorted(len(fc.keyframe_points) for fc in actions.assigned_fcurves(key)) == [2, 2] + [3] * 6
+    assert not np.allclose(shape_key_co(key.key_blocks["JK_Bake_0008"]), first, atol=1e-6)
+
+    assert bpy.ops.jakobsen.free_bake() == {'FINISHED'}
+    assert helpers.snapshot() == before
+    assert cloth.data.shape_keys.animation_data.action == user_action
+    assert bpy.ops.jakobsen.free_bake() == {'CANCELLED'}  # nothing left to free
+
+
+def test_free_bake_of_a_mesh_that_had_no_shape_keys_removes_them_all(pinned_cloth, helpers):
+    cloth = pinned_cloth()
+    before = helpers.snapshot()
+    bpy.ops.jakobsen.bake()
+    assert cloth.data.shape_keys is not None
+    bpy.ops.jakobsen.free_bake()
+    assert cloth.data.shape_keys is None
+    assert helpers.snapshot() == before
+
+
+def test_the_bake_survives_save_and_reload(pinned_cloth, helpers, tmp_path):
+    pinned_cloth()
+    bpy.ops.jakobsen.bake()
+    bpy.context.scene.frame_set(6)
+    expected = helpers.evaluated_world(bpy.data.objects["Flag"])
+    path = str(tmp_path / "baked.blend")
+    bpy.ops.wm.save_as_mainfile(filepath=path)
+
+    bpy.ops.wm.read_factory_settings(use_empty=True)
+    assert "Flag" not in bpy.data.objects
+    bpy.ops.wm.open_mainfile(filepath=path)
+
+    cloth = bpy.data.objects["Flag"]
+    bpy.context.scene.frame_set(6)
+    np.testing.assert_allclose(helpers.evaluated_world(cloth), expected, atol=1e-6)
+    assert cloth.data.shape_keys.animation_data.action.name == "JK_Bake Flag"
+    assert baking.record_of(cloth)["frame_end"] == 8
+    assert bpy.ops.jakobsen.free_bake() == {'FINISHED'}
+    assert cloth.data.shape_keys is None
+
+
+def test_pc2_output_writes_a_point_cache_and_a_mesh_cache_modifier(pinned_cloth, helpers, tmp_path):
+    cloth = pinned_cloth()
+    # A modifier that adds vertices: shape keys could not hold this, a point cache can.
+    cloth.modifiers.new("Subdivision", 'SUBSURF').levels = 1
+    props = bpy.context.scene.jakobsen
+    props.output = 'PC2'
+    props.cache_directory = str(tmp_path / "cache")
+    sm, reference = engine_reference()
+    part = sm.deformables[0].particles
+    assert sm.deformables[0].vertex_count == 121  # 6 x 6 subdivided once: 11 x 11
+    before = helpers.snapshot()
+
+    assert bpy.ops.jakobsen.bake() == {'FINISHED'}
+    assert bpy.ops.jakobsen.bake() == {'FINISHED'}  # again: replaces, no second modifier
+
+    path = tmp_path / "cache" / "Flag.pc2"
+    start, data = baking.read_pc2_file(str(path))
+    assert start == 1 and data.shape == (8, 121, 3)
+    np.testing.assert_allclose(data[4], to_local(cloth, reference[5][part]), atol=1e-5)
+    assert [m.type for m in cloth.modifiers] == ['SUBSURF', 'MESH_CACHE']
+    bpy.context.scene.frame_set(5)
+    np.testing.assert_allclose(helpers.evaluated_world(cloth), reference[5][part], atol=1e-5)
+
+    bpy.ops.jakobsen.free_bake()
+    assert not path.exists()
+    bpy.context.scene.frame_set(1)
+    assert helpers.snapshot() == before
+
+
+def test_pc2_into_a_directory_that_cannot_exist_is_refused_before_baking(pinned_cloth, helpers, tmp_path):
+    pinned_cloth()
+    bpy.ops.jakobsen.bake()  # a previous bake (shape keys), which must survive
+    blocker = tmp_path / "a_file"
+    blocker.write_text("not a directory")
+    props = bpy.context.scene.jakobsen
+    props.output = 'PC2'
+    props.cache_directory = str(blocker / "cache")
+    before = helpers.snapshot()
+    with pytest.raises(RuntimeError, match=r"'Flag': the cache directory '.*a_file/cache' cannot be written to"):
+        bpy.ops.jakobsen.bake()
+    assert helpers.snapshot() == before
+
+
+def test_shape_keys_refuse_modifiers_that_change_the_vertex_count(pinned_cloth, helpers):
+    cloth = pinned_cloth()
+    cloth.modifiers.new("Subdivision", 'SUBSURF').levels = 1
+    before = helpers.snapshot()
+    with pytest.raises(RuntimeError, match=r"'Flag': its modifiers change the vertex count \(36 -> 121\)"):
+        bpy.ops.jakobsen.bake()
+    assert helpers.snapshot() == before
+
+
+def _bad_scene_connector():
+    empty = bpy.data.objects.new("Hinge", None)
+    bpy.context.scene.collection.objects.link(empty)
+    empty.jakobsen.enabled = True
+    assert empty.jakobsen.type == 'CONNECTOR'
+
+
+def _bad_scene_edges_only(role):
+    def make():
+        mesh = bpy.data.meshes.new("Stick")
+        mesh.from_pydata([(0, 0, 0), (0, 0, 1), (0, 1, 1)], [(0, 1), (1, 2)], [])
+        obj = bpy.data.objects.new("Stick", mesh)
+        bpy.context.scene.collection.objects.link(obj)
+        obj.jakobsen.enabled = True
+        obj.jakobsen.type = role
+    return make
+
+
+def _bad_scene_nan():
+    cloth = bpy.data.objects["Flag"]
+    cloth.data.vertices[3].co = (float("nan"), 0.0, 0.0)
+    # The previous bake gave the mesh shape keys, and then the basis key is what Blender evaluates.
+    cloth.data.shape_keys.key_blocks["Basis"].data[3].co = (float("nan"), 0.0, 0.0)
+
+
+@pytest.mark.parametrize("make, message", [
+    (_bad_scene_connector, r"connector 'Hinge' has neither Object A nor Object B"),
+    (_bad_scene_edges_only('RIGID_BODY'), r"rigid body 'Stick': the mesh has no faces"),
+    (_bad_scene_edges_only('CLOTH'), r"cloth 'Stick': the mesh has no faces"),
+    (_bad_scene_nan, r"cloth 'Flag': vertex 3 has a coordinate that is not a number"),
+], ids=["connector-without-objects", "rigid-body-without-faces", "cloth-without-faces", "nan-coordinates"])
+def test_bad_scenes_are_refused_with_a_message_naming_the_object(pinned_cloth, helpers, make, message):
+    pinned_cloth()
+    bpy.ops.jakobsen.bake()  # a previous bake, which a refused bake must leave alone
+    make()
+    before = helpers.snapshot()
+    with pytest.raises(RuntimeError, match=message):
+        bpy.ops.jakobsen.bake()
+    assert helpers.snapshot() == before
+
+
+def test_awkward_but_legal_meshes_bake_with_warnings(blender, helpers):
+    # Two quads and a triangle on one edge (non-manifold), a face with zero area, a loose vertex.
+    verts = [(0, 0, 1), (1, 0, 1), (1, 1, 1), (0, 1, 1), (2, 0, 1), (2, 1, 1), (1, 0.5, 2),
+             (3, 0, 1), (3, 0, 1.0000000001), (3.0000000001, 0, 1), (5, 5, 5)]
+    faces = [(0, 1, 2, 3), (1, 4, 5, 2), (1, 2, 6), (7, 8, 9)]
+    mesh = bpy.data.meshes.new("Rag")
+    mesh.from_pydata(verts, [], faces)
+    obj = helpers.link(bpy.data.objects.new("Rag", mesh))
+    obj.jakobsen.enabled = True
+    obj.jakobsen.type = 'CLOTH'
+    scene = bpy.context.scene
+    scene.frame_start, scene.frame_end = 1, 4
+
+    job = BakeJob(scene.name)
+    job.run(bpy.context)
+
+    text = "\n".join(job.warnings)
+    assert "cloth 'Rag': 1 edges are shared by more than two faces" in text
+    assert "cloth 'Rag': 1 faces have zero area" in text
+    assert "cloth 'Rag': 1 loose vertices" in text
+    key = obj.data.shape_keys
+    assert len([kb for kb in key.key_blocks if kb.name.startswith("JK_Bake_")]) == 4
+    assert np.all(np.isfinite(shape_key_co(key.key_blocks["JK_Bake_0004"])))
+    assert bpy.ops.jakobsen.bake() == {'FINISHED'}  # and through the operator, which reports them
+
+
+def test_invoke_without_a_window_runs_to_the_end(pinned_cloth):
+    cloth = pinned_cloth()
+    assert bpy.ops.jakobsen.bake('INVOKE_DEFAULT') == {'FINISHED'}
+    assert len(cloth.data.shape_keys.key_blocks) == 9
+
+
+def test_animated_cloth_keeps_its_pins_on_the_moving_object(pinned_cloth, helpers):
+    cloth = pinned_cloth()
+    cloth.keyframe_insert("location", frame=1)
+    cloth.location.x += 0.8
+    cloth.keyframe_insert("location", frame=8)
+    bpy.context.scene.frame_set(1)
+    bpy.ops.jakobsen.bake()
+    pins = np.flatnonzero(np.array([v.co.y > 0.49 for v in cloth.data.vertices]))
+    rest = np.array([tuple(v.co) for v in cloth.data.vertices])
+    for frame in (3, 8):
+        bpy.context.scene.frame_set(frame)
+        world = helpers.evaluated_world(cloth)
+        m = np.array(cloth.matrix_world)
+        np.testing.assert_allclose(world[pins], rest[pins] @ m[:3, :3].T + m[:3, 3], atol=1e-5)
+    assert bpy.context.scene.frame_current == 8
+    # The free vertices trail behind: the cloth did not just ride along with the object.
+    local = shape_key_co(cloth.data.shape_keys.key_blocks["JK_Bake_0008"])
+    free = ~np.isin(np.arange(len(rest)), pins)
+    assert np.abs(local[free] - rest[free]).max() > 0.05
