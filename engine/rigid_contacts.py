@@ -35,6 +35,7 @@ class Contacts:
     normal: np.ndarray
     friction: np.ndarray
     restitution: np.ndarray
+    key: np.ndarray  # (c,) which sample point touches what, the same from substep to substep
 
     @property
     def count(self) -> int:
@@ -44,9 +45,9 @@ class Contacts:
     def concatenate(parts: list["Contacts"]) -> "Contacts":
         if not parts:
             z = np.zeros(0, np.int64)
-            return Contacts(z, z, np.zeros((0, 3)), np.zeros((0, 3)), np.zeros((0, 3)), np.zeros(0), np.zeros(0))
+            return Contacts(z, z, np.zeros((0, 3)), np.zeros((0, 3)), np.zeros((0, 3)), np.zeros(0), np.zeros(0), z)
         return Contacts(*(np.concatenate([getattr(p, f) for p in parts]) for f in
-                          ("a", "b", "local_a", "local_b", "normal", "friction", "restitution")))
+                          ("a", "b", "local_a", "local_b", "normal", "friction", "restitution", "key")))
 
 
 def sweep_and_prune(centre: np.ndarray, radius: np.ndarray) -> np.ndarray:
@@ -134,7 +135,7 @@ def _box(q, r, p, prefer, hn, ho):
     if np.any(inside):
         qi, ai, hi = q[inside], a[inside], he[inside]
         sign = np.where(qi >= 0.0, 1.0, -1.0)
-        k = _pick_face(ai, prefer[inside] * sign / hi, 0.02 * hi.min(axis=1))
+        k = _pick_face(ai, prefer[inside] * sign / hi, 0.25 * hi.min(axis=1))
         rows = np.arange(len(qi))
         ni = np.zeros_like(qi)
         ni[rows, k] = sign[rows, k]

@@ -42,6 +42,10 @@ class RigidStepper:
         self.queries = np.zeros((0, 3), np.int64)  # (point, owner, target) for body pairs
         self.collider_bodies: list[np.ndarray] = []
         self.particle_pairs = np.zeros((0, 2), np.int64)
+        # Friction anchors of the contacts that stuck in the last substep, sorted by contact key.
+        self.anchor_keys = np.zeros(0, np.int64)
+        self.anchor_points = np.zeros((0, 3))
+        self.key_stride = count + 1 + len(model.colliders)
 
     # -- state --------------------------------------------------------------------------------
 
@@ -118,8 +122,9 @@ class RigidStepper:
         self.v_before, self.w_before = v.copy(), w.copy()
         for k in self.kinematic:
             x[k], q[k] = self.rest_pose_motion(int(k), t1)
-        kernels_rigid.integrate_bodies(x, q, v, w, self.inertia, self.inv_inertia, self.dynamic, self.accel,
-                                       self.h, self.lin_decay, self.ang_decay)
+        self.momentum = np.zeros_like(w)
+        kernels_rigid.integrate_bodies(x, q, v, w, self.momentum, self.inertia, self.inv_inertia, self.dynamic,
+                                       self.accel, self.h, self.lin_decay, self.ang_decay)
 
     def find_contacts(self, bodies: BodyState, t1: float) -> None:
         x, q, v, w = bodies.arrays()
@@ -145,8 +150,9 @@ class RigidStepper:
                     local_b=np.einsum("kji,kj->ki", rot_t[hit], surface - x[target[hit]]),
                     normal=n_world,
                     friction=np.sqrt(b.friction[owner[hit]] * b.friction[target[hit]]),
-                    restitution=np.sqrt(b.restitution[owner[hit]] * b.restitution[target[hit]])))
-        for collider, near in zip(self.model.colliders, self.collider_bodies):
+                    restitution=np.sqrt(b.restitution[owner[hit]] * b.restitution[target[hit]]),
+                    key=point[hit] * self.key_stride + target[hit]))
+        for index, (collider, near) in enumerate(zip(self.model.colliders, self.collider_bodies)):
             if not len(near):
                 continue
             start, stop = self.point_start[near], self.point_start[near + 1]
@@ -169,41 +175,83 @@ class RigidStepper:
                 local_a=np.einsum("kji,kj->ki", rot_o[hit], on_a - x[owner[hit]]),
                 local_b=surface, normal=n_world,
                 friction=np.sqrt(b.friction[owner[hit]] * collider.friction),
-                restitution=np.sqrt(b.restitution[owner[hit]] * collider.restitution)))
+                restitution=np.sqrt(b.restitution[owner[hit]] * collider.restitution),
+                key=point[hit] * self.key_stride + self.count + 1 + index))
         contacts = Contacts.concatenate(parts)
         self.contacts = contacts
         self.lam = np.zeros(contacts.count)
+        self.dx = np.zeros_like(x)
+        self.dth = np.zeros_like(x)
+        self.colours = []
+        self.stuck = np.zeros(contacts.count, bool)
+        self.lam_t = np.zeros((contacts.count, 3))
         if contacts.count:
             colour = kernels_rigid.colour_contacts(contacts.a, contacts.b, self.dynamic, self.seed_order)
             order = np.argsort(colour, kind="stable")
             bounds = np.searchsorted(colour[order], np.arange(colour.max() + 2))
             self.colours = [order[bounds[c]:bounds[c + 1]] for c in range(len(bounds) - 1)]
+            self.anchor = self._anchors(contacts)
+            f = self.frame_c = kernels_rigid.contact_frame(x, q, self.x_prev, self.inv_mass, self.inv_inertia, contacts,
+                                                           self.anchor)
             # Normal speed at the substep's start, for restitution.
-            a, bb = contacts.a, contacts.b
-            r1 = quat.rotate(q[a], contacts.local_a)
-            r2 = quat.rotate(q[bb], contacts.local_b)
-            rel = (self.v_before[a] + np.cross(self.w_before[a], r1)) - (self.v_before[bb] + np.cross(self.w_before[bb], r2))
-            self.speed_before = np.einsum("ci,ci->c", rel, contacts.normal)
-        else:
-            self.colours = []
+            a, bb = f.a, f.b
+            rel = (self.v_before[a] + quat.cross(self.w_before[a], f.r1)) \
+                - (self.v_before[bb] + quat.cross(self.w_before[bb], f.r2))
+            self.speed_before = np.einsum("ci,ci->c", rel, f.n)
+
+    def _anchors(self, contacts: Contacts) -> np.ndarray:
+        """Friction anchors (c, 3) in B's frame: kept from the last substep for contacts that stuck
+        there (so a resting body does not creep), else where A's point was at this substep's start."""
+        a, b = contacts.a, contacts.b
+        start = self.x_prev[a] + quat.rotate(self.q_prev[a], contacts.local_a)
+        anchor = quat.rotate(quat.conjugate(self.q_prev[b]), start - self.x_prev[b])
+        if len(self.anchor_keys):
+            slot = np.minimum(np.searchsorted(self.anchor_keys, contacts.key), len(self.anchor_keys) - 1)
+            kept = self.anchor_keys[slot] == contacts.key
+            anchor[kept] = self.anchor_points[slot[kept]]
+        return anchor
 
     def solve_positions(self, bodies: BodyState) -> None:
         if self.contacts.count:
-            x, q, _, _ = bodies.arrays()
-            kernels_rigid.solve_contact_positions(x, q, self.x_prev, self.q_prev, self.inv_mass, self.inv_inertia,
-                                                  self.contacts, self.colours, self.lam)
+            kernels_rigid.solve_contact_positions(self.frame_c, self.colours, self.dx, self.dth, self.inv_mass,
+                                                  self.inv_inertia, self.lam, self.lam_t, self.stuck)
 
     def finish_substep(self, bodies: BodyState) -> None:
-        """Velocities from the poses the constraints left, then restitution and friction."""
+        """Apply the substep's corrections, take velocities from the poses, then restitution and friction."""
         x, q, v, w = bodies.arrays()
+        h = self.h
+        d = np.flatnonzero(self.dynamic[:-1])
+        if self.contacts.count:
+            order = np.argsort(self.contacts.key[self.stuck])
+            self.anchor_keys = self.contacts.key[self.stuck][order]
+            self.anchor_points = self.anchor[self.stuck][order]
+        else:
+            self.anchor_keys = np.zeros(0, np.int64)
+        if self.contacts.count:
+            x[d] += self.dx[d]
+            rot = quat.to_matrix(q[d])
+            # The angular impulses that turned each body by dth: sum r x P = I_world dth.
+            self.momentum[d] += np.einsum("kij,kj->ki", rot, self.inertia[d] * np.einsum("kji,kj->ki", rot, self.dth[d])) / h
+            q[d] = quat.normalize(quat.multiply(quat.exp_rotation(self.dth[d]), q[d]))
         moving = np.arange(self.count)
-        v[moving] = (x[moving] - self.x_prev[moving]) / self.h
-        w[moving] = quat.angular_velocity(q[moving], self.q_prev[moving], self.h)
-        friction_used = np.zeros(self.contacts.count)
-        for _ in range(self.velocity_iterations if self.contacts.count else 0):
-            kernels_rigid.solve_contact_velocities(x, q, v, w, self.inv_mass, self.inv_inertia, self.contacts,
-                                                   self.colours, self.lam, self.speed_before, self.h,
-                                                   self.bounce_speed, friction_used)
+        v[moving] = (x[moving] - self.x_prev[moving]) / h
+        # Dynamic bodies: the angular momentum the integrator and the impulses left; kinematic
+        # ones: whatever their animation did this substep.
+        w[d] = kernels_rigid.world_inverse_inertia_times(quat.to_matrix(q[d]), self.inv_inertia[d], self.momentum[d])
+        k = self.kinematic
+        w[k] = quat.angular_velocity(q[k], self.q_prev[k], h)
+        if not self.contacts.count:
+            return
+        # Lever arms and inverse masses at the corrected poses, so velocity impulses conserve momentum.
+        f = self.frame_c = kernels_rigid.contact_frame(x, q, x, self.inv_mass, self.inv_inertia,
+                                                       self.contacts, self.anchor)
+        touching = self.lam > 0.0
+        bounce = touching & (self.speed_before < -self.bounce_speed) & (f.restitution > 0.0)
+        # Bouncing contacts leave at e times their approach speed; resting ones at zero normal
+        # speed, which takes away the outward speed that projecting a penetration out would add.
+        target = np.where(bounce, -f.restitution * self.speed_before, 0.0)
+        for _ in range(self.velocity_iterations):
+            kernels_rigid.solve_contact_restitution(f, self.colours, v, w, self.inv_mass, touching, target)
 
     def collide_particles(self, bodies: BodyState, px, pp, accel, friction, restitution, radii) -> None:
         """Cloth particles against bodies, one way: the bodies are moving colliders for them."""
