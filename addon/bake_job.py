@@ -5,6 +5,10 @@ the command line, background mode) and the tests run it to the end with ``run()`
 holds names, never references to Blender data, between calls, since an undo step or the user
 may free data while a modal bake runs.
 
+Deforming meshes collect object-space positions per frame (written as shape keys or PC2);
+rigid bodies the solver moves collect their matrix_world per frame (written as location and
+rotation keys).
+
 Life cycle: ``start()`` reads the scene (bad input raises ``JakobsenError`` and changes nothing),
 ``step()`` computes the next frame and returns whether frames remain, then either ``finish()``
 writes the bake (replacing any previous one) or ``cancel()`` leaves the scene as it was before
@@ -18,6 +22,7 @@ import time
 
 import bpy
 import numpy as np
+from mathutils import Matrix
 
 from . import baking, scene_to_model
 from .engine import JakobsenError, Solver
@@ -48,6 +53,7 @@ class BakeJob:
         self.output = 'SHAPE_KEYS'
         self.cache_directory = ""
         self._results: dict[str, list[np.ndarray]] = {}
+        self._poses: dict[str, list[np.ndarray]] = {}  # rigid body -> matrix_world (4, 4) per frame
         self._original_frame: tuple[int, float] | None = None
         self._previews: dict[str, str] = {}  # deforming object -> preview object
         self._hidden: list[str] = []  # objects hidden behind their preview
@@ -102,6 +108,7 @@ class BakeJob:
         self.frame = sm.frame_start
         self._results = {d.object_name: [sm.local_positions(d, self.state.positions, self.frame)]
                          for d in sm.deformables}
+        self._poses = {name: [m] for name, m in self._body_matrices().items()}
         self._started = True
         if self.preview:
             self._make_previews(context)
@@ -123,6 +130,8 @@ class BakeJob:
         self.frame = frame
         for d in sm.deformables:
             self._results[d.object_name].append(sm.local_positions(d, self.state.positions, frame))
+        for name, m in self._body_matrices().items():
+            self._poses[name].append(m)
         if self.follow_frames:
             self.scene.frame_set(frame)
         if self._previews:
@@ -145,6 +154,17 @@ class BakeJob:
         """Object-space positions (frames computed, n, 3) float32 of a deforming object."""
         return np.stack(self._results[object_name])
 
+    def body_results(self, object_name: str) -> np.ndarray:
+        """matrix_world (frames computed, 4, 4) of a rigid body the solver moves."""
+        return np.stack(self._poses[object_name])
+
+    def _body_matrices(self) -> dict[str, np.ndarray]:
+        sm = self.scene_model
+        if not any(b.keyed for b in sm.bodies):
+            return {}
+        translations, rotations = self.solver.body_poses(self.state)
+        return sm.body_matrices(translations, rotations)
+
     def finish(self, elapsed: float | None = None) -> str:
         """Write the bake (replacing each object's previous one); returns a one-line summary."""
         if not self.done:
@@ -164,10 +184,31 @@ class BakeJob:
             else:
                 baking.write_shape_keys(obj, sm.frame_start, local)
             written.append(f"{obj.name} ({d.vertex_count} vertices)")
+        keyed = 0
+        for b in sm.bodies:
+            if not b.keyed:
+                continue
+            obj = bpy.data.objects.get(b.object_name)
+            if obj is None:
+                self.warnings.append(f"'{b.object_name}' was deleted during the bake; nothing written for it")
+                continue
+            # What the object rested at before any bake: from the bake being replaced, else as it is now.
+            previous = baking.record_of(obj)
+            rest = previous.get("rest") if previous and previous.get("output") == 'TRANSFORM' else None
+            rest = rest or baking.transform_values(obj)
+            baking.free_bake(obj)
+            baking.write_transform_keys(obj, sm.frame_start, b.to_basis @ self.body_results(b.object_name), rest=rest)
+            written.append(f"{obj.name} (rigid body)")
+            keyed += 1
         seconds = elapsed if elapsed is not None else self.step_seconds
-        output = "PC2 point caches" if self.output == 'PC2' else "shape keys"
-        return (f"Baked {len(written)} object{'s' * (len(written) != 1)} ({', '.join(written)}) as {output}, "
-                f"frames {sm.frame_start}-{sm.frame_end}, in {seconds:.2f} s ({self.ms_per_frame:.1f} ms/frame)")
+        outputs = []
+        if len(written) > keyed:
+            outputs.append("PC2 point caches" if self.output == 'PC2' else "shape keys")
+        if keyed:
+            outputs.append("keyframes")
+        return (f"Baked {len(written)} object{'s' * (len(written) != 1)} ({', '.join(written)}) as "
+                f"{' and '.join(outputs) or 'nothing'}, frames {sm.frame_start}-{sm.frame_end}, in {seconds:.2f} s "
+                f"({self.ms_per_frame:.1f} ms/frame)")
 
     def cancel(self) -> None:
         """Stop: the scene is left as it was before ``start()``."""
@@ -194,6 +235,21 @@ class BakeJob:
             if not obj.hide_get(view_layer=view_layer):
                 obj.hide_set(True, view_layer=view_layer)
                 self._hidden.append(obj.name)
+        for b in self.scene_model.bodies:
+            if not b.keyed:
+                continue
+            obj = bpy.data.objects[b.object_name]
+            # The evaluated mesh in object space, shown at each computed pose (scale included).
+            mesh = bpy.data.meshes.new_from_object(obj.evaluated_get(depsgraph), preserve_all_data_layers=False,
+                                                   depsgraph=depsgraph)
+            mesh.name = f"JK Preview {obj.name}"
+            preview = bpy.data.objects.new(mesh.name, mesh)
+            preview[PREVIEW_PROPERTY] = obj.name
+            collection.objects.link(preview)
+            self._previews[obj.name] = preview.name
+            if not obj.hide_get(view_layer=view_layer):
+                obj.hide_set(True, view_layer=view_layer)
+                self._hidden.append(obj.name)
         self._view_layer_name = view_layer.name
         self._update_previews()
 
@@ -205,6 +261,10 @@ class BakeJob:
             world = np.ascontiguousarray(self.state.positions[d.particles], dtype=np.float32)
             preview.data.vertices.foreach_set("co", world.ravel())
             preview.data.update()
+        for name, poses in self._poses.items():
+            preview = bpy.data.objects.get(self._previews.get(name, ""))
+            if preview is not None:
+                preview.matrix_world = Matrix(poses[-1].tolist())
 
     def _cleanup(self) -> None:
         if self._ended:

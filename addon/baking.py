@@ -119,8 +119,11 @@ def previous_bakes_hidden(object_names):
             elif rec["output"] == 'TRANSFORM':
                 ours = obj.animation_data.action if obj.animation_data else None
                 if ours is not None and ours.get(RECORD) == obj.name:
+                    shown = transform_values(obj)
                     actions.restore_assignment(obj, rec["animation"])
-                    undo.append(lambda obj=obj, ours=ours: _reassign(obj, ours))
+                    set_transform_values(obj, rec.get("rest"))
+                    undo.append(lambda obj=obj, ours=ours, shown=shown: (_reassign(obj, ours),
+                                                                         set_transform_values(obj, shown)))
         yield
     finally:
         for step in reversed(undo):
@@ -239,12 +242,29 @@ def _free_pc2(obj, rec: dict) -> None:
 
 # -- rigid transforms -------------------------------------------------------------------------------
 
-def write_transform_keys(obj, frame_start: int, matrices: np.ndarray) -> None:
+_TRANSFORM_PROPERTIES = ("location", "rotation_euler", "rotation_quaternion", "rotation_axis_angle")
+
+
+def transform_values(obj) -> dict:
+    """The object's own location and rotation properties, as plain lists (what keys replace)."""
+    return {name: list(getattr(obj, name)) for name in _TRANSFORM_PROPERTIES}
+
+
+def set_transform_values(obj, values) -> None:
+    for name, value in (values or {}).items():
+        setattr(obj, name, value)
+
+
+def write_transform_keys(obj, frame_start: int, matrices: np.ndarray, rest: dict | None = None) -> None:
     """Location and rotation F-curves from ``matrices`` (frames, 4, 4), the object's local
-    (``matrix_basis``) pose on each frame, in its rotation mode; scale is left as it is."""
+    (``matrix_basis``) pose on each frame, in its rotation mode; scale is left as it is.
+
+    rest: the location and rotation values to put back when the bake is freed (or hidden while
+    the scene is read for a new bake), since the keys overwrite the properties as they play;
+    default: the values the object has now (``transform_values``)."""
     frames = np.arange(frame_start, frame_start + len(matrices), dtype=np.float32)
     rec = {"output": 'TRANSFORM', "frame_start": int(frames[0]), "frame_end": int(frames[-1]),
-           "animation": actions.assignment(obj)}
+           "animation": actions.assignment(obj), "rest": rest if rest is not None else transform_values(obj)}
     mode = obj.rotation_mode
     rotations = [Matrix(m[:3, :3].tolist()).normalized() for m in np.asarray(matrices, dtype=np.float64)]
     if mode == 'QUATERNION' or mode == 'AXIS_ANGLE':
@@ -279,6 +299,8 @@ def _free_transform(obj, rec: dict) -> None:
     anim_data = obj.animation_data
     if anim_data is not None and (anim_data.action is None or anim_data.action == ours):
         actions.restore_assignment(obj, rec["animation"])
+        # The keys left the pose of the last frame shown in the properties: put back the object's own.
+        set_transform_values(obj, rec.get("rest"))
     if ours is not None:
         bpy.data.actions.remove(ours)
 

@@ -93,9 +93,9 @@ class JakobsenRigidBodySettings(PropertyGroup):
         name="Dynamic",
         description="How the body takes part in the simulation",
         items=(
-            ('ON', "On", "Moved by forces and collisions"),
-            ('OFF', "Off", "Does not move by itself; follows its animation and pushes others"),
-            ('GHOST', "Ghost", "Follows its animation and collides with nothing"),
+            ('ON', "On", "Moved by gravity and collisions"),
+            ('OFF', "Off", "Does not move by itself; follows its animation and pushes others without being pushed"),
+            ('GHOST', "Ghost", "Moved by gravity like a dynamic body, but collides with nothing"),
         ),
         default='ON',
     )
@@ -124,13 +124,15 @@ class JakobsenRigidBodySettings(PropertyGroup):
         name="Shape",
         description="The shape used for collisions",
         items=(
-            ('AUTOMATIC', "Automatic", "Chosen from the mesh: flat is a plane, round a sphere, else a box"),
-            ('BOX', "Box", "The mesh's bounding box"),
+            ('AUTOMATIC', "Automatic", "The convex hull of the vertices; a flat mesh with Dynamic Off "
+                                       "collides with its faces"),
+            ('BOX', "Box", "The mesh's bounding box along the object's axes"),
             ('SPHERE', "Sphere", "A sphere around the bounding box centre"),
             ('CAPSULE', "Capsule", "A capsule along the local Z axis"),
             ('CYLINDER', "Cylinder", "A cylinder along the local Z axis"),
             ('CONVEX_HULL', "Convex Hull", "The convex hull of the vertices"),
-            ('STATIC_MESH', "Static Mesh", "The mesh's faces (for bodies that do not move)"),
+            ('STATIC_MESH', "Static Mesh", "The mesh's faces, for bodies with Dynamic Off (a moving body "
+                                           "uses its convex hull)"),
         ),
         default='AUTOMATIC',
     )
@@ -144,12 +146,14 @@ class JakobsenRigidBodySettings(PropertyGroup):
     )
     follow_position: FloatProperty(
         name="Follow Position",
-        description="Strength of a spring pulling the body towards its animated position (0: off)",
+        description="Strength of a spring pulling the body towards its animated position (0: off; "
+                    "not simulated yet)",
         subtype='FACTOR', default=0.0, min=0.0, max=1.0,
     )
     follow_rotation: FloatProperty(
         name="Follow Rotation",
-        description="Strength of a spring turning the body towards its animated rotation (0: off)",
+        description="Strength of a spring turning the body towards its animated rotation (0: off; "
+                    "not simulated yet)",
         subtype='FACTOR', default=0.0, min=0.0, max=1.0,
     )
 
@@ -500,6 +504,11 @@ class JakobsenSceneSettings(PropertyGroup):
         description="Velocity damping of every particle per second (1/s): after one second "
                     "a fraction exp(-damping) of the velocity is left",
         default=0.0, min=0.0, soft_max=10.0,
+    )
+    wind: FloatVectorProperty(
+        name="Wind", description="Velocity of the air that cloth with Air Drag moves against "
+                                 "(still air: 0); a flag streams along it",
+        subtype='VELOCITY', unit='VELOCITY', size=3, default=(0.0, 0.0, 0.0),
     )
     use_scene_range: BoolProperty(
         name="Scene Frame Range", description="Bake the scene's frame range", default=True,

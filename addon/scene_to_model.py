@@ -11,6 +11,13 @@ Everything is read with ``foreach_get`` into numpy buffers, except vertex-group 
 ``MeshVertex.groups`` cannot be read with ``foreach_get``), so ``vertex_group_weights`` makes one
 pass over the evaluated mesh's vertices, once per pinned cloth per bake (about 1 µs a vertex).
 
+Rigid bodies (``RIGID_BODY``) become engine bodies: Dynamic On a dynamic body, Off a kinematic
+body that follows its animation (pushing the others, never pushed back), Ghost a body the
+solver moves that collides with nothing; a passive (Off) body with the Static Mesh shape, or
+a flat one with the Automatic shape, becomes a triangle-mesh collider instead. The bake keys
+the bodies the solver moves (``BodyBinding.keyed``): their pose composed with the object's
+matrix on the first frame, so scale, parents and the rotation mode are kept.
+
 Bad input raises ``JakobsenError`` with a message naming the object; awkward but legal input
 adds a line to ``SceneModel.warnings``. Reading changes nothing in the scene: the current frame
 is restored, and a previous bake's output is hidden only while the meshes are read.
@@ -25,7 +32,7 @@ import bpy
 import numpy as np
 
 from . import baking
-from .engine import Box, Capsule, JakobsenError, Model, ModelBuilder, Plane, SolverSettings, Sphere
+from .engine import Box, Capsule, JakobsenError, Model, ModelBuilder, Plane, SolverSettings, Sphere, TriangleMesh
 from .properties import EMPTY_TYPES, types_for
 
 DEFORMING = ('CLOTH', 'SOFT_BODY')
@@ -66,13 +73,34 @@ class DeformableBinding:
 
 @dataclass(frozen=True)
 class ColliderBinding:
-    """An object that takes part as the model's collider ``index`` (a collider, or for now a rigid body)."""
+    """An object that takes part as the model's collider ``index``: a collider, or a passive rigid
+    body that collides with its faces (``shape`` 'STATIC_MESH')."""
 
     object_name: str
     role: str
     shape: str
     index: int
     animated: bool
+
+
+@dataclass(frozen=True)
+class BodyBinding:
+    """A rigid body: the model's body ``index``.
+
+    mode: the engine's "dynamic", "kinematic" or "ghost"; shape: the engine's collision shape;
+    rest_matrix: (4, 4) its matrix_world on the first frame (scale included); to_basis: (4, 4)
+    world -> the object's ``matrix_basis`` (its parent and parent inverse, as on the first
+    frame); keyed: whether the bake writes its motion (the solver moves it: dynamic and ghost;
+    kinematic bodies already follow their own animation).
+    """
+
+    object_name: str
+    index: int
+    mode: str
+    shape: str
+    rest_matrix: np.ndarray
+    to_basis: np.ndarray
+    keyed: bool
 
 
 @dataclass
@@ -85,7 +113,7 @@ class SceneModel:
     frame_end: int
     deformables: list[DeformableBinding]
     colliders: list[ColliderBinding]
-    ignored: list[str] = field(default_factory=list)
+    bodies: list[BodyBinding] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
 
     @property
@@ -107,6 +135,16 @@ class SceneModel:
             m = d.object_to_world[min(k, len(d.object_to_world) - 1)]
             pos[d.pinned] = d.pinned_local @ m[:3, :3].T + m[:3, 3]
         return pos
+
+    def body_matrices(self, translations: np.ndarray, rotations: np.ndarray) -> dict[str, np.ndarray]:
+        """matrix_world (4, 4) of every keyed body, from the solver's ``body_poses``: translation
+        (B, 3) and rotation quaternion (B, 4) w x y z, the motion from the rest pose to now,
+        composed with the object's rest matrix (so its scale stays as it was)."""
+        out = {}
+        for b in self.bodies:
+            if b.keyed:
+                out[b.object_name] = _rigid(_rotation(rotations[b.index]), translations[b.index]) @ b.rest_matrix
+        return out
 
     def local_positions(self, binding: DeformableBinding, positions: np.ndarray, frame: int) -> np.ndarray:
         """A deformable's world positions (n, 3) on ``frame`` -> its object space, float32."""
@@ -368,8 +406,10 @@ def _fit_shape(shape: str, local: np.ndarray, scale: np.ndarray, where: str):
     raise JakobsenError(f"{where}: unknown collision shape {shape!r}")
 
 
-_RIGID_SHAPES = {'AUTOMATIC': 'AUTOMATIC', 'BOX': 'BOX', 'SPHERE': 'SPHERE', 'CAPSULE': 'CAPSULE',
-                 'CYLINDER': 'CAPSULE', 'CONVEX_HULL': 'BOX', 'STATIC_MESH': 'BOX'}
+# Collision shapes of rigid bodies: the property's item -> the engine's shape.
+RIGID_SHAPES = {'AUTOMATIC': "automatic", 'CONVEX_HULL': "convex_hull", 'BOX': "box", 'SPHERE': "sphere",
+                'CAPSULE': "capsule", 'CYLINDER': "cylinder", 'STATIC_MESH': "convex_hull"}
+RIGID_MODES = {'ON': "dynamic", 'OFF': "kinematic", 'GHOST': "ghost"}
 
 
 # -- build ------------------------------------------------------------------------------------------
@@ -383,7 +423,7 @@ def solver_settings(scene) -> SolverSettings:
         gravity = tuple(props.gravity)
     settings = SolverSettings(frame_rate=scene.render.fps / scene.render.fps_base, substeps=props.substeps,
                               iterations=props.iterations, gravity=tuple(float(g) for g in gravity),
-                              damping=float(props.damping))
+                              damping=float(props.damping), air_velocity=tuple(float(w) for w in props.wind))
     settings.validate()
     return settings
 
@@ -447,7 +487,7 @@ def build(context, *, frame_range: tuple[int, int] | None = None) -> SceneModel:
             scene.frame_set(start)
             depsgraph = context.evaluated_depsgraph_get()
             builder = ModelBuilder()
-            deformables, colliders, ignored = [], [], []
+            deformables, colliders, bodies = [], [], []
             pending = []
             for obj in meshes:
                 track = tracks.get(obj.name)
@@ -456,17 +496,17 @@ def build(context, *, frame_range: tuple[int, int] | None = None) -> SceneModel:
                 role = obj.jakobsen.type
                 if role in DEFORMING:
                     pending.append(_add_deformable(builder, obj, depsgraph, track, warnings))
-                elif role == 'RIGID_BODY' and obj.jakobsen.rigid_body.dynamic == 'GHOST':
-                    _read_rigid_body(obj, depsgraph)
-                    ignored.append(obj.name)
+                elif role == 'RIGID_BODY':
+                    item = _add_rigid_body(builder, obj, depsgraph, track, settings.frame_rate, warnings)
+                    (bodies if isinstance(item, BodyBinding) else colliders).append(item)
                 else:
                     colliders.append(_add_collider(builder, obj, depsgraph, track, settings.frame_rate, warnings))
     finally:
         scene.frame_set(original[0], subframe=original[1])
 
-    if not pending:
-        raise JakobsenError("nothing to simulate: enable Jakobsen Physics on a cloth or soft body "
-                            "(rigid bodies move in a later version; for now they take part as colliders)")
+    if not pending and not any(b.keyed for b in bodies):
+        raise JakobsenError("nothing to simulate: enable Jakobsen Physics on a cloth, a soft body or a rigid "
+                            "body with Dynamic On or Ghost (Properties > Physics > Jakobsen Physics)")
     warnings.extend(builder.warnings)
     model = builder.finalize()
     for name, role, handle, to_world, local in pending:
@@ -477,7 +517,7 @@ def build(context, *, frame_range: tuple[int, int] | None = None) -> SceneModel:
             world_to_local=to_local, object_to_world=to_world,
             pinned=np.flatnonzero(pinned_mask) + handle.start, pinned_local=local[pinned_mask]))
     return SceneModel(model=model, settings=settings, frame_start=start, frame_end=end,
-                      deformables=deformables, colliders=colliders, ignored=ignored, warnings=warnings)
+                      deformables=deformables, colliders=colliders, bodies=bodies, warnings=warnings)
 
 
 def _world(local: np.ndarray, m: np.ndarray) -> np.ndarray:
@@ -535,45 +575,112 @@ def _read_rigid_body(obj, depsgraph) -> _MeshData:
     return data
 
 
+def _rigid_track(obj, track: np.ndarray, scale: np.ndarray, frame_rate: float, offset: np.ndarray,
+                 warnings: list[str]) -> RigidTrack:
+    """The motion of an animated object, sampled per frame (``track``: (frames, 4, 4) matrix_world),
+    as ``RigidTrack`` with ``offset``; warns once if its scale changes (the shape keeps its first size)."""
+    where = describe(obj)
+    rotations, translations = [], []
+    for k in range(len(track)):
+        _check_matrix(obj, track[k])
+        r, s = _rotation_and_scale(track[k], where, [])
+        if not np.allclose(np.abs(s), np.abs(scale), rtol=1e-4):
+            warnings.append(f"{where}: its scale changes during the bake; its collision shape keeps the size "
+                            "it has on the first frame")
+            scale = s  # warn once
+        rotations.append(r)
+        translations.append(track[k][:3, 3])
+    return RigidTrack(np.array(rotations), np.array(translations), frame_rate, offset)
+
+
 def _add_collider(builder: ModelBuilder, obj, depsgraph, track, frame_rate: float,
                   warnings: list[str]) -> ColliderBinding:
     where = describe(obj)
-    role = obj.jakobsen.type
-    if role == 'RIGID_BODY':
-        rb = obj.jakobsen.rigid_body
-        data = _read_rigid_body(obj, depsgraph)
-        shape, friction, bounce = _RIGID_SHAPES[rb.collision_shape], rb.friction, rb.bounce
-        if rb.collision_shape in ('CYLINDER', 'CONVEX_HULL', 'STATIC_MESH'):
-            warnings.append(f"{where}: the {rb.collision_shape.replace('_', ' ').lower()} shape is not in the "
-                            f"engine yet; it collides as a {shape.lower()}")
-        if rb.dynamic == 'ON':
-            warnings.append(f"{where}: rigid-body dynamics are not in the engine yet; it takes part as a "
-                            f"{'moving' if track is not None else 'fixed'} collider")
-    else:
-        data = _read_mesh(obj, depsgraph, where)
-        c = obj.jakobsen.collider
-        shape, friction, bounce = c.shape, c.friction, c.bounce
+    data = _read_mesh(obj, depsgraph, where)
+    c = obj.jakobsen.collider
     if len(data.local) == 0:
         raise JakobsenError(f"{where}: the mesh has no vertices to fit a collision shape to")
     m = _matrix(obj.evaluated_get(depsgraph).matrix_world)
     _check_matrix(obj, m)
     rotation, scale = _rotation_and_scale(m, where, warnings)
-    shape, cls, size, offset = _fit_shape(shape, data.local, scale, where)
-    kwargs = dict(size, friction=float(friction), restitution=float(bounce), name=obj.name)
+    shape, cls, size, offset = _fit_shape(c.shape, data.local, scale, where)
+    kwargs = dict(size, friction=float(c.friction), restitution=float(c.bounce), name=obj.name)
     if track is None:
         collider = cls(transform=_rigid(rotation, m[:3, 3]) @ offset, **kwargs)
     else:
-        rotations, translations = [], []
-        for k in range(len(track)):
-            _check_matrix(obj, track[k])
-            r, s = _rotation_and_scale(track[k], where, [])
-            if not np.allclose(np.abs(s), np.abs(scale), rtol=1e-4):
-                warnings.append(f"{where}: its scale changes during the bake; the collider keeps the size "
-                                "it has on the first frame")
-                scale = s  # warn once
-            rotations.append(r)
-            translations.append(track[k][:3, 3])
-        motion = RigidTrack(np.array(rotations), np.array(translations), frame_rate, offset)
-        collider = cls(motion=motion, **kwargs)
+        collider = cls(motion=_rigid_track(obj, track, scale, frame_rate, offset, warnings), **kwargs)
     index = builder.add_collider(collider)
-    return ColliderBinding(object_name=obj.name, role=role, shape=shape, index=index, animated=track is not None)
+    return ColliderBinding(object_name=obj.name, role='COLLIDER', shape=shape, index=index,
+                           animated=track is not None)
+
+
+def _damping_rate(fraction: float) -> float:
+    """A fraction of velocity lost per second (the panel's 0..1) -> the engine's rate in 1/s."""
+    return -math.log(max(1.0 - float(fraction), 1e-6))
+
+
+def _add_rigid_body(builder: ModelBuilder, obj, depsgraph, track, frame_rate: float,
+                    warnings: list[str]) -> BodyBinding | ColliderBinding:
+    """A rigid body: an engine body, or for a passive body that collides with its faces a
+    triangle-mesh collider (which the cloth and the other bodies meet the same way)."""
+    where = describe(obj)
+    rb = obj.jakobsen.rigid_body
+    data = _read_rigid_body(obj, depsgraph)
+    ob_eval = obj.evaluated_get(depsgraph)
+    m = _matrix(ob_eval.matrix_world)
+    _check_matrix(obj, m)
+    rotation, scale = _rotation_and_scale(m, where, warnings)
+    world = _world(data.local, m)
+    faces = _face_list(data.loop_total, data.corners)
+    mode = RIGID_MODES[rb.dynamic]
+    shape = RIGID_SHAPES[rb.collision_shape]
+    moves = track is not None
+
+    size = max(float(np.ptp(world, axis=0).max()), 1e-9)
+    flat = float(np.linalg.svd(world - world.mean(axis=0), compute_uv=False)[-1]) <= 1e-6 * size
+    faces_collide = rb.collision_shape == 'STATIC_MESH' or (rb.collision_shape == 'AUTOMATIC' and flat)
+    if mode == "kinematic" and faces_collide:
+        # Rest-pose world vertices, moved by the object's motion from its rest pose.
+        offset = np.linalg.inv(_rigid(rotation, m[:3, 3]))
+        motion = _rigid_track(obj, track, scale, frame_rate, offset, warnings) if moves else None
+        collider = TriangleMesh.from_mesh(world, faces, where=where, friction=float(rb.friction),
+                                          restitution=float(rb.bounce), motion=motion, name=obj.name)
+        index = builder.add_collider(collider)
+        return ColliderBinding(object_name=obj.name, role='RIGID_BODY', shape='STATIC_MESH', index=index,
+                               animated=moves)
+    if rb.collision_shape == 'STATIC_MESH' and mode == "dynamic":
+        warnings.append(f"{where}: a moving body cannot collide with its faces (Static Mesh is for bodies with "
+                        "Dynamic Off); it collides with its convex hull")
+
+    motion = None
+    if mode == "kinematic" and moves:
+        motion = _rigid_track(obj, track, scale, frame_rate, np.linalg.inv(_rigid(rotation, m[:3, 3])), warnings)
+    elif moves:
+        warnings.append(f"{where}: it is animated, but the solver moves it (Dynamic {rb.dynamic.title()}); it "
+                        "starts at rest from its pose on the first frame and the bake replaces its animation "
+                        "(Free Bake puts it back)")
+    if mode != "kinematic":
+        for what, value in (("Follow Position", rb.follow_position), ("Follow Rotation", rb.follow_rotation)):
+            if value > 0.0:
+                warnings.append(f"{where}: {what} is not in the engine yet; it is ignored")
+        if obj.parent is not None and _may_move(obj.parent):
+            warnings.append(f"{where}: its parent moves during the bake; the bake keys it as if the parent "
+                            "stayed where it is on the first frame (clear the parent to bake it in world space)")
+        deltas = np.r_[obj.delta_location, obj.delta_rotation_euler, np.subtract(obj.delta_rotation_quaternion,
+                                                                                  (1, 0, 0, 0))]
+        if np.abs(deltas).max() > 1e-9:
+            warnings.append(f"{where}: its delta location or rotation is added again on top of the baked keys; "
+                            "clear it (or apply it to the object's own transform) before baking")
+        if len(obj.constraints):
+            warnings.append(f"{where}: its constraints act again on top of the baked keys; disable them "
+                            "or bake it without them")
+    handle = builder.add_rigid_body(
+        world, faces, name=obj.name,
+        mass=None if rb.use_density else float(rb.mass), density=float(rb.density),
+        shape=shape, shape_frame=m, friction=float(rb.friction), restitution=float(rb.bounce),
+        mode=mode, motion=motion,
+        linear_damping=_damping_rate(rb.linear_damping), angular_damping=_damping_rate(rb.angular_damping))
+    # matrix_basis = to_basis @ matrix_world: the parent (and its inverse matrix) as on the first frame.
+    to_basis = _matrix(obj.matrix_basis) @ np.linalg.inv(m) if obj.parent is not None else np.eye(4)
+    return BodyBinding(object_name=obj.name, index=handle.index, mode=mode, shape=shape, rest_matrix=m,
+                       to_basis=to_basis, keyed=mode != "kinematic")

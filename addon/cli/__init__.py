@@ -3,34 +3,89 @@
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 
 
 def main(argv: list[str] | None = None) -> int:
+    """Run the command line ``argv`` (default: this program's arguments); returns the exit status."""
     from engine import __version__
 
     parser = argparse.ArgumentParser(prog="jakobsen", description="Jakobsen Physics for Blender")
     parser.add_argument("--version", action="version", version=f"jakobsen-physics {__version__}")
     sub = parser.add_subparsers(dest="command", required=True)
 
-    bench = sub.add_parser("bench", help="print a benchmark table, side by side with Blender's own solver")
-    bench.add_argument("what", choices=["cloth"], help="which benchmark")
-    bench.add_argument("--frames", type=int, default=100, help="frames to simulate (default 100)")
-    bench.add_argument("--repeats", type=int, default=3, help="runs of each solver; the best is kept (default 3)")
+    bake = sub.add_parser("bake", help="bake a .blend headless and save the result",
+                          description="Open SCENE.blend, bake its Jakobsen Physics objects and save the result.")
+    bake.add_argument("scene", metavar="SCENE.blend", help="the .blend file to bake")
+    bake.add_argument("-o", "--out", metavar="OUT.blend",
+                      help="where to save the baked file (default: SCENE_baked.blend next to SCENE)")
+    bake.add_argument("--frames", metavar="START-END",
+                      help="frames to bake (default: the scene's bake range, Scene > Jakobsen Physics > Bake)")
+    bake.add_argument("--scene", dest="scene_name", metavar="NAME", help="the scene to bake (default: the active one)")
+    bake.add_argument("--every", type=int, default=10, metavar="N", help="print progress every N frames (default 10)")
 
-    demo = sub.add_parser("demo", help="simulate a pinned cloth and write a contact sheet PNG")
-    demo.add_argument("-o", "--out", default="out/demo.png", help="where to write the PNG")
+    build = sub.add_parser("build", help="write the Blender extension zip (Install from Disk)")
+    build.add_argument("-o", "--out", default="dist", metavar="DIR", help="directory for the zip (default dist)")
+
+    bench = sub.add_parser("bench", help="print a benchmark table, side by side with Blender's own solver")
+    bench.add_argument("what", choices=["cloth", "boxes"], help="which benchmark")
+    bench.add_argument("--frames", type=int, default=100, help="frames to simulate (default 100)")
+    bench.add_argument("--repeats", type=int, default=3,
+                       help="cloth: runs of each solver; the best is kept (default 3)")
+    bench.add_argument("--grid", type=int, default=10, help="boxes: boxes per side of the grid (default 10)")
+
+    demo = sub.add_parser("demo", help="bake the example scenes headless and write a contact sheet PNG")
+    demo.add_argument("-o", "--out", default="out/demo.png", help="where to write the PNG (default out/demo.png)")
+    demo.add_argument("--engine", action="store_true",
+                      help="the engine-only demo instead: a pinned cloth simulated without the add-on")
 
     args = parser.parse_args(argv)
-    if args.command == "bench":
-        from .bench import run_cloth_benchmark
+    code = 0
+    if args.command == "bake":
+        from .bake import run_bake
 
-        run_cloth_benchmark(frames=args.frames, repeats=args.repeats)
+        code = run_bake(args.scene, args.out, args.frames, args.scene_name, args.every)
+    elif args.command == "build":
+        from .build import BuildError, run_build
+
+        try:
+            run_build(args.out)
+        except BuildError as error:
+            print(f"jakobsen build: error: {error}", file=sys.stderr)
+            code = 1
+    elif args.command == "bench":
+        if args.what == "boxes":
+            from .bench_boxes import run_boxes_benchmark
+
+            run_boxes_benchmark(frames=args.frames, grid=args.grid)
+        else:
+            from .bench import run_cloth_benchmark
+
+            run_cloth_benchmark(frames=args.frames, repeats=args.repeats)
     elif args.command == "demo":
-        from .demo import run_demo
+        if args.engine:
+            from .demo import run_engine_demo
 
-        run_demo(args.out)
-    return 0
+            run_engine_demo(args.out)
+        else:
+            from .demo import run_demo
+
+            run_demo(args.out)
+    if argv is None:
+        _exit_process(code)
+    return code
+
+
+def _exit_process(code: int) -> None:
+    """bpy 4.2 crashes in its C exit handlers once a property with a Python callback has been
+    registered (the add-on's are), after all our work is done and saved. As a program (not when
+    ``main`` is called from Python), end the process before those handlers run."""
+    bpy = sys.modules.get("bpy")
+    if bpy is not None and tuple(bpy.app.version[:2]) == (4, 2):
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(code)
 
 
 if __name__ == "__main__":

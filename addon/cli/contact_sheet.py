@@ -164,6 +164,7 @@ def render_contact_sheet(scene, frames: Iterable[int], out_path: str, *, columns
     rows = math.ceil(len(frames) / columns)
 
     render = scene.render
+    images_before = {image.as_pointer() for image in bpy.data.images}
     saved = _Saved()
     old_frame, old_subframe = scene.frame_current, scene.frame_subframe
     tmpdir = tempfile.mkdtemp(prefix="jakobsen_sheet_")
@@ -210,6 +211,15 @@ def render_contact_sheet(scene, frames: Iterable[int], out_path: str, *, columns
         saved.restore()
         scene.frame_set(old_frame, subframe=old_subframe)
         shutil.rmtree(tmpdir, ignore_errors=True)
+        _remove_new_images(bpy, images_before)
+
+
+def _remove_new_images(bpy, before: set) -> None:
+    """Remove the images rendering made appear (the "Render Result" image, which Blender creates on
+    the first render of a session that has none, e.g. after loading an empty factory file)."""
+    for image in [image for image in bpy.data.images if image.as_pointer() not in before]:
+        if image.type in {'RENDER_RESULT', 'COMPOSITING'}:
+            bpy.data.images.remove(image)
 
 
 def _render_still(bpy, scene) -> None:

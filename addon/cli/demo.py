@@ -1,8 +1,13 @@
-"""``jakobsen demo``: a pinned cloth falls and drapes over a sphere; writes a contact sheet PNG.
+"""``jakobsen demo``: bake the example scenes and show them in one contact sheet PNG.
 
-The engine simulates; Blender (the bpy module, headless) shows the result: the cloth becomes a
-mesh whose vertices are set from the engine's positions for each rendered frame, next to a
-sphere and a ground plane, and the frames are rendered with Workbench into one grid image.
+``run_demo`` is the add-on at work: each .blend in ``blend_examples/`` (a flag in the wind, boxes
+falling onto a tower) is opened headless, baked with ``jakobsen bake``'s code path, saved as
+``<name>_baked.blend`` next to the PNG, and a few of its frames are rendered with Workbench,
+one row per example.
+
+``run_engine_demo`` (``jakobsen demo --engine``) is the engine alone, no add-on: a pinned cloth
+falls and drapes over a sphere; the cloth becomes a mesh whose vertices are set from the
+engine's positions for each rendered frame, and the frames are rendered into one grid image.
 """
 
 from __future__ import annotations
@@ -179,7 +184,7 @@ def _remove(bpy, created) -> None:
                     pass
 
 
-def run_demo(out_path: str = "out/demo.png") -> str:
+def run_engine_demo(out_path: str = "out/demo.png") -> str:
     """Simulate the pinned cloth, render the contact sheet to ``out_path``; returns its absolute path."""
     import bpy
 
@@ -212,3 +217,65 @@ def render_sheet(scene, on_frame, out_path: str) -> str:
 
     return render_contact_sheet(scene, SHEET_FRAMES, os.fspath(out_path), columns=SHEET_COLUMNS,
                                 width=TILE_WIDTH, height=TILE_HEIGHT, labels=True, on_frame=on_frame)
+
+
+# -- the add-on demo: the example scenes --------------------------------------------------------
+
+EXAMPLES_DIR = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))),
+                            "blend_examples")
+# Each example and the frames shown of it (one row of the sheet each).
+EXAMPLES = (("flag", (1, 12, 36, 96)), ("rigid_boxes", (1, 16, 32, 72)))
+EXAMPLE_COLUMNS = 4
+
+
+def run_demo(out_path: str = "out/demo.png", *, examples=EXAMPLES, frame_end: int | None = None,
+             examples_dir: str = EXAMPLES_DIR) -> str:
+    """Bake each example, save it next to ``out_path``, render its frames; returns the PNG's path.
+
+    frame_end: bake only up to this frame (and show only frames up to it), for a quick run.
+    The Blender session ends with the last baked example open.
+    """
+    import tempfile
+
+    import bpy
+
+    from .bake import bake_file
+    from .contact_sheet import _read_png, render_contact_sheet, save_png
+
+    out_path = os.path.abspath(out_path)
+    out_dir = os.path.dirname(out_path)
+    t_start = time.perf_counter()
+    rows = []
+    with tempfile.TemporaryDirectory(prefix="jakobsen_demo_") as tmp:
+        for name, frames in examples:
+            source = os.path.join(examples_dir, f"{name}.blend")
+            if not os.path.isfile(source):
+                raise FileNotFoundError(f"jakobsen demo: the example {source} is missing; build it with "
+                                        f"blend_examples/build_{name}.py")
+            baked = os.path.join(out_dir, f"{name}_baked.blend")
+            if frame_end is not None:  # the examples start on frame 1
+                frames = tuple(f for f in frames if f <= frame_end) or (1,)
+            report = bake_file(source, baked, frames=(1, frame_end) if frame_end else None, every=24,
+                               log=lambda text: print(text, flush=True))
+            t0 = time.perf_counter()
+            row = os.path.join(tmp, f"{name}.png")
+            columns = min(EXAMPLE_COLUMNS, len(frames))
+            lines = -(-len(frames) // columns)
+            render_contact_sheet(bpy.context.scene, frames, row, columns=columns, width=TILE_WIDTH,
+                                 height=TILE_HEIGHT, labels=True, gap=2)
+            rows.append(_read_png(bpy, row, columns * TILE_WIDTH + (columns - 1) * 2,
+                                  lines * TILE_HEIGHT + (lines - 1) * 2))
+            print(f"jakobsen demo: {name}: baked frames {report.frames[0]}-{report.frames[1]} in "
+                  f"{report.seconds:.1f} s, rendered frames {list(frames)} in {time.perf_counter() - t0:.1f} s")
+        gap = 2
+        width = max(r.shape[1] for r in rows)
+        sheet = np.empty((sum(r.shape[0] for r in rows) + gap * (len(rows) - 1), width, 4), np.float32)
+        sheet[..., :3], sheet[..., 3] = 0.15, 1.0
+        y = 0
+        for r in rows:  # _read_png gives the bottom row first; the sheet is top row first
+            sheet[y:y + r.shape[0], :r.shape[1]] = r[::-1]
+            y += r.shape[0] + gap
+        path = save_png(sheet, out_path, name="jakobsen_demo_sheet")
+    print(f"jakobsen demo: contact sheet written to {path} ({time.perf_counter() - t_start:.1f} s in all); "
+          f"the baked scenes are in {out_dir}")
+    return path

@@ -58,8 +58,11 @@ class PHYSICS_PT_jakobsen_body(JakobsenPhysicsPanel, Panel):
         col = layout.column()
         col.prop(rb, "dynamic")
         col.prop(rb, "collision_shape")
+        if rb.dynamic == 'ON' and rb.collision_shape == 'STATIC_MESH':
+            layout.label(text="A moving body collides with its convex hull", icon='INFO')
+        moved = rb.dynamic != 'OFF'  # the solver moves it: mass and damping matter
         col = layout.column()
-        col.active = rb.dynamic == 'ON'
+        col.active = moved
         col.prop(rb, "use_density")
         col.prop(rb, "density" if rb.use_density else "mass")
         col = layout.column()
@@ -67,14 +70,13 @@ class PHYSICS_PT_jakobsen_body(JakobsenPhysicsPanel, Panel):
         col.prop(rb, "friction")
         col.prop(rb, "bounce")
         col = layout.column()
-        col.active = rb.dynamic == 'ON'
+        col.active = moved
         col.prop(rb, "linear_damping")
         col.prop(rb, "angular_damping")
-        col.prop(rb, "follow_position")
-        col.prop(rb, "follow_rotation")
-        if rb.dynamic == 'ON':
-            layout.label(text="Rigid bodies collide as fixed or animated shapes until the engine moves them",
-                         icon='INFO')
+        sub = col.column()
+        sub.active = False  # not in the engine yet; kept so that scenes can set them up
+        sub.prop(rb, "follow_position")
+        sub.prop(rb, "follow_rotation")
 
 
 class PHYSICS_PT_jakobsen_cloth(JakobsenPhysicsPanel, Panel):

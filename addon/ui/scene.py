@@ -23,6 +23,7 @@ class SCENE_PT_jakobsen_solver(JakobsenScenePanel, Panel):
         col.prop(props, "substeps")
         col.prop(props, "iterations")
         col.prop(props, "damping")
+        col.prop(props, "wind")
         col = layout.column()
         col.prop(props, "use_scene_gravity")
         sub = col.column()

@@ -3,6 +3,9 @@ built from code, and a snapshot of everything a bake may touch (to prove it touc
 
 from __future__ import annotations
 
+import os
+import sys
+
 import numpy as np
 import pytest
 
@@ -10,6 +13,25 @@ try:
     import bpy
 except ImportError:  # the engine tests run without Blender
     bpy = None
+
+
+# bpy 4.2 (the module, not Blender itself) crashes when the process exits once a property with a
+# Python callback (an update or poll function) has been registered, even after unregistering it:
+# its C exit handlers free the Python classes after the interpreter is gone (SIGSEGV in
+# bpy_class_free). The tests are over by then, so on 4.2 the session ends with os._exit and the
+# exit status pytest chose, before those handlers run.
+_session_status = [0]
+
+
+def pytest_sessionfinish(session, exitstatus):
+    _session_status[0] = int(exitstatus)
+
+
+def pytest_unconfigure(config):
+    if bpy is not None and bpy.app.version[:2] == (4, 2):
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(_session_status[0])
 
 
 @pytest.fixture

@@ -1,4 +1,5 @@
-"""``jakobsen demo`` writes a contact sheet that shows the cloth falling onto the sphere."""
+"""``jakobsen demo`` bakes the example scenes and writes a contact sheet of them;
+``jakobsen demo --engine`` writes one of the engine's cloth falling onto a sphere."""
 
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ import pytest
 bpy = pytest.importorskip("bpy")
 
 from addon.cli.contact_sheet import render_contact_sheet  # noqa: E402
-from addon.cli.demo import run_demo  # noqa: E402
+from addon.cli.demo import run_demo, run_engine_demo  # noqa: E402
 
 pytestmark = pytest.mark.blender
 
@@ -46,14 +47,17 @@ def _background_difference(tile: np.ndarray) -> float:
     return float(np.mean(np.abs(tile.reshape(-1, 3) - background).max(axis=1) > 0.08))
 
 
-def test_demo_writes_a_contact_sheet_of_the_falling_cloth(tmp_path):
+def test_engine_demo_writes_a_contact_sheet_of_the_falling_cloth(tmp_path):
+    # From an empty file, where the first render creates Blender's "Render Result" image: the
+    # demo must not leave it (or anything else) behind.
+    bpy.ops.wm.read_factory_settings(use_empty=True)
     images_before = len(bpy.data.images)
     scenes_before = len(bpy.data.scenes)
     objects_before = len(bpy.data.objects)
     sheets_before = set(glob.glob(os.path.join(tempfile.gettempdir(), "jakobsen_sheet_*")))
 
     out = tmp_path / "sub" / "demo.png"
-    path = run_demo(str(out))
+    path = run_engine_demo(str(out))
 
     assert os.path.abspath(path) == str(out)
     assert out.is_file() and out.stat().st_size > 1000
@@ -75,9 +79,34 @@ def test_demo_writes_a_contact_sheet_of_the_falling_cloth(tmp_path):
     assert len(bpy.data.scenes) == scenes_before
     assert len(bpy.data.objects) == objects_before
     assert set(glob.glob(os.path.join(tempfile.gettempdir(), "jakobsen_sheet_*"))) == sheets_before
+    bpy.ops.wm.read_factory_settings()
+
+
+def test_demo_bakes_the_examples_and_shows_them_in_one_sheet(tmp_path):
+    out = tmp_path / "demo" / "demo.png"
+    try:
+        path = run_demo(str(out), frame_end=12)  # a short bake: frames 1-12 of each example
+        px = _load_png(path)
+    finally:
+        bpy.ops.wm.read_factory_settings()
+    # One row per example: the flag shows frames 1 and 12, the boxes frame 1 (the first frame
+    # shown after 1 is later than 12).
+    assert px.shape[:2] == (2 * TILE_H + GAP, 2 * TILE_W + GAP)
+    flag_row = _tiles(px, 2, 1, TILE_W, TILE_H, GAP)
+    boxes = px[TILE_H + GAP:, :TILE_W, :3]
+    for k, tile in enumerate(flag_row + [boxes]):
+        assert _background_difference(tile) > 0.02, f"tile {k} is blank"
+    red = [((t[..., 0] > t[..., 1] + 0.2) & (t[..., 0] > t[..., 2] + 0.2)).mean() for t in flag_row]
+    assert min(red) > 0.02, f"the red flag is not visible: {red}"
+    moved = np.abs(flag_row[0] - flag_row[1]).max(axis=2) > 0.1
+    assert moved.mean() > 0.01, "the flag looks the same on frames 1 and 12"
+    for name in ("flag", "rigid_boxes"):
+        assert (tmp_path / "demo" / f"{name}_baked.blend").is_file()
 
 
 def test_contact_sheet_restores_the_scene_it_renders(tmp_path):
+    bpy.ops.wm.read_factory_settings(use_empty=True)
+    images_before = [image.name for image in bpy.data.images]
     scene = bpy.data.scenes.new("contact sheet test")
     cam_data = bpy.data.cameras.new("contact sheet cam")
     cam = bpy.data.objects.new("contact sheet cam", cam_data)
@@ -105,6 +134,8 @@ def test_contact_sheet_restores_the_scene_it_renders(tmp_path):
         assert (scene.render.resolution_x, scene.render.resolution_y) == (640, 480)
         assert scene.render.filepath == "//keep_me_"
 
+        assert [image.name for image in bpy.data.images] == images_before  # no "Render Result" left
+
         scene.camera = None
         with pytest.raises(ValueError, match="no camera"):
             render_contact_sheet(scene, [1], str(tmp_path / "none.png"))
@@ -114,3 +145,4 @@ def test_contact_sheet_restores_the_scene_it_renders(tmp_path):
         bpy.data.meshes.remove(mesh)
         bpy.data.cameras.remove(cam_data)
         bpy.data.scenes.remove(scene)
+        bpy.ops.wm.read_factory_settings()

@@ -33,7 +33,9 @@ def test_modal_bake_in_the_gui_cancels_cleanly_and_then_bakes():
     result = json.loads(result_file.read_text())
     assert result["invoke_1"] == ["RUNNING_MODAL"]
     # Half way: the scene is on a computed frame, the cloth's stand-in shows it, the original is hidden.
-    assert result["mid_bake"]["frame"] > 1 and result["mid_bake"]["previews"] == ["JK Preview Curtain"]
+    # (Base and Wheel, joined by the connector, are dynamic rigid bodies: they get stand-ins too.)
+    assert result["mid_bake"]["frame"] > 1
+    assert sorted(result["mid_bake"]["previews"]) == ["JK Preview Base", "JK Preview Curtain", "JK Preview Wheel"]
     assert result["mid_bake"]["curtain_hidden"]
     assert result["cancel_restored_everything"]
     after = result["after_bake"]

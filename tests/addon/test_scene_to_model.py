@@ -170,8 +170,10 @@ def test_solver_settings_come_from_the_scene(blender):
     scene.gravity = (0.0, 1.0, -3.0)
     props = scene.jakobsen
     props.substeps, props.iterations, props.damping = 7, 2, 0.25
+    props.wind = (4.0, -1.0, 0.5)
     s = scene_to_model.solver_settings(scene)
     assert (s.substeps, s.iterations, s.damping) == (7, 2, 0.25)
+    assert s.air_velocity == pytest.approx((4.0, -1.0, 0.5))
     assert s.frame_rate == pytest.approx(30 / 1.001)
     assert s.gravity == pytest.approx((0.0, 1.0, -3.0))
     scene.use_gravity = False
@@ -195,7 +197,8 @@ def test_connectors_must_join_bodies_that_take_part(pinned_cloth):
     _enable(cube, 'RIGID_BODY')
     sm = scene_to_model.build(bpy.context)
     assert any("connector 'Wheel Hinge' is checked but not simulated yet" in w for w in sm.warnings)
-    assert any("rigid body 'Base': rigid-body dynamics are not in the engine yet" in w for w in sm.warnings)
+    assert not any("rigid body 'Base'" in w for w in sm.warnings)  # a rigid body is simulated now
+    assert [(b.object_name, b.mode) for b in sm.bodies] == [("Base", "dynamic")]
     empty.jakobsen.connector.object_b = cube
     with pytest.raises(JakobsenError, match="joins 'Base' to itself"):
         scene_to_model.build(bpy.context)

@@ -1,0 +1,112 @@
+"""``jakobsen bench boxes``: 1,000 boxes dropped on a plane, this engine and Blender's Rigid Body
+World (Bullet, defaults) in one process. Prints ms per frame, the ratio, and the worst
+penetration at the last frame for both. A table to read, not a test."""
+
+from __future__ import annotations
+
+import time
+
+import numpy as np
+
+import engine
+from engine import quaternions as quat
+
+BOX = 0.9  # m, edge of each box
+SPACING = 1.0  # m between box centres in the grid
+GRID = 10  # 10 x 10 x 10
+FPS = 24
+FACES = [[0, 1, 3, 2], [4, 6, 7, 5], [0, 4, 5, 1], [2, 3, 7, 6], [0, 2, 6, 4], [1, 5, 7, 3]]
+
+
+def _centres(grid: int):
+    k = np.arange(grid) * SPACING
+    gx, gy, gz = np.meshgrid(k - k.mean(), k - k.mean(), k + BOX / 2 + 0.05, indexing="ij")
+    return np.stack([gx.ravel(), gy.ravel(), gz.ravel()], axis=1)
+
+
+def _corners():
+    return np.array([[x, y, z] for x in (-1, 1) for y in (-1, 1) for z in (-1, 1)], float) * BOX / 2
+
+
+def _worst_penetration(centres, rotations):
+    """Deepest any box corner lies below the ground or inside another box, m."""
+    corners = centres[:, None, :] + np.einsum("bij,kj->bki", rotations, _corners())
+    worst = max(0.0, -corners[..., 2].min())
+    half = BOX / 2
+    for b in range(len(centres)):
+        near = np.flatnonzero(np.linalg.norm(centres - centres[b], axis=1) < 2 * BOX)
+        near = near[near != b]
+        if not len(near):
+            continue
+        local = np.einsum("ji,nkj->nki", rotations[b], corners[near] - centres[b])
+        depth = np.min(half - np.abs(local), axis=2)  # > 0: inside box b
+        worst = max(worst, float(depth.max()))
+    return worst
+
+
+def bench_engine(frames: int, grid: int):
+    centres = _centres(grid)
+    builder = engine.ModelBuilder()
+    for k, c in enumerate(centres):
+        builder.add_rigid_body(_corners() + c, FACES, name=f"box {k}", shape="box")
+    builder.add_collider(engine.Plane())
+    solver = engine.Solver(builder.finalize(), engine.SolverSettings(frame_rate=FPS))
+    state = solver.make_state()
+    start = time.perf_counter()
+    for _ in range(frames):
+        solver.step_frame(state)
+    ms = (time.perf_counter() - start) * 1e3 / frames
+    translation, rotation = solver.body_poses(state)
+    return ms, _worst_penetration(centres + translation, quat.to_matrix(rotation))
+
+
+def bench_blender(frames: int, grid: int):
+    import bpy
+
+    centres = _centres(grid)
+    bpy.ops.wm.read_factory_settings(use_empty=True)
+    scene = bpy.context.scene
+    scene.render.fps = FPS
+    bpy.ops.rigidbody.world_add()
+    world = scene.rigidbody_world
+    world.point_cache.frame_start, world.point_cache.frame_end = 1, frames + 1
+    bpy.ops.mesh.primitive_plane_add(size=200)
+    bpy.ops.rigidbody.object_add(type="PASSIVE")
+    mesh = bpy.data.meshes.new("bench_box")
+    mesh.from_pydata(_corners().tolist(), [], FACES)
+    for k, c in enumerate(centres):
+        obj = bpy.data.objects.new(f"box {k}", mesh)
+        obj.location = c.tolist()
+        scene.collection.objects.link(obj)
+        world.collection.objects.link(obj)  # makes it an active rigid body with defaults
+        obj.rigid_body.collision_shape = "BOX"
+    scene.frame_set(1)
+    start = time.perf_counter()
+    for frame in range(2, frames + 2):
+        scene.frame_set(frame)
+    ms = (time.perf_counter() - start) * 1e3 / frames
+    boxes = [o for o in scene.objects if o.name.startswith("box")]
+    boxes.sort(key=lambda o: int(o.name.split()[1]))
+    matrices = np.array([np.array(o.matrix_world) for o in boxes])
+    return ms, _worst_penetration(matrices[:, :3, 3], matrices[:, :3, :3]), bpy.app.version_string
+
+
+def run_boxes_benchmark(frames: int = 100, grid: int = GRID) -> dict:
+    count = grid ** 3
+    print(f"boxes: {count} boxes of {BOX} m in a {grid}x{grid}x{grid} grid dropped on a plane, "
+          f"{frames} frames at {FPS} fps", flush=True)
+    e_ms, e_pen = bench_engine(frames, grid)
+    b_ms, b_pen, version = bench_blender(frames, grid)
+    print(f"{'solver':<44} {'ms/frame':>9} {'worst penetration':>18}")
+    print(f"{'Blender ' + version + ' Rigid Body World (Bullet)':<44} {b_ms:9.1f} {b_pen * 1000:15.1f} mm")
+    print(f"{'Jakobsen':<44} {e_ms:9.1f} {e_pen * 1000:15.1f} mm")
+    print(f"time ratio Jakobsen / Bullet: {e_ms / b_ms:.2f}; penetration as a share of the box: "
+          f"Bullet {b_pen / BOX:.1%}, Jakobsen {e_pen / BOX:.1%}")
+    return {"engine_ms": e_ms, "blender_ms": b_ms, "engine_pen": e_pen, "blender_pen": b_pen}
+
+
+if __name__ == "__main__":
+    import sys
+
+    run_boxes_benchmark(frames=int(sys.argv[1]) if len(sys.argv) > 1 else 100,
+                        grid=int(sys.argv[2]) if len(sys.argv) > 2 else GRID)

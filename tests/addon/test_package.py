@@ -1,0 +1,148 @@
+"""The extension zip: what it holds, and that real Blender installs it with its own Install from
+Disk operator, enables it, bakes with the solver shipped inside it, disables and uninstalls it.
+
+Blender reads its user directories when bpy is first imported, so the install runs in a child
+Python whose HOME and BLENDER_USER_RESOURCES point into tmp_path: nothing is written into the
+real home directory, and this process's Blender (with the add-on from the source tree) is not
+touched.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import tomllib
+import zipfile
+
+import pytest
+
+pytest.importorskip("bpy")
+
+from addon.cli import build as build_mod  # noqa: E402
+
+pytestmark = pytest.mark.blender
+
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+# Runs in the child: install the zip into the "user_default" repository, enable, bake, disable,
+# uninstall; prints one JSON line with what it saw.
+INSTALL_SCRIPT = r'''
+import json, os, sys
+import bpy, addon_utils
+
+zip_path = sys.argv[1]
+seen = {"version": bpy.app.version_string}
+repo = next(r for r in bpy.context.preferences.extensions.repos if r.module == "user_default")
+seen["repo_directory"] = repo.directory
+seen["install"] = sorted(bpy.ops.extensions.package_install_files(
+    filepath=zip_path, repo="user_default", enable_on_install=True))
+module = "bl_ext.user_default.jakobsen_physics"
+seen["enabled"] = module in bpy.context.preferences.addons
+seen["scene_settings"] = hasattr(bpy.types.Scene, "jakobsen")
+seen["object_settings"] = hasattr(bpy.types.Object, "jakobsen")
+seen["bake_operator"] = hasattr(bpy.ops.jakobsen, "bake") and bpy.ops.jakobsen.bake.idname() == "JAKOBSEN_OT_bake"
+seen["bake_operator_module"] = bpy.types.JAKOBSEN_OT_bake.__module__
+seen["engine_file"] = sys.modules[module + ".engine"].__file__
+seen["installed_files"] = sorted(os.listdir(os.path.join(repo.directory, "jakobsen_physics")))
+
+# Bake a small pinned cloth with the installed add-on (and so with the solver inside it).
+bpy.ops.mesh.primitive_grid_add(x_subdivisions=4, y_subdivisions=4, size=1.0, location=(0, 0, 1))
+cloth = bpy.context.object
+group = cloth.vertex_groups.new(name="pin")
+group.add([v.index for v in cloth.data.vertices if v.co.y > 0.49], 1.0, 'REPLACE')
+cloth.jakobsen.enabled = True
+cloth.jakobsen.type = 'CLOTH'
+cloth.jakobsen.cloth.pin_group = "pin"
+bpy.context.scene.frame_start, bpy.context.scene.frame_end = 1, 4
+seen["bake"] = sorted(bpy.ops.jakobsen.bake())
+seen["shape_keys"] = len(cloth.data.shape_keys.key_blocks) if cloth.data.shape_keys else 0
+seen["generic_engine_imported"] = "engine" in sys.modules or "addon" in sys.modules
+
+bpy.ops.preferences.addon_disable(module=module)
+seen["after_disable"] = [hasattr(bpy.types.Scene, "jakobsen"), hasattr(bpy.types, "JAKOBSEN_OT_bake"),
+                         module in bpy.context.preferences.addons]
+repo_index = list(bpy.context.preferences.extensions.repos).index(repo)
+seen["uninstall"] = sorted(bpy.ops.extensions.package_uninstall(repo_index=repo_index, pkg_id="jakobsen_physics"))
+seen["after_uninstall"] = os.path.exists(os.path.join(repo.directory, "jakobsen_physics"))
+print("RESULT " + json.dumps(seen), flush=True)
+if bpy.app.version[:2] == (4, 2):
+    os._exit(0)  # bpy 4.2 crashes in its exit handlers after add-ons with callbacks (see conftest.py)
+'''
+
+
+def test_the_zip_holds_the_add_on_and_its_solver_at_its_root(tmp_path):
+    path = build_mod.build(str(tmp_path))
+
+    assert os.path.basename(path) == "jakobsen_physics-0.1.0.zip"
+    with zipfile.ZipFile(path) as zf:
+        names = zf.namelist()
+        manifest = tomllib.loads(zf.read("blender_manifest.toml").decode())
+        engine_init = zf.read("engine/__init__.py").decode()
+    tops = {name.split("/")[0] for name in names}
+    # The package files at the root; the solver inside it as engine/; nothing else at the top.
+    assert {"__init__.py", "blender_manifest.toml", "engine", "operators", "ui", "properties.py",
+            "scene_to_model.py", "baking.py", "bake_job.py"} <= tops
+    assert not any(n.startswith(("cli/", "tests/")) or "__pycache__" in n or n.endswith(".pyc") for n in names)
+    assert all(not os.path.isabs(n) and ".." not in n.split("/") for n in names)
+    with open(os.path.join(REPO, "engine", "__init__.py")) as f:
+        assert engine_init == f.read()  # the symlink was followed: real files
+    assert {"engine/solver.py", "engine/builder.py", "engine/rigid.py"} <= set(names)
+
+    from engine import __version__
+
+    assert manifest["id"] == "jakobsen_physics" and manifest["version"] == __version__
+    assert manifest["type"] == "add-on" and manifest["blender_version_min"] == "4.2.0"
+    assert manifest["license"] == ["SPDX:GPL-3.0-or-later"] and "Physics" in manifest["tags"]
+    # Relative imports only: no add-on module imports the package by a fixed name.
+    with zipfile.ZipFile(path) as zf:
+        for name in names:
+            if name.endswith(".py"):
+                text = zf.read(name).decode()
+                assert "import addon" not in text and "from addon" not in text, name
+                assert "from engine" not in text and "import engine\n" not in text, name
+
+    # The same input gives the same bytes.
+    again = build_mod.build(str(tmp_path / "again"))
+    with open(path, "rb") as a, open(again, "rb") as b:
+        assert a.read() == b.read()
+
+
+def test_blenders_validator_accepts_the_zip(tmp_path):
+    import bpy
+
+    path = build_mod.build(str(tmp_path))
+    scripts = bpy.utils.system_resource('SCRIPTS')
+    cli = os.path.join(scripts, "addons_core", "bl_pkg", "cli", "blender_ext.py")
+    assert os.path.isfile(cli), cli
+    done = subprocess.run([sys.executable, cli, "validate", path], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "Success" in done.stdout
+
+
+def test_install_from_disk_enable_bake_disable_uninstall_in_real_blender(tmp_path):
+    path = build_mod.build(str(tmp_path / "dist"))
+    home = tmp_path / "home"
+    home.mkdir()
+    env = dict(os.environ, HOME=str(home), BLENDER_USER_RESOURCES=str(home / "blender"))
+    env.pop("PYTHONPATH", None)  # the child must not find the source tree's add-on or engine
+    script = tmp_path / "install.py"
+    script.write_text(INSTALL_SCRIPT)
+
+    done = subprocess.run([sys.executable, str(script), path], capture_output=True, text=True, timeout=300,
+                          env=env, cwd=str(tmp_path))
+
+    lines = [line for line in done.stdout.splitlines() if line.startswith("RESULT ")]
+    assert done.returncode == 0 and lines, done.stdout[-3000:] + done.stderr[-3000:]
+    seen = json.loads(lines[-1][len("RESULT "):])
+    assert seen["repo_directory"].startswith(str(home))  # not the real home directory
+    assert seen["install"] == ["FINISHED"]
+    assert seen["enabled"] and seen["scene_settings"] and seen["object_settings"] and seen["bake_operator"]
+    assert seen["bake_operator_module"].startswith("bl_ext.user_default.jakobsen_physics")
+    assert seen["engine_file"].startswith(os.path.join(seen["repo_directory"], "jakobsen_physics", "engine"))
+    assert "engine" in seen["installed_files"] and "cli" not in seen["installed_files"]
+    assert seen["bake"] == ["FINISHED"] and seen["shape_keys"] == 5  # the basis and frames 1-4
+    assert not seen["generic_engine_imported"]
+    assert seen["after_disable"] == [False, False, False]
+    assert seen["uninstall"] == ["FINISHED"] and not seen["after_uninstall"]

@@ -1,0 +1,361 @@
+"""Rigid bodies in the add-on: how RIGID_BODY objects reach the engine (mode, mass, shape,
+friction, bounce, damping, animation) and how the solver's poses come back as keyframes.
+
+These test the add-on's mapping against the engine run directly on the same scene; the
+physics itself is the engine's tests' business.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+bpy = pytest.importorskip("bpy")
+
+from addon import baking, scene_to_model  # noqa: E402
+from addon.bake_job import BakeJob  # noqa: E402
+from addon.engine import ModelBuilder, Plane, Solver, SolverSettings, TriangleMesh  # noqa: E402
+from addon.engine.rigid import BodyMode, ShapeKind  # noqa: E402
+
+pytestmark = pytest.mark.blender
+
+
+def _enable(obj, role='RIGID_BODY', **settings):
+    obj.jakobsen.enabled = True
+    obj.jakobsen.type = role
+    group = obj.jakobsen.rigid_body if role == 'RIGID_BODY' else obj.jakobsen.collider
+    for key, value in settings.items():
+        setattr(group, key, value)
+    return obj
+
+
+def _cube(name, *, location, size=1.0, **kwargs):
+    bpy.ops.mesh.primitive_cube_add(size=size, location=location, **kwargs)
+    obj = bpy.context.object
+    obj.name = obj.data.name = name
+    return obj
+
+
+def _ground(name="Ground", **settings):
+    bpy.ops.mesh.primitive_plane_add(size=20.0)
+    ground = bpy.context.object
+    ground.name = name
+    return _enable(ground, 'COLLIDER', **settings)
+
+
+def _world_vertices(obj) -> tuple[np.ndarray, list]:
+    co = np.empty(len(obj.data.vertices) * 3, np.float32)
+    obj.data.vertices.foreach_get("co", co)
+    m = np.array(obj.matrix_world)
+    world = co.reshape(-1, 3).astype(np.float64) @ m[:3, :3].T + m[:3, 3]
+    return world, [list(p.vertices) for p in obj.data.polygons]
+
+
+def _rotation(q) -> np.ndarray:
+    from mathutils import Quaternion
+
+    return np.array(Quaternion(q).to_matrix())
+
+
+def _pose(t, q) -> np.ndarray:
+    m = np.eye(4)
+    m[:3, :3], m[:3, 3] = _rotation(q), t
+    return m
+
+
+def _rigid_part(m) -> np.ndarray:
+    m = np.array(m, dtype=np.float64)
+    m[:3, :3] /= np.linalg.norm(m[:3, :3], axis=0)
+    return m
+
+
+def test_a_box_dropped_on_a_plane_bakes_to_the_engines_own_result_and_lands(blender):
+    box = _enable(_cube("Box", location=(0.3, -0.2, 1.6), rotation=(0.35, 0.2, 0.1)),
+                  collision_shape='BOX', mass=2.0, friction=0.6, bounce=0.2)
+    box.scale = (1.0, 0.8, 0.6)
+    _ground(friction=0.5, bounce=0.5)
+    scene = bpy.context.scene
+    scene.frame_start, scene.frame_end = 1, 60
+    bpy.context.view_layer.update()
+
+    # The engine on its own, fed the same scene by hand.
+    world, faces = _world_vertices(box)
+    builder = ModelBuilder()
+    builder.add_rigid_body(world, faces, name="Box", mass=2.0, shape="box", shape_frame=np.array(box.matrix_world),
+                           friction=0.6, restitution=0.2)
+    builder.add_collider(Plane(friction=0.5, restitution=0.5, name="Ground"))
+    solver = Solver(builder.finalize(), SolverSettings(frame_rate=24.0, substeps=10, iterations=1,
+                                                       gravity=tuple(scene.gravity)))
+    state = solver.make_state()
+    for _ in range(59):
+        solver.step_frame(state)
+    translation, rotation = solver.body_poses(state)
+    rest = np.array(box.matrix_world)
+    expected = _pose(translation[0], rotation[0]) @ rest
+
+    assert bpy.ops.jakobsen.bake() == {'FINISHED'}
+
+    scene.frame_set(60)
+    m = np.array(box.matrix_world)
+    np.testing.assert_allclose(m[:3, 3], expected[:3, 3], atol=1e-5)
+    np.testing.assert_allclose(m[:3, :3], expected[:3, :3], atol=1e-5)  # rotation, with the scale kept
+    np.testing.assert_allclose(np.linalg.norm(m[:3, :3], axis=0), [1.0, 0.8, 0.6], atol=1e-6)
+    # It landed: resting on a face (one of its axes is vertical), its centre as high above the
+    # plane as its half extent along that axis (the box is 1 x 0.8 x 0.6 m).
+    axes = m[:3, :3] / np.linalg.norm(m[:3, :3], axis=0)
+    up = int(np.argmax(np.abs(axes[2])))
+    assert abs(axes[2, up]) > 0.999, "the box does not rest on a face"
+    half = (0.5, 0.4, 0.3)[up]
+    assert abs(m[2, 3] - half) < 3e-3, f"the box rests at z = {m[2, 3]:.4f}, not {half} m on the plane"
+    # The keys are location and rotation F-curves in the object's rotation mode (XYZ Euler).
+    from addon import actions
+
+    paths = sorted({(fc.data_path, fc.array_index) for fc in actions.assigned_fcurves(box)})
+    assert paths == [("location", i) for i in range(3)] + [("rotation_euler", i) for i in range(3)]
+    assert baking.record_of(box)["output"] == 'TRANSFORM'
+
+
+def test_keys_keep_rotation_mode_scale_and_parent(blender):
+    from mathutils import Matrix
+
+    holder = bpy.data.objects.new("Holder", None)
+    bpy.context.scene.collection.objects.link(holder)
+    holder.location = (1.0, 2.0, 0.5)
+    holder.rotation_euler = (0.0, 0.0, 0.7)
+    box = _enable(_cube("Crate", location=(0.0, 0.0, 2.0)), collision_shape='BOX')
+    box.rotation_mode = 'QUATERNION'
+    box.rotation_quaternion = (0.9, 0.1, 0.3, 0.2)
+    box.scale = (0.5, 1.5, 0.7)
+    bpy.context.view_layer.update()
+    box.parent = holder
+    box.matrix_parent_inverse = Matrix.Translation((0.2, 0.0, 0.0))
+    _ground()
+    scene = bpy.context.scene
+    scene.frame_start, scene.frame_end = 1, 12
+    bpy.context.view_layer.update()
+    scale_before = tuple(box.scale)
+
+    job = BakeJob(scene.name)
+    job.run(bpy.context)
+    assert not [w for w in job.warnings if "Crate" in w]
+
+    worlds = job.body_results("Crate")
+    assert len(worlds) == 12
+    for frame in (1, 7, 12):
+        scene.frame_set(frame)
+        np.testing.assert_allclose(np.array(box.matrix_world), worlds[frame - 1], atol=1e-5)
+    assert tuple(box.scale) == scale_before
+    from addon import actions
+
+    assert {fc.data_path for fc in actions.assigned_fcurves(box)} == {"location", "rotation_quaternion"}
+
+
+def test_settings_modes_and_shapes_reach_the_engine(blender):
+    specs = {
+        "Heavy": dict(collision_shape='BOX', mass=7.5, friction=0.9, bounce=0.4, linear_damping=0.5),
+        "Dense": dict(collision_shape='SPHERE', use_density=True, density=500.0, angular_damping=0.25),
+        "Pill": dict(collision_shape='CAPSULE'),
+        "Can": dict(collision_shape='CYLINDER'),
+        "Hull": dict(collision_shape='CONVEX_HULL'),
+        "Auto": dict(collision_shape='AUTOMATIC'),
+        "Ghosty": dict(dynamic='GHOST'),
+        "Post": dict(dynamic='OFF', collision_shape='BOX'),
+    }
+    for k, (name, settings) in enumerate(specs.items()):
+        _enable(_cube(name, location=(3.0 * k, 0.0, 2.0), size=2.0), **settings)
+    sm = scene_to_model.build(bpy.context)
+
+    bodies = sm.model.bodies
+    by_name = {b.object_name: b for b in sm.bodies}
+    assert sorted(by_name) == sorted(specs)
+    assert [bodies.names[b.index] for b in sm.bodies] == [b.object_name for b in sm.bodies]
+
+    def field(name, array):
+        return array[by_name[name].index]
+
+    assert field("Heavy", bodies.mass) == pytest.approx(7.5)
+    assert field("Dense", bodies.mass) == pytest.approx(500.0 * 8.0)  # a 2 m cube
+    assert (field("Heavy", bodies.friction), field("Heavy", bodies.restitution)) == pytest.approx((0.9, 0.4))
+    assert field("Heavy", bodies.linear_damping) == pytest.approx(-math.log(0.5))  # half lost per second
+    assert field("Dense", bodies.angular_damping) == pytest.approx(-math.log(0.75))
+    kinds = {name: ShapeKind(field(name, bodies.shape)) for name in specs}
+    assert kinds == {"Heavy": ShapeKind.BOX, "Dense": ShapeKind.SPHERE, "Pill": ShapeKind.CAPSULE,
+                     "Can": ShapeKind.CYLINDER, "Hull": ShapeKind.CONVEX_HULL, "Auto": ShapeKind.CONVEX_HULL,
+                     "Ghosty": ShapeKind.CONVEX_HULL, "Post": ShapeKind.BOX}
+    modes = {name: BodyMode(field(name, bodies.mode)) for name in specs}
+    assert modes["Ghosty"] == BodyMode.GHOST and modes["Post"] == BodyMode.KINEMATIC
+    assert all(modes[n] == BodyMode.DYNAMIC for n in ("Heavy", "Dense", "Pill", "Can", "Hull", "Auto"))
+    assert {b.object_name for b in sm.bodies if b.keyed} == set(specs) - {"Post"}
+    np.testing.assert_allclose(field("Heavy", bodies.shape_params)[:3], [1.0, 1.0, 1.0], atol=1e-6)
+    assert not any("not in the engine yet" in w or "not simulated yet" in w for w in sm.warnings)
+
+
+def test_a_primitive_shape_fits_the_objects_own_axes(blender):
+    box = _enable(_cube("Slab", location=(0.0, 0.0, 3.0), rotation=(0.0, 0.0, 0.6)), collision_shape='BOX')
+    box.scale = (2.0, 0.5, 0.25)
+    sm = scene_to_model.build(bpy.context)
+    bodies = sm.model.bodies
+    np.testing.assert_allclose(sorted(bodies.shape_params[0][:3]), [0.125, 0.25, 1.0], atol=1e-6)
+    # The box's axes are the object's axes, and its half extents the object's along them.
+    from addon.engine import quaternions as quat
+
+    shape_axes = quat.to_matrix(bodies.rest_orientation[:1])[0] @ bodies.shape_rotation[0]
+    object_axes = _rigid_part(box.matrix_world)[:3, :3]
+    match = np.abs(shape_axes.T @ object_axes)  # a permutation matrix if the axes agree
+    np.testing.assert_allclose(np.sort(match, axis=0)[-1], 1.0, atol=1e-6)
+    np.testing.assert_allclose(np.sort(match, axis=0)[:2], 0.0, atol=1e-6)
+    half = bodies.shape_params[0][np.argmax(match, axis=0)]
+    np.testing.assert_allclose(half, [1.0, 0.25, 0.125], atol=1e-6)
+
+
+def test_static_mesh_passive_bodies_collide_with_their_faces(blender):
+    bpy.ops.mesh.primitive_monkey_add(location=(0.0, 0.0, 0.0))
+    monkey = _enable(bpy.context.object, dynamic='OFF', collision_shape='STATIC_MESH')
+    monkey.name = "Suzanne"
+    bpy.ops.mesh.primitive_plane_add(size=4.0, location=(0.0, 0.0, -2.0))
+    floor = _enable(bpy.context.object, dynamic='OFF')  # flat and Automatic: its faces
+    floor.name = "Floor"
+    rock = _enable(_cube("Rock", location=(0.0, 0.0, 3.0)), collision_shape='STATIC_MESH')
+    sm = scene_to_model.build(bpy.context)
+
+    colliders = {c.object_name: c for c in sm.colliders}
+    assert set(colliders) == {"Suzanne", "Floor"}
+    for name in ("Suzanne", "Floor"):
+        assert colliders[name].role == 'RIGID_BODY' and colliders[name].shape == 'STATIC_MESH'
+        assert isinstance(sm.model.colliders[colliders[name].index], TriangleMesh)
+    mesh = sm.model.colliders[colliders["Suzanne"].index]
+    assert len(mesh.vertices) == len(monkey.data.vertices)
+    assert [b.object_name for b in sm.bodies] == ["Rock"]
+    assert ShapeKind(sm.model.bodies.shape[0]) == ShapeKind.CONVEX_HULL
+    assert any("rigid body 'Rock': a moving body cannot collide with its faces" in w for w in sm.warnings)
+    assert rock.name == "Rock"
+
+
+def test_an_animated_passive_body_follows_its_animation_and_keeps_it(blender, helpers):
+    pusher = _enable(_cube("Pusher", location=(-2.0, 0.0, 0.5)), dynamic='OFF', collision_shape='BOX')
+    pusher.scale = (1.0, 1.0, 0.5)
+    for frame, x, angle in ((1, -2.0, 0.0), (12, 0.5, 0.8)):
+        pusher.location.x = x
+        pusher.rotation_euler.z = angle
+        pusher.keyframe_insert("location", frame=frame)
+        pusher.keyframe_insert("rotation_euler", frame=frame)
+    user_action = pusher.animation_data.action
+    _enable(_cube("Crate", location=(0.0, 0.0, 0.5), size=0.5), collision_shape='BOX')
+    _ground()
+    scene = bpy.context.scene
+    scene.frame_start, scene.frame_end = 1, 12
+    scene.frame_set(1)
+
+    sm = scene_to_model.build(bpy.context)
+    binding = next(b for b in sm.bodies if b.object_name == "Pusher")
+    assert binding.mode == "kinematic" and not binding.keyed
+    expected = {}
+    for frame in (1, 6, 12):
+        scene.frame_set(frame)
+        expected[frame] = _rigid_part(pusher.matrix_world)
+    scene.frame_set(1)
+    rest = expected[1]
+
+    solver = Solver(sm.model, sm.settings)
+    state = solver.make_state()
+    for frame in sm.frames[1:]:
+        solver.step_frame(state)
+        if frame in expected:
+            t, q = solver.body_poses(state)
+            moved = _pose(t[binding.index], q[binding.index]) @ rest
+            np.testing.assert_allclose(moved, expected[frame], atol=1e-6)
+
+    assert bpy.ops.jakobsen.bake() == {'FINISHED'}
+    # The pusher keeps its own animation; only the crate was keyed.
+    assert pusher.animation_data.action == user_action and baking.record_of(pusher) is None
+    assert baking.record_of(bpy.data.objects["Crate"])["output"] == 'TRANSFORM'
+    assert bpy.ops.jakobsen.free_bake() == {'FINISHED'}
+    assert pusher.animation_data.action == user_action
+
+
+def test_cancel_with_a_rigid_body_leaves_the_scene_as_it_was(blender, helpers):
+    box = _enable(_cube("Box", location=(0.0, 0.0, 2.0)))
+    box.keyframe_insert("location", frame=1)  # the user's animation, which the bake would replace
+    box.location.x = 1.0
+    box.keyframe_insert("location", frame=10)
+    _ground()
+    scene = bpy.context.scene
+    scene.frame_start, scene.frame_end = 1, 10
+    scene.frame_set(1)
+    before = helpers.snapshot()
+
+    job = BakeJob(scene.name, preview=True, follow_frames=True)
+    job.start(bpy.context)
+    assert any("rigid body 'Box': it is animated, but the solver moves it" in w for w in job.warnings)
+    for _ in range(5):
+        assert job.step()
+    preview = [o for o in bpy.data.objects if o.get("jakobsen_preview") == "Box"]
+    assert len(preview) == 1 and box.hide_get()
+    np.testing.assert_allclose(np.array(preview[0].matrix_world), job.body_results("Box")[-1], atol=1e-6)
+    assert preview[0].matrix_world.translation.z < 2.0 - 0.1  # it is falling
+    job.cancel()
+
+    assert helpers.snapshot() == before
+
+
+def test_rebake_and_free_of_a_rigid_body(blender, helpers):
+    box = _enable(_cube("Box", location=(0.0, 0.0, 2.0)))
+    _ground()
+    scene = bpy.context.scene
+    scene.frame_start, scene.frame_end = 1, 6
+    before = helpers.snapshot()
+    assert bpy.ops.jakobsen.bake() == {'FINISHED'}
+    assert bpy.ops.jakobsen.bake() == {'FINISHED'}
+    assert [a.name for a in bpy.data.actions] == ["JK_Bake Box"]
+    from addon import actions
+
+    assert all(len(fc.keyframe_points) == 6 for fc in actions.assigned_fcurves(box))
+    assert bpy.ops.jakobsen.free_bake() == {'FINISHED'}
+    scene.frame_set(1)
+    assert helpers.snapshot() == before
+
+
+def test_a_flat_dynamic_body_is_refused_by_name(blender, helpers):
+    bpy.ops.mesh.primitive_plane_add(location=(0.0, 0.0, 1.0))
+    sheet = _enable(bpy.context.object)
+    sheet.name = "Sheet"
+    before = helpers.snapshot()
+    with pytest.raises(RuntimeError, match=r"rigid body 'Sheet'"):
+        bpy.ops.jakobsen.bake()
+    assert helpers.snapshot() == before
+
+
+def test_only_passive_bodies_is_nothing_to_simulate(blender):
+    _enable(_cube("Wall", location=(0.0, 0.0, 0.0)), dynamic='OFF')
+    with pytest.raises(Exception, match="nothing to simulate"):
+        scene_to_model.build(bpy.context)
+
+
+def test_free_and_rebake_on_a_late_frame_start_from_where_the_body_rested(blender, helpers):
+    box = _enable(_cube("Box", location=(0.5, -0.25, 2.0), rotation=(0.2, 0.1, 0.4)))
+    _ground()
+    scene = bpy.context.scene
+    scene.frame_start, scene.frame_end = 1, 12
+    scene.frame_set(1)
+    before = helpers.snapshot()
+    rest = np.array(box.matrix_world)
+    assert bpy.ops.jakobsen.bake() == {'FINISHED'}
+
+    scene.frame_set(12)  # the keys have moved the box's own location and rotation properties
+    fallen = np.array(box.matrix_world)
+    assert fallen[2, 3] < rest[2, 3] - 0.5
+    # A new bake from here reads the box where it rested, not where the old keys left it.
+    assert bpy.ops.jakobsen.bake() == {'FINISHED'}
+    assert scene.frame_current == 12
+    from addon import actions
+
+    first_keys = {(fc.data_path, fc.array_index): fc.keyframe_points[0].co[1] for fc in actions.assigned_fcurves(box)}
+    np.testing.assert_allclose([first_keys[("location", i)] for i in range(3)], [0.5, -0.25, 2.0], atol=1e-6)
+    np.testing.assert_allclose([first_keys[("rotation_euler", i)] for i in range(3)], [0.2, 0.1, 0.4], atol=1e-6)
+
+    assert bpy.ops.jakobsen.free_bake() == {'FINISHED'}  # on frame 12: the box goes back
+    np.testing.assert_allclose(np.array(box.matrix_world), rest, atol=1e-7)
+    scene.frame_set(1)
+    assert helpers.snapshot() == before
