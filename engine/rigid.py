@@ -156,8 +156,12 @@ def make_body(vertices, faces, *, name: str, mass=None, density=1000.0, shape="a
         points, radius = np.zeros((1, 3)), np.array([params[0]])
     elif kind == ShapeKind.BOX:
         params[:3] = np.maximum(half, 1e-6)
-        corners = np.array([[sx, sy, sz] for sx in (-1, 1) for sy in (-1, 1) for sz in (-1, 1)], float) * params[:3]
-        points, radius = corners, np.zeros(8)
+        # Corners pulled in by the same distance along every axis and given that distance as
+        # their radius: the rounded corner still reaches exactly to the box's faces, so a box
+        # stacked on another starts in contact instead of falling the inset first.
+        inset = SAMPLE_INSET * params[:3].min()
+        signs = np.array([[sx, sy, sz] for sx in (-1, 1) for sy in (-1, 1) for sz in (-1, 1)], float)
+        points, radius = signs * (params[:3] - inset), np.full(8, inset)
     elif kind == ShapeKind.CAPSULE:
         r = max(half[0], half[1], 1e-6)
         hh = max(half[2] - r, 0.0)
@@ -186,7 +190,7 @@ def make_body(vertices, faces, *, name: str, mass=None, density=1000.0, shape="a
         hull_n, hull_o = hull_n[np.sort(first)], hull_o[np.sort(first)]
         points, radius = local[hull_idx], np.zeros(len(hull_idx))
         shape_rot, offset = np.eye(3), np.zeros(3)
-    if kind in (ShapeKind.BOX, ShapeKind.CYLINDER, ShapeKind.CONVEX_HULL):
+    if kind in (ShapeKind.CYLINDER, ShapeKind.CONVEX_HULL):
         # Corners sit on several faces at once; pulled a hair inside, a corner resting on another
         # box's face is unambiguously inside that box's other faces' planes, whatever the rounding.
         points = points * (1.0 - SAMPLE_INSET)

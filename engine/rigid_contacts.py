@@ -121,6 +121,9 @@ def _pick_face(score, prefer_score, tolerance):
     return np.argmax(np.where(near, prefer_score, -np.inf), axis=1)
 
 
+EDGE_SNAP = 0.02  # relative to the smallest half extent
+
+
 def _box(q, r, p, prefer, hn, ho):
     he = p[:, :3]
     a = np.abs(q) - he
@@ -128,9 +131,22 @@ def _box(q, r, p, prefer, hn, ho):
     n = np.zeros_like(q)
     depth = np.empty(len(q))
     if np.any(outside):
-        qo = q[outside]
-        no, dist = _unit(qo - np.clip(qo, -he[outside], he[outside]), np.array([0.0, 0.0, 1.0]))
-        n[outside], depth[outside] = no, r[outside] - dist
+        qo, ao, ho = q[outside], a[outside], he[outside]
+        no, dist = _unit(qo - np.clip(qo, -ho, ho), np.array([0.0, 0.0, 1.0]))
+        do = r[outside] - dist
+        # A point a hair beyond an edge (an aligned box's corner on this box's edge) has a
+        # closest-point normal that swings with every micrometre it moves; take the plane of the
+        # face it is beyond that faces the point's body instead, as inside points do.
+        edge = (dist < EDGE_SNAP * ho.min(axis=1)) & (np.count_nonzero(ao > 0.0, axis=1) > 1)
+        if np.any(edge):
+            ae, he_e = ao[edge], ho[edge]
+            sign = np.where(qo[edge] >= 0.0, 1.0, -1.0)
+            k = np.argmax(np.where(ae > 0.0, prefer[outside][edge] * sign / he_e, -np.inf), axis=1)
+            rows = np.arange(len(ae))
+            ne = np.zeros_like(ae)
+            ne[rows, k] = sign[rows, k]
+            no[edge], do[edge] = ne, r[outside][edge] - ae[rows, k]
+        n[outside], depth[outside] = no, do
     inside = ~outside
     if np.any(inside):
         qi, ai, hi = q[inside], a[inside], he[inside]

@@ -17,6 +17,9 @@ from .rigid import BodyMode
 from .rigid_contacts import Contacts, shape_penetration, sweep_and_prune
 
 
+MARGIN = 5e-3
+
+
 class RigidStepper:
     def __init__(self, model: Model, h: float, frame: float, gravity: np.ndarray, bounce_speed: float,
                  velocity_iterations: int):
@@ -46,6 +49,10 @@ class RigidStepper:
         self.anchor_keys = np.zeros(0, np.int64)
         self.anchor_points = np.zeros((0, 3))
         self.key_stride = count + 1 + len(model.colliders)
+        # Speculative contacts: sample points this close to a surface (m) join the substep's
+        # solve, which projects them only if the solve itself moves them into the surface; without
+        # them a corner just outside is free to be rotated deep in by the other contacts' corrections.
+        self.margin = np.append(np.full(count, MARGIN), 0.0)
 
     # -- state --------------------------------------------------------------------------------
 
@@ -138,8 +145,12 @@ class RigidStepper:
             local = np.einsum("kji,kj->ki", rot_t, centre - x[target])
             prefer = np.einsum("kji,kj->ki", rot_t, x[owner] - x[target])
             radius = b.point_radius[point]
-            normal_b, depth = shape_penetration(b, target, local, radius, prefer)
+            margin = self.margin[owner] + self.margin[target]
+            # Inflated by the margin, every sample point near the surface has a positive depth
+            # and a well-defined normal; the solve acts only on those that do penetrate.
+            normal_b, depth = shape_penetration(b, target, local, radius + margin, prefer)
             hit = depth > 0.0
+            depth = depth - margin
             if np.any(hit):
                 n_world = np.einsum("kij,kj->ki", rot_t[hit], normal_b[hit])
                 surface = centre[hit] - n_world * (radius[hit] - depth[hit])[:, None]
@@ -163,11 +174,13 @@ class RigidStepper:
             centre = x[owner] + np.einsum("kij,kj->ki", rot_o, b.point_local[point])
             m = collider.pose(t1)
             radius = b.point_radius[point]
-            corr, depth = collider.penetration((centre - m[:3, 3]) @ m[:3, :3], radius)
+            margin = self.margin[owner]
+            corr, depth = collider.penetration((centre - m[:3, 3]) @ m[:3, :3], radius + margin)
             hit = depth > 0.0
             if not np.any(hit):
                 continue
             n_world = (corr[hit] / depth[hit, None]) @ m[:3, :3].T
+            depth = depth - margin
             surface = centre[hit] - n_world * (radius[hit] - depth[hit])[:, None]
             on_a = centre[hit] - n_world * radius[hit, None]
             parts.append(Contacts(

@@ -31,7 +31,7 @@ class SolverSettings:
     velocity_iterations: rigid contact restitution passes per substep (Gauss-Seidel; four make a
     box dropped flat bounce straight up to e^2 of its height); contact_iterations: rigid contact
     projection passes per iteration (two hold a box still on a slope: with one, the corners
-    share the friction load only approximately and it creeps).
+    share the friction load only approximately and it creeps; a stack of ten boxes needs four).
     """
 
     frame_rate: float = 24.0
@@ -43,7 +43,7 @@ class SolverSettings:
     wind_acceleration: tuple = (0.0, 0.0, 0.0)
     sqrt_approximation: bool = False
     velocity_iterations: int = 4
-    contact_iterations: int = 2
+    contact_iterations: int = 4
 
     def validate(self) -> None:
         for name in ("substeps", "iterations", "velocity_iterations", "contact_iterations"):

@@ -151,8 +151,6 @@ def test_box_on_incline_slides_with_coulomb_acceleration(degrees, mu):
     assert abs(state.bodies.position[0] @ normal - 0.5) < 2e-3  # sliding on its face, not tumbling
 
 
-@pytest.mark.xfail(strict=True, reason="known gap (issue 3): stacked dynamic boxes rock and the stack collapses; "
-                   "one box on the ground or on a kinematic box rests still")
 def test_stack_of_ten_boxes_stands_still():
     size = 0.9
     bodies = [(box_mesh((size,) * 3, centre=(0, 0, size / 2 + k * size)), dict(shape="box", name=f"box {k}"))
