@@ -22,6 +22,14 @@ from . import quaternions as quat
 
 cross = quat.cross
 
+try:  # np.einsum without its Python wrapper (which only dispatches here when optimize is off)
+    from numpy._core._multiarray_umath import c_einsum as _einsum
+except ImportError:
+    try:
+        from numpy.core._multiarray_umath import c_einsum as _einsum
+    except ImportError:
+        _einsum = np.einsum
+
 
 def _dot(a, b):
     return np.einsum("ci,ci->c", a, b)
@@ -83,37 +91,51 @@ def colour_contacts(a, b, movable, seed_order):
 
 
 @dataclass
-class ContactFrame:
-    """Per-contact quantities fixed for one substep (c contacts).
+class ContactRows:
+    """Per-contact quantities fixed for one substep (c contacts, in colour order).
 
-    r1, r2: (c, 3) lever arms to the contact point (the middle of the two surface points, so both
-    bodies feel the impulse at one place) from each body's centre at the substep's start; n: (c, 3) normal, B -> A;
-    depth0: (c,) signed separation at the start of the solve (< 0 penetrating); rn1, rn2: r x n;
-    k1, k2: I_world^-1 (r x n); w: (c,) generalized inverse mass of the pair along n;
-    rot1, rot2: (c, 3, 3); slip0: (c, 3) how far A's contact point is from its friction anchor
-    on B (where it stuck, or where it was when the substep started), for static friction.
+    The solve works on each body's accumulated correction S (B+1, 6) = [dx, dth] (translation,
+    small rotation) and, for a contact, on G = [S[a], S[b]] (12,). Rows j of ``J`` (c, k, 12) are
+    the contact's constraint directions (k = 3: the normal n, B -> A, and a fixed tangent basis
+    t1, t2 of the contact plane; k = 1: the normal only): J_j . G is how far the contact point of A
+    has moved along direction j relative to B's, i.e. [d, r1 x d, -d, -(r2 x d)]. Rows of
+    ``M`` (c, k, 12) are M^-1 J_j^T, the correction an impulse of 1 along j makes (A's half
+    positive, B's negated), so G += P . M applies impulses P (c, k). ``A`` (c, k, k) = J M is the
+    generalized inverse mass matrix; w = A[:, 0, 0] the one along n.
+
+    ab: (c, 2) the two bodies; base: (c, k) value of J . G at G = 0: the signed separation along
+    n at the solve's start (< 0 penetrating) and how far A's contact point is from its friction
+    anchor on B (where it stuck, or where it was when the substep started) along t1, t2; r1, r2:
+    (c, 3) lever arms (to the middle of the two surface points, so both bodies feel the impulse
+    at one place); n: (c, 3).
     """
 
-    a: np.ndarray
-    b: np.ndarray
+    ab: np.ndarray
+    J: np.ndarray
+    M: np.ndarray
+    A: np.ndarray
+    w: np.ndarray
+    base: np.ndarray
     r1: np.ndarray
     r2: np.ndarray
     n: np.ndarray
-    depth0: np.ndarray
-    rn1: np.ndarray
-    rn2: np.ndarray
-    k1: np.ndarray
-    k2: np.ndarray
-    w: np.ndarray
-    rot1: np.ndarray
-    rot2: np.ndarray
-    slip0: np.ndarray
     friction: np.ndarray
-    restitution: np.ndarray
 
 
-def contact_frame(x, q, origin, inv_mass, inv_inertia, contacts, anchor) -> ContactFrame:
-    """anchor: (c, 3) the friction anchor of each contact in B's frame (world for the world body).
+def tangent_basis(n):
+    """Two unit vectors (c, 3) each, t1 and t2 = n x t1, completing unit normals n (c, 3)."""
+    # cross n with the world axis least aligned with it
+    k = np.argmin(np.abs(n), axis=1)
+    e = np.zeros_like(n)
+    e[np.arange(len(n)), k] = 1.0
+    t1 = cross(n, e)
+    t1 /= np.sqrt(_dot(t1, t1))[:, None]
+    return t1, cross(n, t1)
+
+
+def contact_rows(x, q, origin, inv_mass, inv_inertia, contacts, anchor=None) -> ContactRows:
+    """Rows for the contacts' normals, and with ``anchor`` (c, 3) (friction anchors in B's frame,
+    world for the world body) also for a tangent basis.
 
     origin: (B+1, 3) the points lever arms are measured from. For the position solve that is
     where each body's centre was when the substep started: v = (x - x_prev) / h turns a
@@ -122,112 +144,105 @@ def contact_frame(x, q, origin, inv_mass, inv_inertia, contacts, anchor) -> Cont
     solve (positions fixed) it is the centre itself.
     """
     a, b, n = contacts.a, contacts.b, contacts.normal
+    c = len(a)
     rot1, rot2 = quat.to_matrix(q[a]), quat.to_matrix(q[b])
     p1 = x[a] + np.einsum("cij,cj->ci", rot1, contacts.local_a)
     p2 = x[b] + np.einsum("cij,cj->ci", rot2, contacts.local_b)
     mid = 0.5 * (p1 + p2)
     r1, r2 = mid - origin[a], mid - origin[b]
-    rn1, rn2 = cross(r1, n), cross(r2, n)
-    k1 = world_inverse_inertia_times(rot1, inv_inertia[a], rn1)
-    k2 = world_inverse_inertia_times(rot2, inv_inertia[b], rn2)
-    w = inv_mass[a] + inv_mass[b] + _dot(rn1, k1) + _dot(rn2, k2)
-    slip0 = p1 - (x[b] + np.einsum("cij,cj->ci", rot2, anchor))
-    return ContactFrame(a, b, r1, r2, n, _dot(p1 - p2, n), rn1, rn2, k1, k2, np.maximum(w, 1e-300),
-                        rot1, rot2, slip0, contacts.friction, contacts.restitution)
+    if anchor is None:
+        dirs = n[:, None, :]
+        base = _dot(p1 - p2, n)[:, None]
+    else:
+        t1, t2 = tangent_basis(n)
+        dirs = np.stack([n, t1, t2], axis=1)
+        slip0 = p1 - (x[b] + np.einsum("cij,cj->ci", rot2, anchor))
+        base = np.stack([_dot(p1 - p2, n), _dot(slip0, t1), _dot(slip0, t2)], axis=1)
+    k = dirs.shape[1]
+    J = np.empty((c, k, 12))
+    M = np.empty((c, k, 12))
+    J[:, :, 0:3] = dirs
+    J[:, :, 3:6] = cross(r1[:, None, :], dirs)
+    J[:, :, 6:9] = -dirs
+    J[:, :, 9:12] = -cross(r2[:, None, :], dirs)
+    ma, mb = inv_mass[a], inv_mass[b]
+    M[:, :, 0:3] = ma[:, None, None] * dirs
+    M[:, :, 6:9] = -mb[:, None, None] * dirs
+    # I_world^-1 (r x d) = R diag(I^-1) R^T (r x d), for all k directions at once
+    M[:, :, 3:6] = np.einsum("cij,ckj->cki", rot1,
+                             inv_inertia[a][:, None, :] * np.einsum("cji,ckj->cki", rot1, J[:, :, 3:6]))
+    M[:, :, 9:12] = np.einsum("cij,ckj->cki", rot2,
+                              inv_inertia[b][:, None, :] * np.einsum("cji,ckj->cki", rot2, J[:, :, 9:12]))
+    A = np.einsum("cil,cjl->cij", J, M)
+    w = np.maximum(A[:, 0, 0], 1e-300)
+    return ContactRows(np.stack([a, b], axis=1), J, M, A, w, base, r1, r2, n, contacts.friction)
 
 
-def _tangent_inverse_mass(f, sel, t, inv_mass, inv_inertia):
-    rt1, rt2 = cross(f.r1[sel], t), cross(f.r2[sel], t)
-    kt1 = world_inverse_inertia_times(f.rot1[sel], inv_inertia[f.a[sel]], rt1)
-    kt2 = world_inverse_inertia_times(f.rot2[sel], inv_inertia[f.b[sel]], rt2)
-    wt = inv_mass[f.a[sel]] + inv_mass[f.b[sel]] + _dot(rt1, kt1) + _dot(rt2, kt2)
-    return kt1, kt2, np.maximum(wt, 1e-300)
+def colour_slices(bounds, rows: ContactRows, lam, lam_t, scale):
+    """Per colour (contiguous contacts start:stop), the views the position solve reads and writes."""
+    out = []
+    neg_w = -rows.w
+    for s0, s1 in zip(bounds[:-1], bounds[1:]):
+        if s1 <= s0:
+            continue
+        s = slice(int(s0), int(s1))
+        A = rows.A[s]
+        out.append((rows.ab[s], rows.base[s], rows.J[s], rows.M[s], neg_w[s], A[:, 1:, 0], A[:, 1:, 1:],
+                    rows.friction[s], lam[s], lam_t[s], scale[s], np.empty((s1 - s0, 3))))
+    return out
 
 
-def solve_contact_positions(f: ContactFrame, colours, dx, dth, inv_mass, inv_inertia, lam, lam_t, stuck):
+def solve_contact_positions(slices, S):
     """One Gauss-Seidel pass of contact projection with static friction, colour by colour.
 
-    dx, dth: (B+1, 3) the translation and small rotation each body has been moved by in this
-    substep so far (updated in place); lam: (c,) accumulated normal positional impulses, kg m;
-    lam_t: (c, 3) accumulated tangential (friction) positional impulses.
-    Static friction pulls a contact point back to its anchor when that needs no more than mu
-    times its normal impulse; stuck (c,) records which contacts it held (in place).
+    S: (B+1, 6) the translation dx and small rotation dth each body has been moved by in this
+    substep so far (updated in place). Per colour (see ``colour_slices``) lam: accumulated normal
+    positional impulses, kg m; lam_t: (m, 2) accumulated tangential (friction) positional
+    impulses along t1, t2. Each contact first projects out of penetration along n, then static
+    friction pulls its point back to its anchor when that needs no more than mu times its normal
+    impulse; both go out as one impulse. scale: (m,) 1 where friction held the contact (it
+    sticks if it also has a normal impulse), less where the Coulomb cone cut it.
     """
-    for sel in colours:
-        a, b, n = f.a[sel], f.b[sel], f.n[sel]
-        depth = f.depth0[sel] + _dot(n, dx[a] - dx[b]) + _dot(f.rn1[sel], dth[a]) - _dot(f.rn2[sel], dth[b])
-        dlam = np.where(depth < 0.0, -depth / f.w[sel], 0.0)
-        lam[sel] += dlam
-        dx[a] += (dlam * inv_mass[a])[:, None] * n
-        dth[a] += dlam[:, None] * f.k1[sel]
-        dx[b] -= (dlam * inv_mass[b])[:, None] * n
-        dth[b] -= dlam[:, None] * f.k2[sel]
-        r1, r2 = f.r1[sel], f.r2[sel]
-        slip = f.slip0[sel] + (dx[a] + cross(dth[a], r1)) - (dx[b] + cross(dth[b], r2))
-        slip -= n * _dot(slip, n)[:, None]
-        slip_len = np.sqrt(_dot(slip, slip))
+    einsum, maximum, minimum = _einsum, np.maximum, np.minimum
+    for ab, base, J, M, neg_w, C, W, mu, lam, lam_t, scale_out, P in slices:
+        e = einsum("cij,cj->ci", J, S[ab].reshape(-1, 12))
+        e += base
+        # out of penetration along n: -depth / w where depth < 0
+        dlam = maximum(e[:, 0] / neg_w, 0.0)
+        lam += dlam
+        # slip along t1, t2 after the normal correction
+        s = e[:, 1:]
+        s += dlam[:, None] * C
+        # -slip / (inverse mass along the slip direction) = -s |s|^2 / (s^T W s)
+        f = einsum("ci,ci->c", s, s)
+        f /= maximum(einsum("ci,cij,cj->c", s, W, s), 1e-300)
         # Coulomb: the accumulated tangential multiplier (a vector, summed over this substep's
         # passes) stays within mu times the normal one. Inside the cone the contact sticks.
-        moving = slip_len > 1e-15
-        need = np.zeros_like(slip)
-        if np.any(moving):
-            s = np.flatnonzero(moving)
-            t = slip[s] / slip_len[s, None]
-            _, _, wt = _tangent_inverse_mass(f, sel[s], t, inv_mass, inv_inertia)
-            need[s] = -slip[s] / wt[:, None]
-        total = lam_t[sel] + need
-        total_len = np.sqrt(_dot(total, total))
-        cap = f.friction[sel] * lam[sel]
-        scale = np.where(total_len > cap, cap / np.maximum(total_len, 1e-300), 1.0)
+        total = lam_t - s * f[:, None]
+        scale = minimum(mu * lam / maximum(np.sqrt(einsum("ci,ci->c", total, total)), 1e-300), 1.0)
         total *= scale[:, None]
-        delta = total - lam_t[sel]
-        lam_t[sel] = total
-        stuck[sel] = (scale >= 1.0) & (lam[sel] > 0.0)
-        dx[a] += inv_mass[a, None] * delta
-        dth[a] += world_inverse_inertia_times(f.rot1[sel], inv_inertia[a], cross(r1, delta))
-        dx[b] -= inv_mass[b, None] * delta
-        dth[b] -= world_inverse_inertia_times(f.rot2[sel], inv_inertia[b], cross(r2, delta))
+        P[:, 0] = dlam
+        np.subtract(total, lam_t, out=P[:, 1:])
+        lam_t[...] = total
+        scale_out[...] = scale
+        S[ab] += einsum("ci,cij->cj", P, M).reshape(-1, 2, 6)
 
 
-def solve_contact_restitution(f: ContactFrame, colours, v, w, inv_mass, touching, target):
-    """One Gauss-Seidel pass that sets each touching contact's normal speed to its target (c,).
+def solve_contact_restitution(rows: ContactRows, bounds, vw, touching, target, iterations):
+    """``iterations`` Gauss-Seidel passes that set each touching contact's normal speed to its target (c,).
 
-    The target is e times the approach speed for a bounce, 0 otherwise (which also removes the
-    separating speed that projecting a penetration out would otherwise leave behind).
+    rows: normal rows (k = 1) at the corrected poses; bounds: (colours + 1,) contact index where
+    each colour starts; vw: (B+1, 6) [v, w], updated in place. The target is e times the
+    approach speed for a bounce, 0 otherwise (which also removes the separating speed that
+    projecting a penetration out would otherwise leave behind).
     """
-    for sel in colours:
-        sel = sel[touching[sel]]
-        if not len(sel):
-            continue
-        a, b, n = f.a[sel], f.b[sel], f.n[sel]
-        vn = _dot(n, v[a] - v[b]) + _dot(f.rn1[sel], w[a]) - _dot(f.rn2[sel], w[b])
-        p = (target[sel] - vn) / f.w[sel]
-        v[a] += (p * inv_mass[a])[:, None] * n
-        w[a] += p[:, None] * f.k1[sel]
-        v[b] -= (p * inv_mass[b])[:, None] * n
-        w[b] -= p[:, None] * f.k2[sel]
-
-
-def solve_contact_friction(f: ContactFrame, colours, v, w, inv_mass, inv_inertia, touching, budget):
-    """Dynamic friction: remove tangential speed, at most ``budget`` (c,) m/s = mu * normal impulse / m."""
-    for sel in colours:
-        sel = sel[touching[sel]]
-        if not len(sel):
-            continue
-        a, b, n = f.a[sel], f.b[sel], f.n[sel]
-        rel = (v[a] + cross(w[a], f.r1[sel])) - (v[b] + cross(w[b], f.r2[sel]))
-        vt = rel - n * _dot(rel, n)[:, None]
-        vt_len = np.sqrt(_dot(vt, vt))
-        move = vt_len > 1e-12
-        if not np.any(move):
-            continue
-        s = np.flatnonzero(move)
-        t = vt[s] / vt_len[s, None]
-        kt1, kt2, wt = _tangent_inverse_mass(f, sel[s], t, inv_mass, inv_inertia)
-        # the impulse that stops the sliding, capped by the friction budget
-        p = -np.minimum(vt_len[s] / wt, budget[sel[s]])
-        sa, sb = a[s], b[s]
-        v[sa] += (p * inv_mass[sa])[:, None] * t
-        w[sa] += p[:, None] * kt1
-        v[sb] -= (p * inv_mass[sb])[:, None] * t
-        w[sb] -= p[:, None] * kt2
+    idx = np.flatnonzero(touching)
+    if not len(idx):
+        return
+    cb = np.searchsorted(idx, bounds)
+    ab, J, M, w, tg = rows.ab[idx], rows.J[idx, 0], rows.M[idx, 0], rows.w[idx], target[idx]
+    parts = [(ab[s0:s1], J[s0:s1], M[s0:s1], w[s0:s1], tg[s0:s1]) for s0, s1 in zip(cb[:-1], cb[1:]) if s1 > s0]
+    for _ in range(iterations):
+        for ab_c, J_c, M_c, w_c, t_c in parts:
+            p = (t_c - _einsum("ci,ci->c", J_c, vw[ab_c].reshape(-1, 12))) / w_c
+            vw[ab_c] += (p[:, None] * M_c).reshape(-1, 2, 6)

@@ -41,6 +41,11 @@ class Contacts:
     def count(self) -> int:
         return len(self.a)
 
+    def take(self, order: np.ndarray) -> "Contacts":
+        """These contacts in the given order (c,)."""
+        return Contacts(*(getattr(self, f)[order] for f in
+                          ("a", "b", "local_a", "local_b", "normal", "friction", "restitution", "key")))
+
     @staticmethod
     def concatenate(parts: list["Contacts"]) -> "Contacts":
         if not parts:

@@ -13,11 +13,15 @@ from . import kernels, kernels_rigid
 from . import quaternions as quat
 from .errors import JakobsenError
 from .model import BodyState, Model
-from .rigid import BodyMode
+from .rigid import BodyMode, ShapeKind
 from .rigid_contacts import Contacts, shape_penetration, sweep_and_prune
 
 
 MARGIN = 5e-3
+# Sample points farther from a body's centre than its bounding radius times (1 + this) plus their
+# radius and the margins are not tested against its shape (the slack covers the corners pulled
+# in by SAMPLE_INSET and the face snapping near edges, both within 2% of the shape).
+NEAR_SLACK = 0.05
 
 
 class RigidStepper:
@@ -45,6 +49,8 @@ class RigidStepper:
         self.queries = np.zeros((0, 3), np.int64)  # (point, owner, target) for body pairs
         self.collider_bodies: list[np.ndarray] = []
         self.particle_pairs = np.zeros((0, 2), np.int64)
+        self.colour_ab = (np.zeros(0, np.int64), np.zeros(0, np.int64))  # pairs the colouring is for
+        self.colour = np.zeros(0, np.int64)
         # Friction anchors of the contacts that stuck in the last substep, sorted by contact key.
         self.anchor_keys = np.zeros(0, np.int64)
         self.anchor_points = np.zeros((0, 3))
@@ -137,11 +143,23 @@ class RigidStepper:
         x, q, v, w = bodies.arrays()
         b = self.bodies
         parts = []
+        rot = quat.to_matrix(q[:-1])
+        # Every sample point in the world once, then only the queries whose point is near the
+        # target's bounding sphere go to the (costly) shape test; the others cannot touch it.
+        world_point = x[b.point_body] + np.einsum("kij,kj->ki", rot[b.point_body], b.point_local)
         if len(self.queries):
             point, owner, target = self.queries.T
-            rot_o = quat.to_matrix(q[owner])
-            centre = x[owner] + np.einsum("kij,kj->ki", rot_o, b.point_local[point])
-            rot_t = quat.to_matrix(q[target])
+            d = world_point[point] - x[target]
+            reach = b.bound_radius[target] * (1.0 + NEAR_SLACK) + b.point_radius[point] \
+                + self.margin[owner] + self.margin[target]
+            # (A hull's depth is the distance to its farthest face plane, which can reach past
+            # its bounding sphere off a sharp vertex: always test those.)
+            near = np.flatnonzero((np.einsum("ki,ki->k", d, d) <= reach * reach)
+                                  | (b.shape[target] == ShapeKind.CONVEX_HULL))
+            point, owner, target = point[near], owner[near], target[near]
+            rot_o = rot[owner]
+            centre = world_point[point]
+            rot_t = rot[target]
             local = np.einsum("kji,kj->ki", rot_t, centre - x[target])
             prefer = np.einsum("kji,kj->ki", rot_t, x[owner] - x[target])
             radius = b.point_radius[point]
@@ -170,8 +188,8 @@ class RigidStepper:
             counts = stop - start
             point = np.repeat(start, counts) + np.arange(counts.sum()) - np.repeat(np.cumsum(counts) - counts, counts)
             owner = b.point_body[point]
-            rot_o = quat.to_matrix(q[owner])
-            centre = x[owner] + np.einsum("kij,kj->ki", rot_o, b.point_local[point])
+            rot_o = rot[owner]
+            centre = world_point[point]
             m = collider.pose(t1)
             radius = b.point_radius[point]
             margin = self.margin[owner]
@@ -191,26 +209,32 @@ class RigidStepper:
                 restitution=np.sqrt(b.restitution[owner[hit]] * collider.restitution),
                 key=point[hit] * self.key_stride + self.count + 1 + index))
         contacts = Contacts.concatenate(parts)
+        self.S = np.zeros((len(x), 6))  # [dx, dth]: each body's correction in this substep
+        self.bounds = np.zeros(1, np.int64)
+        self.slices = []
+        if contacts.count:
+            same = (len(self.colour_ab[0]) == contacts.count and np.array_equal(self.colour_ab[0], contacts.a)
+                    and np.array_equal(self.colour_ab[1], contacts.b))
+            if not same:  # the colouring depends on the pairs only, so the last one serves
+                self.colour_ab = (contacts.a, contacts.b)
+                self.colour = kernels_rigid.colour_contacts(contacts.a, contacts.b, self.dynamic, self.seed_order)
+            colour = self.colour
+            # Contacts in colour order (stable: by index within a colour), so a colour is a slice.
+            order = np.argsort(colour, kind="stable")
+            contacts = contacts.take(order)
+            self.bounds = np.searchsorted(colour[order], np.arange(colour.max() + 2))
         self.contacts = contacts
         self.lam = np.zeros(contacts.count)
-        self.dx = np.zeros_like(x)
-        self.dth = np.zeros_like(x)
-        self.colours = []
-        self.stuck = np.zeros(contacts.count, bool)
-        self.lam_t = np.zeros((contacts.count, 3))
+        self.scale = np.ones(contacts.count)
+        self.lam_t = np.zeros((contacts.count, 2))
         if contacts.count:
-            colour = kernels_rigid.colour_contacts(contacts.a, contacts.b, self.dynamic, self.seed_order)
-            order = np.argsort(colour, kind="stable")
-            bounds = np.searchsorted(colour[order], np.arange(colour.max() + 2))
-            self.colours = [order[bounds[c]:bounds[c + 1]] for c in range(len(bounds) - 1)]
             self.anchor = self._anchors(contacts)
-            f = self.frame_c = kernels_rigid.contact_frame(x, q, self.x_prev, self.inv_mass, self.inv_inertia, contacts,
-                                                           self.anchor)
+            rows = kernels_rigid.contact_rows(x, q, self.x_prev, self.inv_mass, self.inv_inertia, contacts,
+                                              self.anchor)
+            self.slices = kernels_rigid.colour_slices(self.bounds, rows, self.lam, self.lam_t, self.scale)
             # Normal speed at the substep's start, for restitution.
-            a, bb = f.a, f.b
-            rel = (self.v_before[a] + quat.cross(self.w_before[a], f.r1)) \
-                - (self.v_before[bb] + quat.cross(self.w_before[bb], f.r2))
-            self.speed_before = np.einsum("ci,ci->c", rel, f.n)
+            before = np.hstack([self.v_before, self.w_before])
+            self.speed_before = np.einsum("ci,ci->c", rows.J[:, 0], before[rows.ab].reshape(-1, 12))
 
     def _anchors(self, contacts: Contacts) -> np.ndarray:
         """Friction anchors (c, 3) in B's frame: kept from the last substep for contacts that stuck
@@ -226,8 +250,7 @@ class RigidStepper:
 
     def solve_positions(self, bodies: BodyState) -> None:
         if self.contacts.count:
-            kernels_rigid.solve_contact_positions(self.frame_c, self.colours, self.dx, self.dth, self.inv_mass,
-                                                  self.inv_inertia, self.lam, self.lam_t, self.stuck)
+            kernels_rigid.solve_contact_positions(self.slices, self.S)
 
     def finish_substep(self, bodies: BodyState) -> None:
         """Apply the substep's corrections, take velocities from the poses, then restitution and friction."""
@@ -235,17 +258,20 @@ class RigidStepper:
         h = self.h
         d = np.flatnonzero(self.dynamic[:-1])
         if self.contacts.count:
+            # Static friction held these in the last pass (see solve_contact_positions).
+            self.stuck = (self.scale >= 1.0) & (self.lam > 0.0)
             order = np.argsort(self.contacts.key[self.stuck])
             self.anchor_keys = self.contacts.key[self.stuck][order]
             self.anchor_points = self.anchor[self.stuck][order]
         else:
             self.anchor_keys = np.zeros(0, np.int64)
         if self.contacts.count:
-            x[d] += self.dx[d]
+            dx, dth = self.S[d, :3], self.S[d, 3:]
+            x[d] += dx
             rot = quat.to_matrix(q[d])
             # The angular impulses that turned each body by dth: sum r x P = I_world dth.
-            self.momentum[d] += np.einsum("kij,kj->ki", rot, self.inertia[d] * np.einsum("kji,kj->ki", rot, self.dth[d])) / h
-            q[d] = quat.normalize(quat.multiply(quat.exp_rotation(self.dth[d]), q[d]))
+            self.momentum[d] += np.einsum("kij,kj->ki", rot, self.inertia[d] * np.einsum("kji,kj->ki", rot, dth)) / h
+            q[d] = quat.normalize(quat.multiply(quat.exp_rotation(dth), q[d]))
         moving = np.arange(self.count)
         v[moving] = (x[moving] - self.x_prev[moving]) / h
         # Dynamic bodies: the angular momentum the integrator and the impulses left; kinematic
@@ -256,15 +282,16 @@ class RigidStepper:
         if not self.contacts.count:
             return
         # Lever arms and inverse masses at the corrected poses, so velocity impulses conserve momentum.
-        f = self.frame_c = kernels_rigid.contact_frame(x, q, x, self.inv_mass, self.inv_inertia,
-                                                       self.contacts, self.anchor)
+        rows = kernels_rigid.contact_rows(x, q, x, self.inv_mass, self.inv_inertia, self.contacts)
         touching = self.lam > 0.0
-        bounce = touching & (self.speed_before < -self.bounce_speed) & (f.restitution > 0.0)
+        restitution = self.contacts.restitution
+        bounce = touching & (self.speed_before < -self.bounce_speed) & (restitution > 0.0)
         # Bouncing contacts leave at e times their approach speed; resting ones at zero normal
         # speed, which takes away the outward speed that projecting a penetration out would add.
-        target = np.where(bounce, -f.restitution * self.speed_before, 0.0)
-        for _ in range(self.velocity_iterations):
-            kernels_rigid.solve_contact_restitution(f, self.colours, v, w, self.inv_mass, touching, target)
+        target = np.where(bounce, -restitution * self.speed_before, 0.0)
+        vw = np.hstack([v, w])
+        kernels_rigid.solve_contact_restitution(rows, self.bounds, vw, touching, target, self.velocity_iterations)
+        v[...], w[...] = vw[:, :3], vw[:, 3:]
 
     def collide_particles(self, bodies: BodyState, px, pp, accel, friction, restitution, radii) -> None:
         """Cloth particles against bodies, one way: the bodies are moving colliders for them."""
