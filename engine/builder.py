@@ -12,6 +12,7 @@ from .cloth import cloth_pairs, flatten_faces, vertex_areas
 from .colliders import ColliderShape
 from .errors import JakobsenError
 from .model import Goals, Model, StickKind, Sticks, _frozen
+from .joints import check_joint, finalize_joints
 from .rigid import BodyHandle, BodySpec, empty_bodies, finalize_bodies, make_body
 
 _KINDS = {"equal": StickKind.EQUAL, "min": StickKind.MIN, "max": StickKind.MAX}
@@ -83,6 +84,7 @@ class ModelBuilder:
         self._tether_groups: list[tuple[np.ndarray, str]] = []  # (a cloth's particle indices, where)
         self._colliders: list[ColliderShape] = []
         self._bodies: list[BodySpec] = []
+        self._joints: list[dict] = []
         self._labels: list[tuple[str, int, int]] = []
         self._names: set[str] = set()
         self.particle_count = 0
@@ -253,6 +255,18 @@ class ModelBuilder:
         self._bodies.append(spec)
         return BodyHandle(name=name, index=len(self._bodies) - 1)
 
+    def add_joint(self, kind: str, body_a: BodyHandle | None, body_b: BodyHandle | None, pivot, *,
+                  axis=(0.0, 0.0, 1.0), name: str = "") -> int:
+        """A connector between two bodies, or a body and the world (None), at a world ``pivot`` (3,).
+
+        kind: "ball_socket", "hinge" (rotation about the world ``axis`` only) or "fixed".
+        Returns the joint's index.
+        """
+        name = name or f"connector {len(self._joints)}"
+        index = [None if h is None else (h.index if isinstance(h, BodyHandle) else int(h)) for h in (body_a, body_b)]
+        self._joints.append(check_joint(kind, index[0], index[1], pivot, axis, name, len(self._bodies)))
+        return len(self._joints) - 1
+
     # -- colliders ----------------------------------------------------------------------------
 
     def add_collider(self, collider: ColliderShape) -> int:
@@ -276,6 +290,8 @@ class ModelBuilder:
         sticks = self._finalize_sticks(inv_mass)
         goals = (Goals(*(np.concatenate(c) for c in zip(*self._goals))) if self._goals
                  else Goals(np.zeros(0, np.int64), np.zeros((0, 3)), np.zeros(0)))
+        bodies = finalize_bodies(self._bodies) if self._bodies else empty_bodies()
+
         def joined(parts):
             return np.concatenate(parts) if parts else np.zeros(0)
 
@@ -291,7 +307,8 @@ class ModelBuilder:
             goals=Goals(_frozen(goals.index), _frozen(goals.target), _frozen(goals.compliance)),
             colliders=tuple(self._colliders),
             labels=tuple(self._labels),
-            bodies=finalize_bodies(self._bodies) if self._bodies else empty_bodies(),
+            bodies=bodies,
+            joints=finalize_joints(self._joints, bodies, len(self._bodies)),
         )
 
     def _finalize_sticks(self, inv_mass) -> Sticks:

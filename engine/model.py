@@ -11,6 +11,7 @@ from enum import IntEnum
 import numpy as np
 
 from .colliders import ColliderShape
+from .joints import Joints, empty_joints
 from .rigid import RigidBodies, empty_bodies
 
 
@@ -88,6 +89,7 @@ class Model:
     colliders: tuple[ColliderShape, ...]
     labels: tuple[tuple[str, int, int], ...] = field(default=())
     bodies: RigidBodies = field(default_factory=empty_bodies)
+    joints: Joints = field(default_factory=empty_joints)
 
     @property
     def particle_count(self) -> int:

@@ -14,6 +14,7 @@ from . import quaternions as quat
 from .errors import JakobsenError
 from .model import BodyState, Model
 from .rigid import BodyMode, ShapeKind
+from .joints import solve_joints
 from .rigid_contacts import Contacts, shape_penetration, sweep_and_prune
 
 
@@ -55,6 +56,8 @@ class RigidStepper:
         self.anchor_keys = np.zeros(0, np.int64)
         self.anchor_points = np.zeros((0, 3))
         self.key_stride = count + 1 + len(model.colliders)
+        j = model.joints
+        self.jointed = np.unique(np.minimum(j.a, j.b) * (count + 1) + np.maximum(j.a, j.b))
         # Speculative contacts: sample points this close to a surface (m) join the substep's
         # solve, which projects them only if the solve itself moves them into the surface; without
         # them a corner just outside is free to be rotated deep in by the other contacts' corrections.
@@ -92,6 +95,10 @@ class RigidStepper:
         pairs = solid[pairs] if len(pairs) else pairs
         if len(pairs):
             pairs = pairs[self.dynamic[pairs[:, 0]] | self.dynamic[pairs[:, 1]]]
+        if len(pairs) and len(self.jointed):
+            # Bodies joined by a connector do not collide with each other (Ignore Collisions).
+            keys = pairs[:, 0] * (self.count + 1) + pairs[:, 1]
+            pairs = pairs[~np.isin(keys, self.jointed)]
         self.queries = self._point_queries(pairs)
         self.collider_bodies = []
         for collider in self.model.colliders:
@@ -251,6 +258,9 @@ class RigidStepper:
     def solve_positions(self, bodies: BodyState) -> None:
         if self.contacts.count:
             kernels_rigid.solve_contact_positions(self.slices, self.S)
+        if self.model.joints.count:
+            x, q, _, _ = bodies.arrays()
+            solve_joints(self.model.joints, x, q, self.x_prev, self.S, self.inv_mass, self.inv_inertia)
 
     def finish_substep(self, bodies: BodyState) -> None:
         """Apply the substep's corrections, take velocities from the poses, then restitution and friction."""
@@ -265,7 +275,7 @@ class RigidStepper:
             self.anchor_points = self.anchor[self.stuck][order]
         else:
             self.anchor_keys = np.zeros(0, np.int64)
-        if self.contacts.count:
+        if self.contacts.count or self.model.joints.count:
             dx, dth = self.S[d, :3], self.S[d, 3:]
             x[d] += dx
             rot = quat.to_matrix(q[d])
