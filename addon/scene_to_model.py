@@ -18,6 +18,11 @@ a flat one with the Automatic shape, becomes a triangle-mesh collider instead. T
 the bodies the solver moves (``BodyBinding.keyed``): their pose composed with the object's
 matrix on the first frame, so scale, parents and the rotation mode are kept.
 
+Connector Empties of type Ball and Socket, Hinge and Fixed become engine joints between the rigid
+bodies in Object A and Object B (an empty slot is the world), at the Empty's origin and about its
+Z axis as on the first frame. The other connector types, springs and motors are checked (their
+objects must take part) but not simulated yet: the bake warns, naming them.
+
 Bad input raises ``JakobsenError`` with a message naming the object; awkward but legal input
 adds a line to ``SceneModel.warnings``. Reading changes nothing in the scene: the current frame
 is restored, and a previous bake's output is hidden only while the meshes are read.
@@ -33,6 +38,7 @@ import numpy as np
 
 from . import baking
 from .engine import Box, Capsule, JakobsenError, Model, ModelBuilder, Plane, SolverSettings, Sphere, TriangleMesh
+from .engine.rigid import BodyHandle
 from .properties import EMPTY_TYPES, types_for
 
 DEFORMING = ('CLOTH', 'SOFT_BODY')
@@ -434,6 +440,20 @@ def enabled_objects(context) -> list:
     return sorted((o for o in context.view_layer.objects if o.jakobsen.enabled), key=lambda o: o.name)
 
 
+# Connector types the engine simulates, as its add_joint kinds.
+JOINT_KINDS = {'BALL_SOCKET': "ball_socket", 'HINGE': "hinge", 'FIXED': "fixed"}
+
+
+def _connector_label(obj) -> str:
+    """The connector type as the panel shows it ("Hinge", "Wheel Suspension")."""
+    settings = obj.jakobsen.connector
+    return settings.bl_rna.properties["connector_type"].enum_items[settings.connector_type].name
+
+
+def _is_joint(obj) -> bool:
+    return obj.jakobsen.type == 'CONNECTOR' and obj.jakobsen.connector.connector_type in JOINT_KINDS
+
+
 def _check_pairs(objects, warnings: list[str]) -> None:
     taking_part = {o.name: o for o in objects}
     for obj in objects:
@@ -446,14 +466,73 @@ def _check_pairs(objects, warnings: list[str]) -> None:
                                 "(an empty slot means the world)")
         if a is not None and a == b:
             raise JakobsenError(f"{where} joins '{a.name}' to itself; Object A and Object B must differ")
+        joint = _is_joint(obj)
         for slot, other in (("Object A", a), ("Object B", b)):
             if other is None:
                 continue
+            if joint and other.name in taking_part and other.jakobsen.type != 'RIGID_BODY':
+                raise JakobsenError(f"{where}: its {slot} '{other.name}' is not a rigid body (it is a "
+                                    f"{_ROLE_NAMES[other.jakobsen.type]}); a {_connector_label(obj)} connector "
+                                    "joins rigid bodies (leave the slot empty to join to the world)")
             if other.name not in taking_part or other.jakobsen.type not in ('RIGID_BODY', 'CLOTH', 'SOFT_BODY'):
+                what = "a rigid body (or leave the slot empty to join to the world)" if joint \
+                    else "a rigid body, cloth or soft body"
                 raise JakobsenError(f"{where}: its {slot} '{other.name}' is not a body in the simulation; "
-                                    "enable Jakobsen Physics on it as a rigid body, cloth or soft body")
-        warnings.append(f"{where} is checked but not simulated yet: the engine has no joints, springs "
-                        "or motors yet")
+                                    f"enable Jakobsen Physics on it as {what}")
+        if joint:
+            c = obj.jakobsen.connector
+            label = _connector_label(obj)
+            if not c.ignore_collisions:
+                warnings.append(f"{where}: Object A and Object B never collide with each other in the engine; "
+                                "Ignore Collisions off is not simulated yet")
+            if c.connector_type == 'HINGE' and c.use_angular_limit:
+                warnings.append(f"{where}: the {label}'s Angular Limit is not simulated yet; it turns freely")
+            if c.use_breaking:
+                warnings.append(f"{where}: Breakable is not simulated yet; the {label} never breaks")
+        elif obj.jakobsen.type == 'CONNECTOR':
+            warnings.append(f"{where} ({_connector_label(obj)}) is checked but not simulated yet: of the "
+                            "connectors only Ball and Socket, Hinge and Fixed are simulated")
+        else:
+            warnings.append(f"{where} is checked but not simulated yet: the engine has no springs or motors "
+                            "yet (of the connectors, Ball and Socket, Hinge and Fixed are simulated)")
+
+
+def _add_joints(builder: ModelBuilder, objects, depsgraph, bodies: list[BodyBinding],
+                colliders: list[ColliderBinding]) -> int:
+    """Connector Empties of the simulated types -> engine joints at the Empty's origin, about its Z
+    axis, as on the bake's first frame. Returns how many were added."""
+    handles = {b.object_name: BodyHandle(name=b.object_name, index=b.index) for b in bodies}
+    as_colliders = {c.object_name for c in colliders}
+    count = 0
+    for obj in objects:
+        if not _is_joint(obj):
+            continue
+        where = describe(obj)
+        ends = []
+        for slot, other in zip(("Object A", "Object B"), obj.jakobsen.pair()):
+            if other is None:
+                ends.append(None)
+            elif other.name in handles:
+                ends.append(handles[other.name])
+            else:
+                why = ("collides with its faces (Dynamic Off with a Static Mesh shape, or a flat mesh with "
+                       "Automatic), so it is a collider, not a body a connector can hold; give it another "
+                       "collision shape" if other.name in as_colliders else "is not a rigid body of this bake")
+                raise JakobsenError(f"{where}: its {slot} '{other.name}' {why}, "
+                                    "or leave the slot empty to join to the world")
+        m = _matrix(obj.evaluated_get(depsgraph).matrix_world)
+        if not np.all(np.isfinite(m)):
+            raise JakobsenError(f"{where}: its transform is not a number (check its location, rotation, "
+                                "scale and parents)")
+        axis = m[:3, 2]
+        length = float(np.linalg.norm(axis))
+        if length < 1e-12:
+            raise JakobsenError(f"{where}: its Z axis has zero length (its scale is zero); "
+                                "the connector's axis is the Empty's Z axis")
+        builder.add_joint(JOINT_KINDS[obj.jakobsen.connector.connector_type], ends[0], ends[1], m[:3, 3],
+                          axis=axis / length, name=obj.name)
+        count += 1
+    return count
 
 
 def build(context, *, frame_range: tuple[int, int] | None = None) -> SceneModel:
@@ -501,6 +580,7 @@ def build(context, *, frame_range: tuple[int, int] | None = None) -> SceneModel:
                     (bodies if isinstance(item, BodyBinding) else colliders).append(item)
                 else:
                     colliders.append(_add_collider(builder, obj, depsgraph, track, settings.frame_rate, warnings))
+            _add_joints(builder, objects, depsgraph, bodies, colliders)
     finally:
         scene.frame_set(original[0], subframe=original[1])
 
