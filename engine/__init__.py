@@ -8,6 +8,7 @@ from .errors import JakobsenError
 from .colliders import Plane, Sphere, Box, BoxInterior, Capsule, Cylinder, ConvexHull, TriangleMesh
 from .model import Model, State, StickKind
 from .builder import ModelBuilder, ClothHandle
+from .rigid import BodyHandle
 from .solver import Solver, SolverSettings
 
 __version__ = "0.1.0"
@@ -27,6 +28,7 @@ __all__ = [
     "StickKind",
     "ModelBuilder",
     "ClothHandle",
+    "BodyHandle",
     "Solver",
     "SolverSettings",
     "__version__",
