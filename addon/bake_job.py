@@ -227,14 +227,7 @@ class BakeJob:
             if len(mesh.vertices) != d.vertex_count:
                 bpy.data.meshes.remove(mesh)
                 continue
-            mesh.name = f"JK Preview {obj.name}"
-            preview = bpy.data.objects.new(mesh.name, mesh)
-            preview[PREVIEW_PROPERTY] = obj.name
-            collection.objects.link(preview)
-            self._previews[obj.name] = preview.name
-            if not obj.hide_get(view_layer=view_layer):
-                obj.hide_set(True, view_layer=view_layer)
-                self._hidden.append(obj.name)
+            self._add_preview(obj, mesh, collection, view_layer)
         for b in self.scene_model.bodies:
             if not b.keyed:
                 continue
@@ -242,16 +235,20 @@ class BakeJob:
             # The evaluated mesh in object space, shown at each computed pose (scale included).
             mesh = bpy.data.meshes.new_from_object(obj.evaluated_get(depsgraph), preserve_all_data_layers=False,
                                                    depsgraph=depsgraph)
-            mesh.name = f"JK Preview {obj.name}"
-            preview = bpy.data.objects.new(mesh.name, mesh)
-            preview[PREVIEW_PROPERTY] = obj.name
-            collection.objects.link(preview)
-            self._previews[obj.name] = preview.name
-            if not obj.hide_get(view_layer=view_layer):
-                obj.hide_set(True, view_layer=view_layer)
-                self._hidden.append(obj.name)
+            self._add_preview(obj, mesh, collection, view_layer)
         self._view_layer_name = view_layer.name
         self._update_previews()
+
+    def _add_preview(self, obj, mesh, collection, view_layer) -> None:
+        """Show ``mesh`` as a stand-in object for ``obj`` during the bake, and hide ``obj``."""
+        mesh.name = f"JK Preview {obj.name}"
+        preview = bpy.data.objects.new(mesh.name, mesh)
+        preview[PREVIEW_PROPERTY] = obj.name
+        collection.objects.link(preview)
+        self._previews[obj.name] = preview.name
+        if not obj.hide_get(view_layer=view_layer):
+            obj.hide_set(True, view_layer=view_layer)
+            self._hidden.append(obj.name)
 
     def _update_previews(self) -> None:
         for d in self.scene_model.deformables:
