@@ -12,6 +12,7 @@ from .cloth import cloth_pairs, flatten_faces, vertex_areas
 from .colliders import ColliderShape
 from .errors import JakobsenError
 from .model import Goals, Model, StickKind, Sticks, _frozen
+from .forces import check_force, finalize_forces
 from .joints import check_joint, finalize_joints
 from .rigid import BodyHandle, BodySpec, empty_bodies, finalize_bodies, make_body
 
@@ -85,6 +86,7 @@ class ModelBuilder:
         self._colliders: list[ColliderShape] = []
         self._bodies: list[BodySpec] = []
         self._joints: list[dict] = []
+        self._forces: list[dict] = []
         self._labels: list[tuple[str, int, int]] = []
         self._names: set[str] = set()
         self.particle_count = 0
@@ -267,6 +269,14 @@ class ModelBuilder:
         self._joints.append(check_joint(kind, index[0], index[1], pivot, axis, name, len(self._bodies)))
         return len(self._joints) - 1
 
+    # -- force fields -------------------------------------------------------------------------
+
+    def add_force(self, kind: str, *, name: str = "", **settings) -> int:
+        """A force field acting on particles and bodies (see ``engine.forces``); returns its index."""
+        name = name or f"force {len(self._forces)}"
+        self._forces.append(check_force(kind, name, **settings))
+        return len(self._forces) - 1
+
     # -- colliders ----------------------------------------------------------------------------
 
     def add_collider(self, collider: ColliderShape) -> int:
@@ -309,6 +319,7 @@ class ModelBuilder:
             labels=tuple(self._labels),
             bodies=bodies,
             joints=finalize_joints(self._joints, bodies, len(self._bodies)),
+            forces=finalize_forces(self._forces),
         )
 
     def _finalize_sticks(self, inv_mass) -> Sticks:

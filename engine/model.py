@@ -11,6 +11,7 @@ from enum import IntEnum
 import numpy as np
 
 from .colliders import ColliderShape
+from .forces import Forces, empty_forces
 from .joints import Joints, empty_joints
 from .rigid import RigidBodies, empty_bodies
 
@@ -90,6 +91,7 @@ class Model:
     labels: tuple[tuple[str, int, int], ...] = field(default=())
     bodies: RigidBodies = field(default_factory=empty_bodies)
     joints: Joints = field(default_factory=empty_joints)
+    forces: Forces = field(default_factory=empty_forces)
 
     @property
     def particle_count(self) -> int:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from . import kernels, kernels_rigid
+from . import forces, kernels, kernels_rigid
 from . import quaternions as quat
 from .errors import JakobsenError
 from .model import BodyState, Model
@@ -143,8 +143,16 @@ class RigidStepper:
         for k in self.kinematic:
             x[k], q[k] = self.rest_pose_motion(int(k), t1)
         self.momentum = np.zeros_like(w)
+        self.apply_forces(bodies, t1)
         kernels_rigid.integrate_bodies(x, q, v, w, self.momentum, self.inertia, self.inv_inertia, self.dynamic,
                                        self.accel, self.h, self.lin_decay, self.ang_decay)
+
+    def apply_forces(self, bodies: BodyState, t1: float) -> None:
+        """Force fields, springs and motors' forces: velocity changes over this substep."""
+        x, q, v, w = bodies.arrays()
+        if self.model.forces.count or any(m is not None for m in self.bodies.motions):
+            forces.apply_to_bodies(self.model.forces, self.bodies, t1, self.h, x, q, v, w, self.inv_mass,
+                                   self.inv_inertia)
 
     def find_contacts(self, bodies: BodyState, t1: float) -> None:
         x, q, v, w = bodies.arrays()
