@@ -14,6 +14,8 @@ from .errors import JakobsenError
 from .model import Goals, Model, StickKind, Sticks, _frozen
 from .forces import check_force, finalize_forces
 from .joints import check_joint, finalize_joints
+from .motors import check_motor, finalize_motors
+from .springs import check_spring, finalize_springs
 from .rigid import BodyHandle, BodySpec, empty_bodies, finalize_bodies, make_body
 
 _KINDS = {"equal": StickKind.EQUAL, "min": StickKind.MIN, "max": StickKind.MAX}
@@ -86,6 +88,8 @@ class ModelBuilder:
         self._colliders: list[ColliderShape] = []
         self._bodies: list[BodySpec] = []
         self._joints: list[dict] = []
+        self._springs: list[dict] = []
+        self._motors: list[dict] = []
         self._forces: list[dict] = []
         self._labels: list[tuple[str, int, int]] = []
         self._names: set[str] = set()
@@ -234,7 +238,8 @@ class ModelBuilder:
     def add_rigid_body(self, vertices, faces, *, name: str = "", mass=None, density=1000.0,
                        shape="automatic", shape_frame=None, friction=0.5, restitution=0.0, mode="dynamic",
                        motion=None, velocity=(0.0, 0.0, 0.0), angular_velocity=(0.0, 0.0, 0.0),
-                       linear_damping=0.0, angular_damping=0.0) -> BodyHandle:
+                       linear_damping=0.0, angular_damping=0.0, drag=0.0, follow_position=0.0,
+                       follow_rotation=0.0) -> BodyHandle:
         """A rigid body from a mesh in world space at rest.
 
         vertices: (n, 3) m; faces: polygons; mass: kg, or None to use density (kg/m^3) times the
@@ -245,7 +250,11 @@ class ModelBuilder:
         mode: "dynamic", "kinematic" (follows ``motion(t) -> 4x4``, the transform from the rest
         pose to the pose at t; pushes dynamic bodies and is not pushed back) or "ghost" (moves,
         collides with nothing); velocity: (3,) m/s and angular_velocity: (3,) rad/s at the start;
-        linear_damping, angular_damping: 1/s.
+        linear_damping, angular_damping: 1/s; drag: kg/m, quadratic drag against the air (wind
+        fields and ``SolverSettings.air_velocity``), F = -drag |v - v_air| (v - v_air);
+        follow_position, follow_rotation: 1/s (Cinema 4D's Follow Position / Rotation), critically
+        damped pulls of a dynamic or ghost body towards the pose ``motion(t)`` gives it (its rest
+        pose if it has no motion); 0 leaves a dynamic body free of its motion.
         """
         name = name or f"body {len(self._bodies)}"
         if any(b.name == name for b in self._bodies):
@@ -253,21 +262,82 @@ class ModelBuilder:
         spec = make_body(vertices, faces, name=name, mass=mass, density=density, shape=shape,
                          shape_frame=shape_frame, friction=friction, restitution=restitution, mode=mode,
                          motion=motion, velocity=velocity, angular_velocity=angular_velocity,
-                         linear_damping=linear_damping, angular_damping=angular_damping, warnings=self.warnings)
+                         linear_damping=linear_damping, angular_damping=angular_damping, drag=drag,
+                         follow_position=follow_position, follow_rotation=follow_rotation, warnings=self.warnings)
         self._bodies.append(spec)
         return BodyHandle(name=name, index=len(self._bodies) - 1)
 
     def add_joint(self, kind: str, body_a: BodyHandle | None, body_b: BodyHandle | None, pivot, *,
-                  axis=(0.0, 0.0, 1.0), name: str = "") -> int:
+                  axis=(0.0, 0.0, 1.0), frame=None, name: str = "", **settings) -> int:
         """A connector between two bodies, or a body and the world (None), at a world ``pivot`` (3,).
 
-        kind: "ball_socket", "hinge" (rotation about the world ``axis`` only) or "fixed".
-        Returns the joint's index.
+        kind: "fixed", "hinge", "ball_socket", "cardan", "ragdoll", "slider", "twist_slider",
+        "planar", "box" or "wheel_suspension" (see ``engine.joints`` for what each allows).
+        frame: 3x3 (or 4x4) world rotation whose columns are the joint's X, Y, Z axes at rest, or
+        ``axis`` alone (its Z: the hinge, slider and twist axis; the wheel's suspension and
+        steering axis, its axle being X; the planar connector's normal).
+        settings: angle_limits (lower, upper) rad (hinge, twist slider); distance_limits
+        (lower, upper) m along Z (slider, twist slider); cone_angle rad (ragdoll, cardan);
+        twist_limits (lower, upper) rad (ragdoll); box_limits ((x, y, z) lower, (x, y, z) upper)
+        m (box); suspension_limits (lower, upper) m along Z and steering rad, a number or a
+        function of time (wheel suspension; its spring: ``add_suspension``-style keywords
+        suspension_rest m, suspension_stiffness N/m, suspension_damping N s/m);
+        limit_bounce 0..1; breaking_force N, breaking_torque N m (default unbreakable);
+        ignore_collisions (default True). Returns the joint's index.
         """
         name = name or f"connector {len(self._joints)}"
-        index = [None if h is None else (h.index if isinstance(h, BodyHandle) else int(h)) for h in (body_a, body_b)]
-        self._joints.append(check_joint(kind, index[0], index[1], pivot, axis, name, len(self._bodies)))
+        index = [self._body_index(h) for h in (body_a, body_b)]
+        spring = {k: settings.pop(k) for k in ("suspension_rest", "suspension_stiffness", "suspension_damping")
+                  if k in settings}
+        spec = check_joint(kind, index[0], index[1], pivot, name, len(self._bodies), axis=axis, frame=frame,
+                           **settings)
+        self._joints.append(spec)
+        if kind == "wheel_suspension":
+            # The suspension's spring acts along the frame's Z between the pivots.
+            self._springs.append(check_spring(
+                index[0], index[1], spec["pivot"], spec["pivot"], name, len(self._bodies), kind="linear",
+                rest_length=spring.get("suspension_rest", 0.0), stiffness=spring.get("suspension_stiffness", 0.0),
+                damping=spring.get("suspension_damping", 0.0), axis=spec["frame"][:, 2]))
+        elif spring:
+            raise JakobsenError(f"connector '{name}': {', '.join(spring)} apply to a Wheel Suspension only")
         return len(self._joints) - 1
+
+    def add_spring(self, body_a: BodyHandle | None, body_b: BodyHandle | None, anchor_a, anchor_b=None, *,
+                   name: str = "", **settings) -> int:
+        """A spring between anchor_a (3,) on body A and anchor_b (3,) on body B (world points at
+        rest; None for a body means the world; anchor_b defaults to anchor_a).
+
+        settings: kind "linear" | "angular" | "both"; rest_length m (default: the distance now);
+        stiffness N/m, damping N s/m; angular_stiffness N m/rad, angular_damping N m s/rad (about
+        the rest relative rotation); elastic_limits (compression, stretch) m: beyond them the rest
+        length gives way (plastic); break_stretch, break_compression m: the spring breaks when
+        longer than rest + break_stretch or shorter than rest - break_compression.
+        """
+        name = name or f"spring {len(self._springs)}"
+        index = [self._body_index(h) for h in (body_a, body_b)]
+        self._springs.append(check_spring(index[0], index[1], anchor_a, anchor_a if anchor_b is None else anchor_b,
+                                          name, len(self._bodies), **settings))
+        return len(self._springs) - 1
+
+    def add_motor(self, body: BodyHandle, reference: BodyHandle | None, axis, *, name: str = "", **settings) -> int:
+        """A motor turning (or pushing) ``body`` about (along) the world ``axis`` (3,), relative to
+        ``reference`` (another body, or None: the world); the reaction acts on the reference.
+
+        settings: kind "angular" | "linear"; mode "speed" (reach ``target`` rad/s or m/s using at
+        most ``torque`` N m / ``force`` N), "force" (apply ``torque`` / ``force`` constantly) or
+        "servo" (reach and hold the ``target`` angle rad / position m from the rest pose, using at
+        most ``torque`` / ``force``); target: a number or a function of time.
+        """
+        name = name or f"motor {len(self._motors)}"
+        self._motors.append(check_motor(self._body_index(body), self._body_index(reference), axis, name,
+                                        len(self._bodies), **settings))
+        return len(self._motors) - 1
+
+    @staticmethod
+    def _body_index(handle) -> int | None:
+        if handle is None:
+            return None
+        return handle.index if isinstance(handle, BodyHandle) else int(handle)
 
     # -- force fields -------------------------------------------------------------------------
 
@@ -319,6 +389,8 @@ class ModelBuilder:
             labels=tuple(self._labels),
             bodies=bodies,
             joints=finalize_joints(self._joints, bodies, len(self._bodies)),
+            springs=finalize_springs(self._springs, bodies, len(self._bodies)),
+            motors=finalize_motors(self._motors, bodies, len(self._bodies)),
             forces=finalize_forces(self._forces),
         )
 

@@ -1,15 +1,41 @@
-"""Joints between rigid bodies (or a body and the world): ball and socket, hinge, fixed.
+"""Connectors between rigid bodies (or a body and the world): the Cinema 4D set.
 
-The first connectors of the Cinema 4D set, solved in the same linearised Extended XPBD pass as the
-contacts: a joint's pivot on each body is projected together (a 3x3 solve with both bodies'
-inverse mass matrices), a hinge's axes are turned parallel, a fixed joint's relative rotation is
-held. Joints are coloured once, when the model is built, so no body appears twice in a colour.
+Every connector type is one joint with a frame (X, Y, Z axes) at a pivot, fixed in each body at
+creation, and a setting per degree of freedom:
+
+- translation along each frame axis: locked, free, or limited to [lower, upper];
+- swing (how far B's Z axis leans from A's): locked, free, or within a cone;
+- twist (rotation about the Z axis): locked, free, or limited to [lower, upper].
+
+=================  ================  =============  ====================================
+type               translation       swing          twist
+=================  ================  =============  ====================================
+fixed              locked            locked         locked
+hinge              locked            locked         free or limited
+ball_socket        locked            free           free
+cardan             locked            free or cone   locked (A's X square to B's Y)
+ragdoll            locked            cone           limited
+slider             Z free/limited    locked         locked
+twist_slider       Z free/limited    locked         free or limited
+planar             X, Y free         locked         free (turns about the normal)
+box                all limited       locked         locked
+wheel_suspension   Z limited+spring  locked*        free (the spin about X)
+=================  ================  =============  ====================================
+
+(*) The wheel's rotation frame has its twist axis along X (the axle), and A's side of it is
+turned about Z by the steering angle, which may change every frame.
+
+Each pass projects the pivots together along the locked (or violated) axes with one 3x3 solve
+of both bodies' inverse mass matrices, then turns the frames with one 3x3 solve of their inverse
+inertias. Poses are re-evaluated exactly (not linearised) at every pass, so long chains converge.
+The impulses of a substep give the joint's force and torque, against which it breaks.
 
 Shapes: J joints, B bodies (index B is the world).
 """
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from enum import IntEnum
 
@@ -19,30 +45,81 @@ from . import quaternions as quat
 from .errors import JakobsenError
 
 
-class JointKind(IntEnum):
-    BALL = 0  # Ball and Socket: the pivots coincide, any rotation
-    HINGE = 1  # the pivots coincide, rotation about one axis only
-    FIXED = 2  # the pivots coincide, no relative rotation
+class Lin(IntEnum):
+    LOCKED = 0
+    FREE = 1
+    LIMITED = 2
 
 
-JOINT_NAMES = {"ball_socket": JointKind.BALL, "hinge": JointKind.HINGE, "fixed": JointKind.FIXED}
+class Swing(IntEnum):
+    LOCKED = 0
+    FREE = 1
+    CONE = 2
+
+
+class Twist(IntEnum):
+    LOCKED = 0
+    FREE = 1
+    LIMITED = 2
+
+
+KINDS = ("fixed", "hinge", "ball_socket", "cardan", "ragdoll", "slider", "twist_slider", "planar", "box",
+         "wheel_suspension")
+_L, _F, _M = Lin.LOCKED, Lin.FREE, Lin.LIMITED
+# kind -> (translation X, Y, Z; swing; twist) before the settings' limits are applied
+_DOFS = {
+    "fixed": ((_L, _L, _L), Swing.LOCKED, Twist.LOCKED),
+    "hinge": ((_L, _L, _L), Swing.LOCKED, Twist.FREE),
+    "ball_socket": ((_L, _L, _L), Swing.FREE, Twist.FREE),
+    "cardan": ((_L, _L, _L), Swing.FREE, Twist.LOCKED),
+    "ragdoll": ((_L, _L, _L), Swing.CONE, Twist.LIMITED),
+    "slider": ((_L, _L, _F), Swing.LOCKED, Twist.LOCKED),
+    "twist_slider": ((_L, _L, _F), Swing.LOCKED, Twist.FREE),
+    "planar": ((_F, _F, _L), Swing.LOCKED, Twist.FREE),
+    "box": ((_M, _M, _M), Swing.LOCKED, Twist.LOCKED),
+    "wheel_suspension": ((_L, _L, _M), Swing.LOCKED, Twist.FREE),
+}
+# Turns the frame so its Z is the old X: the wheel's twist (spin) axis is its axle, X.
+_Z_FROM_X = quat.from_matrix(np.array([[0.0, 0.0, 1.0], [0.0, 1.0, 0.0], [-1.0, 0.0, 0.0]]))
 
 
 @dataclass(frozen=True)
 class Joints:
-    """kind: (J,); a, b: (J,) bodies (b == B for the world); local_a, local_b: (J, 3) the pivot in
-    each body's frame (world coordinates for the world); axis_a, axis_b: (J, 3) the hinge axis in
-    each frame; rest_relative: (J, 4) b's orientation relative to a's at rest (fixed joints);
-    names: (J,); colour_bounds: (c + 1,) joints are stored colour by colour."""
+    """All joints, stored colour by colour (no moving body twice in a colour).
+
+    kind: (J,) index into KINDS; a, b: (J,) bodies (B for the world); local_a, local_b: (J, 3) the
+    pivot in each body's frame (world coordinates for the world); frame_a: (J, 4) the joint frame
+    in A's body frame (translation axes); rot_a, rot_b: (J, 4) the rotation frame (Z = twist
+    axis) in each body's frame; steer_axis: (J, 3) the wheel's steering axis in A's frame;
+    lin_mode: (J, 3) ``Lin``; lin_lower, lin_upper: (J, 3) m; swing_mode: (J,) ``Swing``; cone:
+    (J,) rad; twist_mode: (J,) ``Twist``; twist_lower, twist_upper: (J,) rad; bounce: (J,) limit
+    restitution; break_force: (J,) N; break_torque: (J,) N m (inf: unbreakable);
+    ignore_collisions: (J,) bool; steering: (J,) float or callable(t) -> rad; names: (J,);
+    colour_bounds: (c + 1,).
+    """
 
     kind: np.ndarray
     a: np.ndarray
     b: np.ndarray
     local_a: np.ndarray
     local_b: np.ndarray
-    axis_a: np.ndarray
-    axis_b: np.ndarray
-    rest_relative: np.ndarray
+    frame_a: np.ndarray
+    rot_a: np.ndarray
+    rot_b: np.ndarray
+    steer_axis: np.ndarray
+    lin_mode: np.ndarray
+    lin_lower: np.ndarray
+    lin_upper: np.ndarray
+    swing_mode: np.ndarray
+    cone: np.ndarray
+    twist_mode: np.ndarray
+    twist_lower: np.ndarray
+    twist_upper: np.ndarray
+    bounce: np.ndarray
+    break_force: np.ndarray
+    break_torque: np.ndarray
+    ignore_collisions: np.ndarray
+    steering: tuple
     names: tuple
     colour_bounds: np.ndarray
 
@@ -50,31 +127,153 @@ class Joints:
     def count(self) -> int:
         return len(self.kind)
 
+    @property
+    def steered(self) -> bool:
+        return any(callable(s) or s != 0.0 for s in self.steering)
+
+    def steering_at(self, t: float) -> np.ndarray:
+        """Steering angles (J,) rad at time t."""
+        out = np.zeros(self.count)
+        for k, s in enumerate(self.steering):
+            value = float(s(t)) if callable(s) else s
+            if not math.isfinite(value):
+                raise JakobsenError(f"connector '{self.names[k]}': the steering angle at t = {t:g} s is not finite")
+            out[k] = value
+        return out
+
 
 def empty_joints() -> Joints:
-    z3 = np.zeros((0, 3))
-    zi = np.zeros(0, np.int64)
-    return Joints(np.zeros(0, np.int8), zi, zi, z3, z3, z3, z3, np.zeros((0, 4)), (), np.zeros(1, np.int64))
+    return finalize_joints([], None, 0)
+
+
+def _frame_from(axis, frame, where: str) -> np.ndarray:
+    """A 3x3 rotation (columns X, Y, Z) from a given frame, or from a Z axis alone."""
+    if frame is not None:
+        m = np.asarray(frame, float)
+        if m.shape == (4, 4):
+            m = m[:3, :3]
+        if m.shape != (3, 3) or not np.all(np.isfinite(m)):
+            raise JakobsenError(f"{where}: the frame must be a finite 3x3 rotation")
+        u, _, vt = np.linalg.svd(m)  # the nearest rotation: drops scale and shear
+        m = u @ vt
+        if np.linalg.det(m) < 0:
+            raise JakobsenError(f"{where}: the frame is mirrored (negative scale); give a rotation")
+        return m
+    z = np.asarray(axis, float)
+    if z.shape != (3,) or not np.all(np.isfinite(z)) or np.linalg.norm(z) < 1e-12:
+        raise JakobsenError(f"{where}: the axis must be a finite non-zero vector")
+    z = z / np.linalg.norm(z)
+    helper = np.array([1.0, 0, 0]) if abs(z[0]) < 0.9 else np.array([0, 1.0, 0])
+    x = np.cross(helper, z)
+    x /= np.linalg.norm(x)
+    return np.stack([x, np.cross(z, x), z], axis=1)
+
+
+def _pair(value, what: str, where: str, *, angle: bool) -> tuple[float, float]:
+    lo, hi = (float(v) for v in value)
+    if not (math.isfinite(lo) and math.isfinite(hi)):
+        raise JakobsenError(f"{where}: {what} must be finite")
+    if lo > hi:
+        raise JakobsenError(f"{where}: {what}: the lower limit {lo:g} is above the upper {hi:g}")
+    if angle and (lo < -math.pi or hi > math.pi):
+        raise JakobsenError(f"{where}: {what} must lie within -180 and 180 degrees")
+    return lo, hi
+
+
+def _non_negative(value, what: str, where: str, *, infinite: bool = False) -> float:
+    v = float(value)
+    if math.isnan(v) or v < 0 or (math.isinf(v) and not infinite):
+        raise JakobsenError(f"{where}: {what} must be a non-negative number, got {value!r}")
+    return v
+
+
+def check_joint(kind: str, a, b, pivot, name: str, body_count: int, *, axis=(0.0, 0.0, 1.0), frame=None,
+                angle_limits=None, distance_limits=None, cone_angle=None, twist_limits=None, box_limits=None,
+                limit_bounce=0.0, breaking_force=math.inf, breaking_torque=math.inf, ignore_collisions=True,
+                steering=0.0, suspension_limits=(-0.3, 0.0)) -> dict:
+    """Validate one joint's settings; returns the spec ``finalize_joints`` takes."""
+    where = f"connector '{name}'"
+    if kind not in _DOFS:
+        raise JakobsenError(f"{where}: type must be one of {', '.join(KINDS)}; got {kind!r}")
+    if a is None and b is None:
+        raise JakobsenError(f"{where}: it has neither Object A nor Object B")
+    for side, body in (("Object A", a), ("Object B", b)):
+        if body is not None and not (0 <= body < body_count):
+            raise JakobsenError(f"{where}: {side} is not a rigid body of this model")
+    if a is not None and a == b:
+        raise JakobsenError(f"{where}: Object A and Object B are the same body")
+    p = np.asarray(pivot, float)
+    if p.shape != (3,) or not np.all(np.isfinite(p)):
+        raise JakobsenError(f"{where}: the pivot must be 3 finite numbers")
+    lin, swing, twist = _DOFS[kind]
+    lin_mode = np.array(lin, np.int8)
+    lower, upper = np.zeros(3), np.zeros(3)
+    twist_lo, twist_hi, cone = 0.0, 0.0, 0.0
+    if kind in ("hinge", "twist_slider") and angle_limits is not None:
+        twist = Twist.LIMITED
+        twist_lo, twist_hi = _pair(angle_limits, "the angle limits", where, angle=True)
+    if kind in ("slider", "twist_slider") and distance_limits is not None:
+        lin_mode[2] = Lin.LIMITED
+        lower[2], upper[2] = _pair(distance_limits, "the distance limits", where, angle=False)
+    if kind == "ragdoll" or (kind == "cardan" and cone_angle is not None):
+        swing = Swing.CONE
+        cone = _non_negative(math.radians(45) if cone_angle is None else cone_angle, "the cone angle", where)
+        if cone > math.pi:
+            raise JakobsenError(f"{where}: the cone angle must be at most 180 degrees")
+    if kind == "ragdoll":
+        twist_lo, twist_hi = _pair((-math.radians(30), math.radians(30)) if twist_limits is None else twist_limits,
+                                   "the twist limits", where, angle=True)
+    if kind == "box":
+        if box_limits is None:
+            raise JakobsenError(f"{where}: a Box connector needs box_limits ((x, y, z) lower, (x, y, z) upper)")
+        lo, hi = (np.asarray(v, float) for v in box_limits)
+        if lo.shape != (3,) or hi.shape != (3,) or not np.all(np.isfinite(lo) & np.isfinite(hi)) or np.any(lo > hi):
+            raise JakobsenError(f"{where}: box_limits must be finite (lower xyz, upper xyz) with lower <= upper")
+        lower, upper = lo, hi
+    if kind == "wheel_suspension":
+        lower[2], upper[2] = _pair(suspension_limits, "the suspension limits", where, angle=False)
+        if not (callable(steering) or math.isfinite(float(steering))):
+            raise JakobsenError(f"{where}: the steering angle must be a finite number or a function of time")
+    elif steering != 0.0:
+        raise JakobsenError(f"{where}: only a Wheel Suspension steers")
+    bounce = float(limit_bounce)
+    if not (0.0 <= bounce <= 1.0):
+        raise JakobsenError(f"{where}: limit bounce must be within 0 and 1, got {limit_bounce!r}")
+    return dict(kind=KINDS.index(kind), a=a, b=b, pivot=p, frame=_frame_from(axis, frame, where),
+                lin_mode=lin_mode, lower=lower, upper=upper, swing=int(swing), cone=cone, twist=int(twist),
+                twist_lower=twist_lo, twist_upper=twist_hi, bounce=bounce,
+                break_force=_non_negative(breaking_force, "the breaking force", where, infinite=True),
+                break_torque=_non_negative(breaking_torque, "the breaking torque", where, infinite=True),
+                ignore=bool(ignore_collisions), steering=steering if callable(steering) else float(steering),
+                name=name)
 
 
 def finalize_joints(specs: list[dict], bodies, world: int) -> Joints:
-    """Joint specs (from ModelBuilder.add_joint) -> Joints, expressed in the bodies' rest frames."""
-    if not specs:
-        return empty_joints()
-    kind = np.array([s["kind"] for s in specs], np.int8)
+    """Joint specs (from check_joint) -> Joints, expressed in the bodies' rest frames."""
+    n = len(specs)
+    if n:
+        pos = np.vstack([bodies.rest_position, np.zeros((1, 3))])
+        ori = np.vstack([bodies.rest_orientation, [[1.0, 0, 0, 0]]])
     a = np.array([world if s["a"] is None else s["a"] for s in specs], np.int64)
     b = np.array([world if s["b"] is None else s["b"] for s in specs], np.int64)
-    pivot = np.array([s["pivot"] for s in specs], float)
-    axis = np.array([s["axis"] for s in specs], float)
-    pos = np.vstack([bodies.rest_position, np.zeros((1, 3))])
-    ori = np.vstack([bodies.rest_orientation, [[1.0, 0, 0, 0]]])
-    inv_a, inv_b = quat.conjugate(ori[a]), quat.conjugate(ori[b])
-    local_a = quat.rotate(inv_a, pivot - pos[a])
-    local_b = quat.rotate(inv_b, pivot - pos[b])
-    axis_a, axis_b = quat.rotate(inv_a, axis), quat.rotate(inv_b, axis)
-    rest_relative = quat.multiply(inv_a, ori[b])
+    pivot = np.array([s["pivot"] for s in specs], float).reshape(n, 3)
+    frame = quat.from_matrix(np.array([s["frame"] for s in specs]).reshape(n, 3, 3)) if n else np.zeros((0, 4))
+    kind = np.array([s["kind"] for s in specs], np.int8)
+    wheel = kind == KINDS.index("wheel_suspension")
+    rot_frame = frame.copy()
+    rot_frame[wheel] = quat.multiply(frame[wheel], np.broadcast_to(_Z_FROM_X, (int(wheel.sum()), 4)))
+    if n:
+        inv_a, inv_b = quat.conjugate(ori[a]), quat.conjugate(ori[b])
+        local_a = quat.rotate(inv_a, pivot - pos[a])
+        local_b = quat.rotate(inv_b, pivot - pos[b])
+        frame_a = quat.multiply(inv_a, frame)
+        rot_a, rot_b = quat.multiply(inv_a, rot_frame), quat.multiply(inv_b, rot_frame)
+        steer_axis = quat.rotate(frame_a, np.broadcast_to([0.0, 0.0, 1.0], (n, 3)))
+    else:
+        local_a = local_b = steer_axis = np.zeros((0, 3))
+        frame_a = rot_a = rot_b = np.zeros((0, 4))
     # Greedy colouring: a joint takes the lowest colour free at both of its (moving) bodies.
-    colour = np.zeros(len(specs), np.int64)
+    colour = np.zeros(n, np.int64)
     used: dict[int, set] = {}
     for k, (i, j) in enumerate(zip(a.tolist(), b.tolist())):
         taken = (used.get(i, set()) if i != world else set()) | (used.get(j, set()) if j != world else set())
@@ -85,29 +284,20 @@ def finalize_joints(specs: list[dict], bodies, world: int) -> Joints:
         used.setdefault(i, set()).add(c)
         used.setdefault(j, set()).add(c)
     order = np.argsort(colour, kind="stable")
-    bounds = np.searchsorted(colour[order], np.arange(colour.max() + 2))
-    return Joints(kind[order], a[order], b[order], local_a[order], local_b[order], axis_a[order], axis_b[order],
-                  rest_relative[order], tuple(specs[k]["name"] for k in order), bounds)
+    bounds = np.searchsorted(colour[order], np.arange(colour.max() + 2 if n else 1))
 
+    def col(key, dtype=float, shape=()):
+        return np.array([s[key] for s in specs], dtype).reshape((n,) + shape)[order]
 
-def check_joint(kind: str, a, b, pivot, axis, name: str, body_count: int) -> dict:
-    where = f"connector '{name}'"
-    if kind not in JOINT_NAMES:
-        raise JakobsenError(f"{where}: type must be one of {sorted(JOINT_NAMES)}, got {kind!r}")
-    if a is None and b is None:
-        raise JakobsenError(f"{where}: it has neither Object A nor Object B")
-    for side, body in (("Object A", a), ("Object B", b)):
-        if body is not None and not (0 <= body < body_count):
-            raise JakobsenError(f"{where}: {side} is not a rigid body of this model")
-    if a is not None and a == b:
-        raise JakobsenError(f"{where}: Object A and Object B are the same body")
-    p = np.asarray(pivot, float)
-    u = np.asarray(axis, float)
-    if p.shape != (3,) or not np.all(np.isfinite(p)):
-        raise JakobsenError(f"{where}: the pivot must be 3 finite numbers")
-    if u.shape != (3,) or not np.all(np.isfinite(u)) or np.linalg.norm(u) < 1e-12:
-        raise JakobsenError(f"{where}: the axis must be a finite non-zero vector")
-    return dict(kind=JOINT_NAMES[kind], a=a, b=b, pivot=p, axis=u / np.linalg.norm(u), name=name)
+    return Joints(
+        kind=kind[order], a=a[order], b=b[order], local_a=local_a[order], local_b=local_b[order],
+        frame_a=frame_a[order], rot_a=rot_a[order], rot_b=rot_b[order], steer_axis=steer_axis[order],
+        lin_mode=col("lin_mode", np.int8, (3,)), lin_lower=col("lower", float, (3,)), lin_upper=col("upper", float, (3,)),
+        swing_mode=col("swing", np.int8), cone=col("cone"), twist_mode=col("twist", np.int8),
+        twist_lower=col("twist_lower"), twist_upper=col("twist_upper"), bounce=col("bounce"),
+        break_force=col("break_force"), break_torque=col("break_torque"), ignore_collisions=col("ignore", bool),
+        steering=tuple(specs[k]["steering"] for k in order), names=tuple(specs[k]["name"] for k in order),
+        colour_bounds=bounds)
 
 
 def _skew(v):
@@ -118,52 +308,205 @@ def _skew(v):
     return out
 
 
-def solve_joints(joints: Joints, x, q, x_prev, S, inv_mass, inv_inertia) -> None:
-    """One Gauss-Seidel pass over the joints, colour by colour, adding to the corrections S (B+1, 6).
+def _wrap(angle):
+    return (angle + np.pi) % (2 * np.pi) - np.pi
 
-    Lever arms are measured from the bodies' current centres, about which the corrections will
-    turn them (contacts use the substep's start instead, which conserves angular momentum exactly
-    but puts a swinging chain's pivots off by the distance a body moves in a substep).
+
+def joint_errors(joints: Joints, sel, x, q, steer):
+    """For joints ``sel``: the world pivots p1, p2 (k, 3), the translation frame's axes E
+    (k, 3, 3) at A, the offset of B's pivot in that frame (k, 3), and the rotation frames Fa, Fb
+    (k, 4) (A's turned by the steering)."""
+    a, b = joints.a[sel], joints.b[sel]
+    p1 = x[a] + quat.rotate(q[a], joints.local_a[sel])
+    p2 = x[b] + quat.rotate(q[b], joints.local_b[sel])
+    axes = quat.to_matrix(quat.multiply(q[a], joints.frame_a[sel]))
+    offset = np.einsum("kji,kj->ki", axes, p2 - p1)
+    steer_q = quat.exp_rotation(joints.steer_axis[sel] * steer[sel, None])
+    fa = quat.multiply(q[a], quat.multiply(steer_q, joints.rot_a[sel]))
+    fb = quat.multiply(q[b], joints.rot_b[sel])
+    return p1, p2, axes, offset, fa, fb
+
+
+def swing_twist(fa, fb):
+    """Swing angle (k,) between the frames' Z axes, its axis (k, 3) (za x zb, unit; zero when
+    aligned), and the twist angle (k,) of B about Z relative to A, in (-pi, pi]."""
+    ez = np.broadcast_to([0.0, 0.0, 1.0], fa.shape[:-1] + (3,))
+    za, zb = quat.rotate(fa, ez), quat.rotate(fb, ez)
+    c = quat.cross(za, zb)
+    s = np.linalg.norm(c, axis=-1)
+    swing = np.arctan2(s, np.einsum("ki,ki->k", za, zb))
+    axis = c / np.maximum(s, 1e-300)[:, None] * (s > 1e-12)[:, None]
+    r = quat.multiply(quat.conjugate(fa), fb)
+    twist = _wrap(2.0 * np.arctan2(r[:, 3], r[:, 0]))
+    return swing, axis, twist, za, zb
+
+
+@dataclass(frozen=True)
+class JointLayout:
+    """Joints grouped into mechanisms (connected through shared bodies), each solved as one
+    system. rows: (C, 6 Jmax) the joint row (6 j + r) of each mechanism's rows, -1 for padding;
+    bodies: (C, Bmax) the mechanism's moving bodies, -1 for padding; side_a, side_b: (J,) the
+    column slot of each joint's bodies in its mechanism (-1: the world or a kinematic body)."""
+
+    rows: np.ndarray
+    bodies: np.ndarray
+    side_a: np.ndarray
+    side_b: np.ndarray
+    mechanism: np.ndarray
+
+
+def joint_layout(joints: Joints, dynamic: np.ndarray) -> JointLayout:
+    """Mechanisms of the joint graph over the dynamic bodies (B+1,) (union-find, once per model)."""
+    parent = {}
+
+    def find(i):
+        while parent.setdefault(i, i) != i:
+            parent[i] = parent[parent[i]]
+            i = parent[i]
+        return i
+
+    for i, j in zip(joints.a.tolist(), joints.b.tolist()):
+        moving = [k for k in (i, j) if dynamic[k]]
+        for k in moving:
+            find(k)
+        if len(moving) == 2:
+            parent[find(moving[0])] = find(moving[1])
+    roots = sorted({find(k) for k in parent})
+    bodies_of = {r: sorted(k for k in parent if find(k) == r) for r in roots}
+    mech = np.array([roots.index(find(i if dynamic[i] else j)) if (dynamic[i] or dynamic[j]) else -1
+                     for i, j in zip(joints.a.tolist(), joints.b.tolist())], np.int64)
+    count = len(roots)
+    jmax = max([int((mech == c).sum()) for c in range(count)] + [1])
+    bmax = max([len(v) for v in bodies_of.values()] + [1])
+    rows = np.full((count, 6 * jmax), -1, np.int64)
+    bodies = np.full((count, bmax), -1, np.int64)
+    side_a = np.full(joints.count, -1, np.int64)
+    side_b = np.full(joints.count, -1, np.int64)
+    for c, r in enumerate(roots):
+        members = np.flatnonzero(mech == c)
+        rows[c, :6 * len(members)] = (6 * members[:, None] + np.arange(6)).ravel()
+        bodies[c, :len(bodies_of[r])] = bodies_of[r]
+        slot = {k: n for n, k in enumerate(bodies_of[r])}
+        side_a[members] = [slot.get(int(k), -1) for k in joints.a[members]]
+        side_b[members] = [slot.get(int(k), -1) for k in joints.b[members]]
+    return JointLayout(rows, bodies, side_a, side_b, mech)
+
+
+def joint_rows(joints: Joints, x, q, steer, active):
+    """The joints' constraint rows at poses x, q: Jacobians ja, jb (J, 6, 6) [row, (dx, dtheta)]
+    for body A and B, and errors c (J, 6) (the first 3 rows translation along the frame axes,
+    the last 3 rotation); rows that do not act are all zero."""
+    n = joints.count
+    p1, p2, axes, offset, fa, fb = joint_errors(joints, np.arange(n), x, q, steer)
+    r2 = p2 - x[joints.b]
+    mode = joints.lin_mode
+    limited = offset - np.clip(offset, joints.lin_lower, joints.lin_upper)
+    err = np.where(mode == Lin.LOCKED, offset, np.where(mode == Lin.LIMITED, limited, 0.0))
+    lin_on = ((mode == Lin.LOCKED) | ((mode == Lin.LIMITED) & (limited != 0.0))) & active[:, None]
+    e = np.swapaxes(axes, 1, 2)  # (J, 3 rows, 3): the frame axes as rows
+    ja = np.zeros((n, 6, 6))
+    jb = np.zeros((n, 6, 6))
+    c = np.zeros((n, 6))
+    # C = e . (p2 - p1): moving A along e lowers it, moving B raises it; turning A turns e too,
+    # so A's lever arm reaches to B's pivot (it matters along free axes, where p2 - p1 is long).
+    ja[:, :3, :3] = -e
+    ja[:, :3, 3:] = -quat.cross((p2 - x[joints.a])[:, None, :], e)
+    jb[:, :3, :3] = e
+    jb[:, :3, 3:] = quat.cross(r2[:, None, :], e)
+    c[:, :3] = err
+    # Rotation: ``turn`` turns A (relative to B) onto the joint; rows along a basis whose first
+    # vector is the swing axis and whose last is the twist axis.
+    swing, s_axis, twist, za, zb = swing_twist(fa, fb)
+    mid = za + zb
+    mid /= np.maximum(np.linalg.norm(mid, axis=1), 1e-12)[:, None]
+    helper = np.where((np.abs(mid[:, 0]) < 0.9)[:, None], [1.0, 0, 0], [0, 1.0, 0])
+    fallback = quat.cross(mid, helper)
+    b1 = np.where((np.linalg.norm(s_axis, axis=1) > 0.5)[:, None], s_axis, fallback)
+    b1 /= np.linalg.norm(b1, axis=1)[:, None]
+    b2 = quat.cross(mid, b1)
+    basis = np.stack([b1, b2, mid], axis=1)  # (J, 3, 3)
+    sm, tm = joints.swing_mode, joints.twist_mode
+    swing_err = np.where(sm == Swing.LOCKED, swing, np.where(sm == Swing.CONE, np.maximum(swing - joints.cone, 0), 0))
+    twist_err = np.where(tm == Twist.LOCKED, twist,
+                         np.where(tm == Twist.LIMITED, twist - np.clip(twist, joints.twist_lower, joints.twist_upper),
+                                  0.0))
+    turn = b1 * swing_err[:, None] + mid * twist_err[:, None]
+    full = (sm == Swing.LOCKED) & (tm == Twist.LOCKED)
+    if np.any(full):
+        turn[full] = quat.log_rotation(quat.multiply(fb[full], quat.conjugate(fa[full])))
+    ang_on = np.stack([(sm == Swing.LOCKED) | ((sm == Swing.CONE) & (swing_err > 0)),
+                       sm == Swing.LOCKED,
+                       (tm == Twist.LOCKED) | ((tm == Twist.LIMITED) & (twist_err != 0))], axis=1) & active[:, None]
+    # Turning A by d and B by d' changes turn by -(d - d'): C = -basis . turn, J_A = basis.
+    ja[:, 3:, 3:] = basis
+    jb[:, 3:, 3:] = -basis
+    c[:, 3:] = -np.einsum("kri,ki->kr", basis, turn)
+    cardan = (tm == Twist.LOCKED) & (sm != Swing.LOCKED)
+    if np.any(cardan):
+        # A universal joint: A's X stays square to B's Y (C = xa . yb), which is what stops the
+        # twist of a Cardan shaft; a swing-twist angle would be singular well before 180 degrees.
+        xa = quat.rotate(fa[cardan], np.broadcast_to([1.0, 0, 0], (int(cardan.sum()), 3)))
+        yb = quat.rotate(fb[cardan], np.broadcast_to([0, 1.0, 0], (int(cardan.sum()), 3)))
+        u = quat.cross(xa, yb)
+        ja[cardan, 5, 3:], jb[cardan, 5, 3:] = u, -u
+        c[cardan, 5] = np.einsum("ki,ki->k", xa, yb)
+    on = np.concatenate([lin_on, ang_on], axis=1)
+    ja *= on[..., None]
+    jb *= on[..., None]
+    c *= on
+    return ja, jb, c, on
+
+
+def solve_joints(joints: Joints, layout: JointLayout, x, q, S, inv_mass, inv_inertia, active, steer,
+                 impulses) -> None:
+    """One Newton step on every joint at once, adding to the corrections S (B+1, 6) [dx, dtheta].
+
+    Each mechanism's rows are solved together (J W J^T lambda = -C, W the bodies' inverse mass
+    matrices at the substep's poses), so a chain is as stiff as a single joint; poses are
+    re-evaluated with the corrections so far, so repeated steps converge on the exact joint.
+    ``impulses`` (J, 6) accumulates each joint's position impulses (kg m, kg m^2) over the substep.
     """
-    for c in range(len(joints.colour_bounds) - 1):
-        s = slice(joints.colour_bounds[c], joints.colour_bounds[c + 1])
-        a, b = joints.a[s], joints.b[s]
-        rot_a, rot_b = quat.to_matrix(q[a]), quat.to_matrix(q[b])
-        p1 = x[a] + np.einsum("kij,kj->ki", rot_a, joints.local_a[s])
-        p2 = x[b] + np.einsum("kij,kj->ki", rot_b, joints.local_b[s])
-        r1, r2 = p1 - x[a], p2 - x[b]
-        ia = np.einsum("kij,kj,klj->kil", rot_a, inv_inertia[a], rot_a)  # world inverse inertia
-        ib = np.einsum("kij,kj,klj->kil", rot_b, inv_inertia[b], rot_b)
-        dxa, dtha, dxb, dthb = S[a, :3], S[a, 3:], S[b, :3], S[b, 3:]
-        # Positional: make the two pivots meet (linearised in this substep's corrections).
-        gap = (p1 + dxa + quat.cross(dtha, r1)) - (p2 + dxb + quat.cross(dthb, r2))
-        k1, k2 = _skew(r1), _skew(r2)
-        mass = (inv_mass[a] + inv_mass[b])[:, None, None] * np.eye(3) \
-            - k1 @ ia @ k1 - k2 @ ib @ k2
-        impulse = -np.linalg.solve(mass + 1e-12 * np.eye(3), gap[..., None])[..., 0]
-        S[a, :3] += inv_mass[a, None] * impulse
-        S[a, 3:] += np.einsum("kij,kj->ki", ia, quat.cross(r1, impulse))
-        S[b, :3] -= inv_mass[b, None] * impulse
-        S[b, 3:] -= np.einsum("kij,kj->ki", ib, quat.cross(r2, impulse))
-        # Angular: hinges turn their axes parallel, fixed joints hold the rest relative rotation.
-        kind = joints.kind[s]
-        turn = np.zeros_like(gap)
-        hinge = kind == JointKind.HINGE
-        if np.any(hinge):
-            n1 = np.einsum("kij,kj->ki", rot_a[hinge], joints.axis_a[s][hinge])
-            n2 = np.einsum("kij,kj->ki", rot_b[hinge], joints.axis_b[s][hinge])
-            n1 = n1 + quat.cross(S[a[hinge], 3:], n1)
-            n2 = n2 + quat.cross(S[b[hinge], 3:], n2)
-            turn[hinge] = quat.cross(n1, n2)  # rotating A by this (or B by minus it) aligns them
-        fixed = kind == JointKind.FIXED
-        if np.any(fixed):
-            now = quat.multiply(quat.exp_rotation(S[a[fixed], 3:]), q[a[fixed]])
-            now_b = quat.multiply(quat.exp_rotation(S[b[fixed], 3:]), q[b[fixed]])
-            target_b = quat.multiply(now, joints.rest_relative[s][fixed])
-            turn[fixed] = -quat.log_rotation(quat.multiply(target_b, quat.conjugate(now_b)))
-        if np.any(hinge | fixed):
-            sel = np.flatnonzero(hinge | fixed)
-            ang_mass = ia[sel] + ib[sel]
-            ang = np.linalg.solve(ang_mass + 1e-12 * np.eye(3), turn[sel][..., None])[..., 0]
-            S[a[sel], 3:] += np.einsum("kij,kj->ki", ia[sel], ang)
-            S[b[sel], 3:] -= np.einsum("kij,kj->ki", ib[sel], ang)
+    if not len(layout.rows):
+        return
+    xs = x + S[:, :3]
+    qs = quat.multiply(quat.exp_rotation(S[:, 3:]), q)
+    ja, jb, c, on = joint_rows(joints, xs, qs, steer, active)
+    count, width = layout.rows.shape
+    bmax = layout.bodies.shape[1]
+    rows = layout.rows
+    real = rows >= 0
+    joint = np.where(real, rows // 6, 0)
+    r = np.where(real, rows % 6, 0)
+    # Each mechanism's Jacobian (C, rows, 6 Bmax): a joint's rows in its bodies' column blocks.
+    jac = np.zeros((count, width, bmax, 6))
+    ci, ri = np.nonzero(real)
+    jj, rr = joint[ci, ri], r[ci, ri]
+    sa, sb = layout.side_a[jj], layout.side_b[jj]
+    use_a, use_b = sa >= 0, sb >= 0
+    jac[ci[use_a], ri[use_a], sa[use_a]] = ja[jj[use_a], rr[use_a]]
+    jac[ci[use_b], ri[use_b], sb[use_b]] = jb[jj[use_b], rr[use_b]]
+    body = np.where(layout.bodies >= 0, layout.bodies, len(inv_mass) - 1)  # padding: the world, W = 0
+    rot = quat.to_matrix(q[body])
+    w_ang = np.einsum("cbij,cbj,cblj->cbil", rot, inv_inertia[body], rot)
+    # W J^T, block by block: (C, Bmax, 6, rows)
+    wjt = np.empty((count, bmax, 6, width))
+    jt = np.moveaxis(jac, 1, 3)  # (C, Bmax, 6, rows)
+    wjt[:, :, :3] = inv_mass[body][:, :, None, None] * jt[:, :, :3]
+    wjt[:, :, 3:] = np.einsum("cbij,cbjr->cbir", w_ang, jt[:, :, 3:])
+    a_mat = np.einsum("crbk,cbks->crs", jac, wjt)
+    on_rows = np.zeros((count, width), bool)
+    on_rows[ci, ri] = on[jj, rr]
+    # Rows that do not act: 1 on the diagonal, so their lambda is 0 and the system stays regular.
+    a_mat += np.eye(width) * np.where(on_rows, 1e-12, 1.0)[:, :, None]
+    rhs = np.zeros((count, width))
+    rhs[ci, ri] = -c[jj, rr]
+    lam = np.linalg.solve(a_mat, rhs[..., None])[..., 0]
+    lam *= on_rows
+    delta = np.einsum("cbkr,cr->cbk", wjt, lam)  # (C, Bmax, 6)
+    moving = layout.bodies >= 0
+    np.add.at(S, layout.bodies[moving], delta[moving])
+    # Impulse sizes for breaking: the rows' lambdas per joint, translation and rotation.
+    per_row = np.zeros((joints.count, 6))
+    per_row[jj, rr] = lam[ci, ri]
+    impulses[:, :3] += np.einsum("kr,kri->ki", per_row[:, :3], jb[:, :3, :3])
+    impulses[:, 3:] += per_row[:, 3:]

@@ -18,7 +18,7 @@ def verlet_integrate(x, x_prev, movable, accel, decay, h, drag_w=None, air_veloc
     movable: (n,) 1.0 for particles that move, 0.0 for pinned ones; accel: (n, 3) or (3,) m/s^2;
     decay: velocity kept per substep (exp(-damping h)); drag_w: (n,) drag * inverse mass (1/m),
     applied implicitly (v_rel' = v_rel / (1 + drag_w |v_rel| h)) so that it can never reverse the
-    motion; air_velocity: (3,) m/s, what drag is relative to.
+    motion; air_velocity: (3,) or per particle (n, 3) m/s, what drag is relative to.
     """
     disp = x - x_prev
     if drag_w is not None:

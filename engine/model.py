@@ -13,6 +13,8 @@ import numpy as np
 from .colliders import ColliderShape
 from .forces import Forces, empty_forces
 from .joints import Joints, empty_joints
+from .motors import Motors, empty_motors
+from .springs import Springs, empty_springs
 from .rigid import RigidBodies, empty_bodies
 
 
@@ -92,6 +94,8 @@ class Model:
     bodies: RigidBodies = field(default_factory=empty_bodies)
     joints: Joints = field(default_factory=empty_joints)
     forces: Forces = field(default_factory=empty_forces)
+    springs: Springs = field(default_factory=empty_springs)
+    motors: Motors = field(default_factory=empty_motors)
 
     @property
     def particle_count(self) -> int:
@@ -122,6 +126,9 @@ class BodyState:
         self.w = np.zeros((count + 1, 3))
         self.x[:count], self.q[:count] = position, orientation
         self.v[:count], self.w[:count] = velocity, angular_velocity
+        self.joint_broken_at = np.zeros(0)
+        self.spring_rest = np.zeros(0)
+        self.spring_broken_at = np.zeros(0)
 
     @property
     def position(self) -> np.ndarray:
@@ -141,6 +148,11 @@ class BodyState:
 
     def arrays(self):
         return self.x, self.q, self.v, self.w
+
+    def extras(self):
+        """The connectors' state: ``joint_broken_at`` (J,) s (NaN while intact), ``spring_rest``
+        (S,) m (changes when a spring gives way plastically), ``spring_broken_at`` (S,) s."""
+        return self.joint_broken_at, self.spring_rest, self.spring_broken_at
 
 
 class State:

@@ -83,6 +83,9 @@ class BodySpec:
     points: np.ndarray  # (p, 3) sample points in the body frame
     point_radius: np.ndarray  # (p,)
     motion: object = None
+    drag: float = 0.0  # kg/m, quadratic air drag
+    follow_position: float = 0.0  # 1/s, pull towards the animated position
+    follow_rotation: float = 0.0  # 1/s, pull towards the animated orientation
 
 
 def _principal(inertia: np.ndarray):
@@ -94,8 +97,14 @@ def _principal(inertia: np.ndarray):
 
 def make_body(vertices, faces, *, name: str, mass=None, density=1000.0, shape="automatic", shape_frame=None,
               friction=0.5, restitution=0.0, mode="dynamic", motion=None, velocity=(0, 0, 0),
-              angular_velocity=(0, 0, 0), linear_damping=0.0, angular_damping=0.0, warnings=None) -> BodySpec:
-    """Everything the solver needs about one rigid body, from its mesh in world space at rest."""
+              angular_velocity=(0, 0, 0), linear_damping=0.0, angular_damping=0.0, drag=0.0, follow_position=0.0,
+              follow_rotation=0.0, warnings=None) -> BodySpec:
+    """Everything the solver needs about one rigid body, from its mesh in world space at rest.
+
+    drag: kg/m, quadratic drag against the air, F = -drag |v - v_air| (v - v_air);
+    follow_position, follow_rotation: 1/s, how hard a moving body is pulled towards the pose
+    ``motion(t)`` gives it (its rest pose without a motion); see ``engine.forces``.
+    """
     where = f"rigid body '{name}'"
     v = np.asarray(vertices, dtype=np.float64)
     if v.ndim != 2 or v.shape[1] != 3 or len(v) == 0:
@@ -108,10 +117,12 @@ def make_body(vertices, faces, *, name: str, mass=None, density=1000.0, shape="a
     if shape not in SHAPE_NAMES:
         raise JakobsenError(f"{where}: collision shape must be one of {sorted(SHAPE_NAMES)}, got {shape!r}")
     for what, value, high in (("friction", friction, 1e3), ("restitution", restitution, 1.0),
-                              ("linear damping", linear_damping, 1e6), ("angular damping", angular_damping, 1e6)):
+                              ("linear damping", linear_damping, 1e6), ("angular damping", angular_damping, 1e6),
+                              ("drag", drag, 1e9), ("follow position", follow_position, 1e6),
+                              ("follow rotation", follow_rotation, 1e6)):
         if not (math.isfinite(value) and 0.0 <= value <= high):
             raise JakobsenError(f"{where}: {what} must be between 0 and {high:g}, got {value}")
-    if mode == "kinematic" and motion is not None and not callable(motion):
+    if motion is not None and not callable(motion):
         raise JakobsenError(f"{where}: motion must be a callable t -> 4x4 transform")
     tris = triangulate(faces, len(v), where) if faces is not None and len(faces) else np.zeros((0, 3), np.int64)
 
@@ -204,7 +215,8 @@ def make_body(vertices, faces, *, name: str, mass=None, density=1000.0, shape="a
         restitution=float(restitution), linear_damping=float(linear_damping),
         angular_damping=float(angular_damping), shape=kind, shape_params=params, shape_rotation=shape_rot,
         shape_offset=offset, hull_normals=hull_n, hull_offsets=hull_o, points=points, point_radius=radius,
-        motion=motion)
+        motion=motion, drag=float(drag), follow_position=float(follow_position),
+        follow_rotation=float(follow_rotation))
 
 
 def kind_needs_frame(shape: str) -> bool:
@@ -267,7 +279,9 @@ class RigidBodies:
     shape_rotation: (B, 3, 3) shape -> body frame; shape_offset: (B, 3); hull_normals: (B, F, 3)
     and hull_offsets: (B, F) padded with offset +inf; bound_radius: (B,) m around the centre of
     mass; point_body: (P,); point_local: (P, 3) body frame; point_radius: (P,); motions: per body
-    a callable t -> 4x4 (rest -> current pose) or None; cluster: (B, 4, 3) Jakobsen's particles.
+    a callable t -> 4x4 (rest -> current pose) or None; cluster: (B, 4, 3) Jakobsen's particles;
+    drag: (B,) kg/m quadratic air drag; follow_position, follow_rotation: (B,) 1/s pulls of a
+    moving body towards its animated pose.
     """
 
     names: tuple
@@ -296,6 +310,9 @@ class RigidBodies:
     point_radius: np.ndarray
     motions: tuple
     cluster: np.ndarray
+    drag: np.ndarray
+    follow_position: np.ndarray
+    follow_rotation: np.ndarray
 
     @property
     def count(self) -> int:
@@ -339,6 +356,8 @@ def finalize_bodies(specs: list[BodySpec]) -> RigidBodies:
         point_radius=np.concatenate([s.point_radius for s in specs]) if specs else np.zeros(0),
         motions=tuple(s.motion for s in specs),
         cluster=np.array([cluster_offsets(s.mass, s.inertia) for s in specs]).reshape(count, 4, 3),
+        drag=np.array([s.drag for s in specs]), follow_position=np.array([s.follow_position for s in specs]),
+        follow_rotation=np.array([s.follow_rotation for s in specs]),
     )
 
 
@@ -351,4 +370,5 @@ def empty_bodies() -> RigidBodies:
         friction=z, restitution=z, linear_damping=z, angular_damping=z, shape=np.zeros(0, np.int8),
         shape_params=np.zeros((0, 4)), shape_rotation=np.zeros((0, 3, 3)), shape_offset=z3,
         hull_normals=np.zeros((0, 1, 3)), hull_offsets=np.zeros((0, 1)), bound_radius=z,
-        point_body=np.zeros(0, np.int64), point_local=z3, point_radius=z, motions=(), cluster=np.zeros((0, 4, 3)))
+        point_body=np.zeros(0, np.int64), point_local=z3, point_radius=z, motions=(), cluster=np.zeros((0, 4, 3)),
+        drag=z, follow_position=z, follow_rotation=z)

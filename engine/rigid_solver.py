@@ -14,7 +14,9 @@ from . import quaternions as quat
 from .errors import JakobsenError
 from .model import BodyState, Model
 from .rigid import BodyMode, ShapeKind
-from .joints import solve_joints
+from .joints import joint_layout, solve_joints
+from .motors import apply_motor_forces, drive_motors
+from .springs import apply_springs, update_springs
 from .rigid_contacts import Contacts, shape_penetration, sweep_and_prune
 
 
@@ -56,8 +58,9 @@ class RigidStepper:
         self.anchor_keys = np.zeros(0, np.int64)
         self.anchor_points = np.zeros((0, 3))
         self.key_stride = count + 1 + len(model.colliders)
-        j = model.joints
-        self.jointed = np.unique(np.minimum(j.a, j.b) * (count + 1) + np.maximum(j.a, j.b))
+        self.steer = np.zeros(model.joints.count)
+        self.joint_impulses = np.zeros((model.joints.count, 6))
+        self.joint_layout = joint_layout(model.joints, self.dynamic)
         # Speculative contacts: sample points this close to a surface (m) join the substep's
         # solve, which projects them only if the solve itself moves them into the surface; without
         # them a corner just outside is free to be rotated deep in by the other contacts' corrections.
@@ -66,8 +69,12 @@ class RigidStepper:
     # -- state --------------------------------------------------------------------------------
 
     def initial_state(self) -> BodyState:
-        b = self.bodies
-        return BodyState(b.rest_position, b.rest_orientation, b.initial_velocity, b.initial_angular_velocity)
+        b, m = self.bodies, self.model
+        state = BodyState(b.rest_position, b.rest_orientation, b.initial_velocity, b.initial_angular_velocity)
+        state.joint_broken_at = np.full(m.joints.count, np.nan)
+        state.spring_rest = np.array(m.springs.rest, dtype=np.float64)
+        state.spring_broken_at = np.full(m.springs.count, np.nan)
+        return state
 
     def rest_pose_motion(self, k: int, t: float):
         """Pose (centre, orientation) of kinematic body k at time t from its motion callable."""
@@ -95,10 +102,14 @@ class RigidStepper:
         pairs = solid[pairs] if len(pairs) else pairs
         if len(pairs):
             pairs = pairs[self.dynamic[pairs[:, 0]] | self.dynamic[pairs[:, 1]]]
-        if len(pairs) and len(self.jointed):
-            # Bodies joined by a connector do not collide with each other (Ignore Collisions).
+        j = self.model.joints
+        ignoring = j.ignore_collisions & np.isnan(bodies.joint_broken_at)
+        if len(pairs) and np.any(ignoring):
+            # Bodies joined by an intact connector with Ignore Collisions do not collide.
+            a, b = j.a[ignoring], j.b[ignoring]
+            jointed = np.minimum(a, b) * (self.count + 1) + np.maximum(a, b)
             keys = pairs[:, 0] * (self.count + 1) + pairs[:, 1]
-            pairs = pairs[~np.isin(keys, self.jointed)]
+            pairs = pairs[~np.isin(keys, jointed)]
         self.queries = self._point_queries(pairs)
         self.collider_bodies = []
         for collider in self.model.colliders:
@@ -138,6 +149,7 @@ class RigidStepper:
 
     def integrate(self, bodies: BodyState, t1: float):
         x, q, v, w = bodies.arrays()
+        self.t1 = t1
         self.x_prev, self.q_prev = x.copy(), q.copy()
         self.v_before, self.w_before = v.copy(), w.copy()
         for k in self.kinematic:
@@ -150,9 +162,27 @@ class RigidStepper:
     def apply_forces(self, bodies: BodyState, t1: float) -> None:
         """Force fields, springs and motors' forces: velocity changes over this substep."""
         x, q, v, w = bodies.arrays()
-        if self.model.forces.count or any(m is not None for m in self.bodies.motions):
-            forces.apply_to_bodies(self.model.forces, self.bodies, t1, self.h, x, q, v, w, self.inv_mass,
-                                   self.inv_inertia)
+        b = self.bodies
+        # Body drag acts in still air too, and a follow pull needs no field.
+        if self.model.forces.count or np.any(b.drag > 0.0) or np.any(b.follow_position > 0.0) \
+                or np.any(b.follow_rotation > 0.0):
+            # air_velocity: SolverSettings.air_velocity, set by the Solver that owns this stepper.
+            forces.apply_to_bodies(self.model.forces, b, t1, self.h, x, q, v, w, self.inv_mass,
+                                   self.inv_inertia, getattr(self, "air_velocity", None), self.accel)
+        self._connector_forces(bodies, t1)
+
+    def _connector_forces(self, bodies: BodyState, t1: float) -> None:
+        x, q, v, w = bodies.arrays()
+        model = self.model
+        if model.springs.count:
+            apply_springs(model.springs, x, q, v, w, self.inv_mass, self.inv_inertia, self.h, bodies.spring_rest,
+                          np.isnan(bodies.spring_broken_at))
+        if model.motors.count:
+            apply_motor_forces(model.motors, x, q, v, w, self.inv_mass, self.inv_inertia, self.h, t1)
+        if model.joints.count:
+            self.joint_impulses[...] = 0.0
+            if model.joints.steered:
+                self.steer = model.joints.steering_at(t1)
 
     def find_contacts(self, bodies: BodyState, t1: float) -> None:
         x, q, v, w = bodies.arrays()
@@ -268,7 +298,8 @@ class RigidStepper:
             kernels_rigid.solve_contact_positions(self.slices, self.S)
         if self.model.joints.count:
             x, q, _, _ = bodies.arrays()
-            solve_joints(self.model.joints, x, q, self.x_prev, self.S, self.inv_mass, self.inv_inertia)
+            solve_joints(self.model.joints, self.joint_layout, x, q, self.S, self.inv_mass, self.inv_inertia,
+                         np.isnan(bodies.joint_broken_at), self.steer, self.joint_impulses)
 
     def finish_substep(self, bodies: BodyState) -> None:
         """Apply the substep's corrections, take velocities from the poses, then restitution and friction."""
@@ -297,8 +328,28 @@ class RigidStepper:
         w[d] = kernels_rigid.world_inverse_inertia_times(quat.to_matrix(q[d]), self.inv_inertia[d], self.momentum[d])
         k = self.kinematic
         w[k] = quat.angular_velocity(q[k], self.q_prev[k], h)
-        if not self.contacts.count:
-            return
+        if self.contacts.count:
+            self._restitution(x, q, v, w)
+        self._connectors(bodies, self.t1)
+
+    def _connectors(self, bodies: BodyState, t1: float) -> None:
+        """Connectors past their breaking force or torque break, springs give way or break, and
+        motors drive their bodies, at the end of the substep."""
+        x, q, v, w = bodies.arrays()
+        model, h = self.model, self.h
+        j = model.joints
+        if j.count:
+            force = np.linalg.norm(self.joint_impulses[:, :3], axis=1) / (h * h)
+            torque = np.linalg.norm(self.joint_impulses[:, 3:], axis=1) / (h * h)
+            snap = np.isnan(bodies.joint_broken_at) & ((force > j.break_force) | (torque > j.break_torque))
+            bodies.joint_broken_at[snap] = t1
+        if model.springs.count:
+            active = np.isnan(bodies.spring_broken_at)
+            update_springs(model.springs, x, q, bodies.spring_rest, active, bodies.spring_broken_at, t1)
+        if model.motors.count:
+            drive_motors(model.motors, x, q, v, w, self.inv_mass, self.inv_inertia, h, t1)
+
+    def _restitution(self, x, q, v, w) -> None:
         # Lever arms and inverse masses at the corrected poses, so velocity impulses conserve momentum.
         rows = kernels_rigid.contact_rows(x, q, x, self.inv_mass, self.inv_inertia, self.contacts)
         touching = self.lam > 0.0

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from . import kernels
+from . import forces, kernels
 from . import quaternions as quat
 from .errors import JakobsenError
 from .model import Model, State
@@ -83,6 +83,7 @@ class Solver:
         self._air = np.asarray(settings.air_velocity, dtype=np.float64)
         self._decay = math.exp(-settings.damping * h)
         self._drag_w = model.drag * inv_mass if np.any(model.drag > 0) else None
+        self._fields = model.forces if model.forces.count else None  # wind, drag, attractors
         s = model.sticks
         # Passes: runs of colours of one level, each swept `sweeps` times per iteration.
         self._passes: list[tuple[list[kernels.StickBatch], int]] = []
@@ -105,6 +106,8 @@ class Solver:
         self._bounce_speed = max(2.0 * float(np.linalg.norm(self._gravity)) * h, 1e-4)
         self._rigid = RigidStepper(model, h, 1.0 / settings.frame_rate, self._gravity, self._bounce_speed,
                                    settings.velocity_iterations) if model.bodies.count else None
+        if self._rigid:
+            self._rigid.air_velocity = self._air  # the still air that body drag and winds act against
 
     # -- state ----------------------------------------------------------------------------------
 
@@ -149,6 +152,13 @@ class Solver:
         translation = state.bodies.position - quat.rotate(rotation, b.rest_position)
         return translation, rotation
 
+    def broken_connectors(self, state: State) -> list[tuple[str, float]]:
+        """(name, time s) of every connector and spring that has broken, in the order they broke."""
+        m, b = self.model, state.bodies
+        out = [(m.joints.names[k], float(t)) for k, t in enumerate(b.joint_broken_at) if np.isfinite(t)]
+        out += [(m.springs.names[k], float(t)) for k, t in enumerate(b.spring_broken_at) if np.isfinite(t)]
+        return sorted(out, key=lambda item: item[1])
+
     def body_cluster_positions(self, state: State) -> np.ndarray:
         """Positions (B, 4, 3) m of the four particles of each body's Jakobsen cluster."""
         rot = quat.to_matrix(state.bodies.orientation)
@@ -165,7 +175,7 @@ class Solver:
         non-finite positions.
         """
         x0, p0, t0 = state.positions.copy(), state.previous_positions.copy(), state.time
-        bodies0 = [a.copy() for a in state.bodies.arrays()]
+        bodies0 = [a.copy() for a in state.bodies.arrays() + state.bodies.extras()]
         pins = None
         if pinned_positions is not None:
             target = np.asarray(pinned_positions, dtype=np.float64)
@@ -201,7 +211,7 @@ class Solver:
                     "the state was left as it was")
         except BaseException:
             state.positions[...], state.previous_positions[...], state.time = x0, p0, t0
-            for now, before in zip(state.bodies.arrays(), bodies0):
+            for now, before in zip(state.bodies.arrays() + state.bodies.extras(), bodies0):
                 now[...] = before
             raise
 
@@ -209,7 +219,15 @@ class Solver:
         h = self.h
         x, xp = state.positions, state.previous_positions
         accel = self._base_accel + state.external_accelerations
-        kernels.verlet_integrate(x, xp, self._movable, accel, self._decay, h, self._drag_w, self._air)
+        air = self._air
+        if self._fields is not None and len(x):
+            # Winds only reach particles through their drag; attractors pull regardless.
+            wind, pull = forces.particle_air_and_acceleration(self._fields, state.time, x,
+                                                              with_air=self._drag_w is not None)
+            air = air if wind is None else air + wind
+            accel = accel if pull is None else accel + pull
+            forces.drag_particles(self._fields, h, x, xp, self.model.inverse_masses)
+        kernels.verlet_integrate(x, xp, self._movable, accel, self._decay, h, self._drag_w, air)
         t_start = state.time
         state.time += h
         rigid = self._rigid

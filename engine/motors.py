@@ -1,0 +1,189 @@
+"""Motors: Cinema 4D's Motor object, plus a servo.
+
+A motor turns (angular) or pushes (linear) its body about / along an axis fixed in that body,
+relative to a reference body or the world, which takes the reaction:
+
+- "speed" (C4D's Regulate Speed): each substep, the impulse that brings the relative speed to the
+  target, but no more than the maximum torque (force) times the substep;
+- "force" (C4D's Apply Force): a constant torque (force);
+- "servo": a target angle (position) from the rest pose, reached along the fastest profile the
+  maximum torque (force) can brake from, then held.
+
+Targets may be numbers or functions of time (animated every frame).
+
+Shapes: M motors, B bodies (index B is the world).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from . import quaternions as quat
+from .errors import JakobsenError
+
+MODES = ("speed", "force", "servo")
+# Servo: how fast the remaining error is closed (1/s) once it is small; farther away the speed is
+# what the motor can still brake from.
+SERVO_RATE = 10.0
+
+
+@dataclass(frozen=True)
+class Motors:
+    """a: (M,) the driven bodies; b: (M,) the references (B: the world); axis_a: (M, 3) the axis
+    in A's frame; linear: (M,) bool; mode: (M,) index into MODES; effort: (M,) N m or N (the most
+    a speed or servo motor applies, the constant of a force motor); targets: (M,) numbers or
+    callables; rest_relative: (M, 4) A's orientation relative to B's at rest; rest_offset: (M, 3)
+    A's centre relative to B's, in B's frame, at rest; names: (M,)."""
+
+    a: np.ndarray
+    b: np.ndarray
+    axis_a: np.ndarray
+    linear: np.ndarray
+    mode: np.ndarray
+    effort: np.ndarray
+    targets: tuple
+    rest_relative: np.ndarray
+    rest_offset: np.ndarray
+    names: tuple
+
+    @property
+    def count(self) -> int:
+        return len(self.a)
+
+    def targets_at(self, t: float) -> np.ndarray:
+        out = np.zeros(self.count)
+        for k, target in enumerate(self.targets):
+            value = float(target(t)) if callable(target) else target
+            if not math.isfinite(value):
+                raise JakobsenError(f"motor '{self.names[k]}': the target at t = {t:g} s is not finite")
+            out[k] = value
+        return out
+
+
+def empty_motors() -> Motors:
+    return finalize_motors([], None, 0)
+
+
+def check_motor(a, b, axis, name: str, body_count: int, *, kind="angular", mode="speed", target=0.0,
+                torque=None, force=None) -> dict:
+    where = f"motor '{name}'"
+    if a is None:
+        raise JakobsenError(f"{where}: it has no body to drive (Object A)")
+    for side, body in (("Object A", a), ("Object B", b)):
+        if body is not None and not (0 <= body < body_count):
+            raise JakobsenError(f"{where}: {side} is not a rigid body of this model")
+    if a == b:
+        raise JakobsenError(f"{where}: Object A and Object B are the same body")
+    if kind not in ("angular", "linear"):
+        raise JakobsenError(f"{where}: type must be angular or linear; got {kind!r}")
+    if mode not in MODES:
+        raise JakobsenError(f"{where}: mode must be one of {', '.join(MODES)}; got {mode!r}")
+    u = np.asarray(axis, float)
+    if u.shape != (3,) or not np.all(np.isfinite(u)) or np.linalg.norm(u) < 1e-12:
+        raise JakobsenError(f"{where}: the axis must be a finite non-zero vector")
+    what, value = ("torque", torque) if kind == "angular" else ("force", force)
+    if value is None:
+        raise JakobsenError(f"{where}: an {kind} motor needs a {what}")
+    effort = float(value)
+    if not (math.isfinite(effort) and effort >= 0):
+        raise JakobsenError(f"{where}: the {what} must be a non-negative finite number (turn the axis round to "
+                            f"reverse it), got {value!r}")
+    if not callable(target) and not math.isfinite(float(target)):
+        raise JakobsenError(f"{where}: the target must be a finite number or a function of time")
+    return dict(a=a, b=b, axis=u / np.linalg.norm(u), linear=kind == "linear", mode=MODES.index(mode),
+                effort=effort, target=target if callable(target) else float(target), name=name)
+
+
+def finalize_motors(specs: list[dict], bodies, world: int) -> Motors:
+    n = len(specs)
+    a = np.array([s["a"] for s in specs], np.int64)
+    b = np.array([world if s["b"] is None else s["b"] for s in specs], np.int64)
+    if n:
+        pos = np.vstack([bodies.rest_position, np.zeros((1, 3))])
+        ori = np.vstack([bodies.rest_orientation, [[1.0, 0, 0, 0]]])
+        axis_a = quat.rotate(quat.conjugate(ori[a]), np.array([s["axis"] for s in specs]))
+        rest_relative = quat.multiply(quat.conjugate(ori[b]), ori[a])
+        rest_offset = quat.rotate(quat.conjugate(ori[b]), pos[a] - pos[b])
+    else:
+        axis_a = rest_offset = np.zeros((0, 3))
+        rest_relative = np.zeros((0, 4))
+    return Motors(a=a, b=b, axis_a=axis_a, linear=np.array([s["linear"] for s in specs], bool),
+                  mode=np.array([s["mode"] for s in specs], np.int8), effort=np.array([s["effort"] for s in specs]),
+                  targets=tuple(s["target"] for s in specs), rest_relative=rest_relative, rest_offset=rest_offset,
+                  names=tuple(s["name"] for s in specs))
+
+
+def motor_positions(motors: Motors, x, q):
+    """World axes n (M, 3), and how far each driven body has turned (rad, about the axis, in
+    (-pi, pi]) or moved (m, along the axis) relative to its reference since rest, (M,)."""
+    a, b = motors.a, motors.b
+    n = quat.rotate(q[a], motors.axis_a)
+    rel = quat.multiply(quat.conjugate(q[b]), q[a])
+    turned = quat.multiply(rel, quat.conjugate(motors.rest_relative))  # in B's frame
+    axis_b = quat.rotate(quat.conjugate(q[b]), n)
+    s = np.einsum("ki,ki->k", turned[:, 1:], axis_b)
+    angle = (2.0 * np.arctan2(s, turned[:, 0]) + np.pi) % (2 * np.pi) - np.pi
+    offset = quat.rotate(quat.conjugate(q[b]), x[a] - x[b]) - motors.rest_offset
+    moved = np.einsum("ki,ki->k", offset, axis_b)
+    return n, np.where(motors.linear, moved, angle)
+
+
+def _effective(motors: Motors, q, n, inv_mass, inv_inertia):
+    """Per motor: the world inverse inertias (M, 3, 3) of A and B and the inverse mass (M,) of
+    the relative motion along (about) the axis."""
+    a, b = motors.a, motors.b
+    rot_a, rot_b = quat.to_matrix(q[a]), quat.to_matrix(q[b])
+    ia = np.einsum("kij,kj,klj->kil", rot_a, inv_inertia[a], rot_a)
+    ib = np.einsum("kij,kj,klj->kil", rot_b, inv_inertia[b], rot_b)
+    w_lin = inv_mass[a] + inv_mass[b]
+    w_ang = np.einsum("ki,kij,kj->k", n, ia + ib, n)
+    return ia, ib, np.where(motors.linear, w_lin, w_ang)
+
+
+def _apply(motors: Motors, sel, n, j, ia, ib, v, w, inv_mass):
+    """Impulse j (M,) along/about n on A, and its reaction on B, for motors ``sel``."""
+    a, b = motors.a[sel], motors.b[sel]
+    p = (j[sel, None] * n[sel])
+    lin = motors.linear[sel]
+    np.add.at(v, a[lin], inv_mass[a[lin], None] * p[lin])
+    np.subtract.at(v, b[lin], inv_mass[b[lin], None] * p[lin])
+    ang = ~lin
+    np.add.at(w, a[ang], np.einsum("kij,kj->ki", ia[sel][ang], p[ang]))
+    np.subtract.at(w, b[ang], np.einsum("kij,kj->ki", ib[sel][ang], p[ang]))
+
+
+def apply_motor_forces(motors: Motors, x, q, v, w, inv_mass, inv_inertia, h: float, t: float) -> None:
+    """"force" motors: a substep of their constant torque or force, in place on v, w."""
+    sel = motors.mode == MODES.index("force")
+    if not np.any(sel):
+        return
+    n, _ = motor_positions(motors, x, q)
+    ia, ib, _ = _effective(motors, q, n, inv_mass, inv_inertia)
+    _apply(motors, sel, n, motors.effort * h, ia, ib, v, w, inv_mass)
+
+
+def drive_motors(motors: Motors, x, q, v, w, inv_mass, inv_inertia, h: float, t: float) -> None:
+    """"speed" and "servo" motors at the end of a substep: the impulse towards the target
+    relative speed, at most effort * h, in place on v, w (B+1, 3)."""
+    sel = motors.mode != MODES.index("force")
+    if not np.any(sel):
+        return
+    target = motors.targets_at(t)
+    n, position = motor_positions(motors, x, q)
+    ia, ib, w_eff = _effective(motors, q, n, inv_mass, inv_inertia)
+    a, b = motors.a, motors.b
+    speed = np.where(motors.linear, np.einsum("ki,ki->k", n, v[a] - v[b]), np.einsum("ki,ki->k", n, w[a] - w[b]))
+    servo = motors.mode == MODES.index("servo")
+    if np.any(servo):
+        error = target - position
+        error = np.where(motors.linear, error, (error + np.pi) % (2 * np.pi) - np.pi)
+        # The fastest approach that half the motor's strength can still stop in time.
+        brake = np.sqrt(2.0 * 0.5 * motors.effort * w_eff * np.abs(error))
+        target = np.where(servo, np.sign(error) * np.minimum(SERVO_RATE * np.abs(error), brake), target)
+    limit = motors.effort * h
+    j = np.clip((target - speed) / np.maximum(w_eff, 1e-300), -limit, limit)
+    j = np.where(sel & (w_eff > 0), j, 0.0)
+    _apply(motors, sel, n, j, ia, ib, v, w, inv_mass)
