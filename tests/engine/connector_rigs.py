@@ -15,14 +15,16 @@ PIVOT = np.array([0.0, 0.0, 0.0])
 NO_GRAVITY = engine.SolverSettings(gravity=(0.0, 0.0, 0.0))
 
 
-def two_boxes(kind, settings=None, world_a=False, **joint):
+def two_boxes(kind, settings=None, world_a=False, b_centre=None, **joint):
     """Box A (0.6 m, 216 kg) and box B (0.4 m, 64 kg) either side of the pivot along the frame's X
-    (or only B, on the world), joined by a connector of ``kind``; returns solver, state."""
+    (or only B, on the world; ``b_centre`` moves B), joined by a connector of ``kind``; returns
+    solver, state."""
     builder = engine.ModelBuilder()
     x = FRAME[:, 0]
     a = None if world_a else builder.add_rigid_body(*box_mesh((0.6,) * 3, centre=-0.5 * x, rotation=FRAME),
                                                     shape="box", name="A")
-    b = builder.add_rigid_body(*box_mesh((0.4,) * 3, centre=0.4 * x, rotation=FRAME), shape="box", name="B")
+    centre = 0.4 * x if b_centre is None else b_centre
+    b = builder.add_rigid_body(*box_mesh((0.4,) * 3, centre=centre, rotation=FRAME), shape="box", name="B")
     builder.add_joint(kind, a, b, PIVOT, frame=FRAME, name=kind, **joint)
     solver = engine.Solver(builder.finalize(), settings or NO_GRAVITY)
     return solver, solver.make_state()
