@@ -175,9 +175,9 @@ def apply_springs(springs: Springs, x, q, v, w, inv_mass, inv_inertia, h: float,
         stretch = length - rest
         explicit = h * h * k * w_eff <= 1.0
         j = np.where(explicit, -k * stretch * h, -h * k * (stretch + h * vn) / (1.0 + h * h * k * w_eff))
-        vn_after = vn + w_eff * j
-        safe = np.maximum(w_eff, 1e-300)
-        j -= vn_after * -np.expm1(-c * h * w_eff) / safe
+        # Damping takes its exact share of the speed the spring had at the substep's start (not
+        # of the speed its own impulse just gave, or a hanging weight would sag e^(c h w) too far).
+        j -= vn * -np.expm1(-c * h * w_eff) / np.maximum(w_eff, 1e-300)
         j = np.where(lin & (w_eff > 0), j, 0.0)
         impulse = j[:, None] * n
         np.add.at(v, b, inv_mass[b, None] * impulse)
@@ -191,7 +191,7 @@ def apply_springs(springs: Springs, x, q, v, w, inv_mass, inv_inertia, h: float,
         phi = quat.rotate(q[a], quat.log_rotation(quat.multiply(rel, quat.conjugate(springs.rest_relative))))
         mass = ia + ib
         impulse = -springs.angular_stiffness[:, None] * phi * h
-        rel_w = w[b] - w[a] + np.einsum("kij,kj->ki", mass, impulse)
+        rel_w = w[b] - w[a]
         speed = np.linalg.norm(rel_w, axis=1)
         axis = rel_w / np.maximum(speed, 1e-300)[:, None]
         w_eff = np.einsum("ki,kij,kj->k", axis, mass, axis)
