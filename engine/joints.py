@@ -321,8 +321,10 @@ def joint_errors(joints: Joints, sel, x, q, steer):
     p2 = x[b] + quat.rotate(q[b], joints.local_b[sel])
     axes = quat.to_matrix(quat.multiply(q[a], joints.frame_a[sel]))
     offset = np.einsum("kji,kj->ki", axes, p2 - p1)
-    steer_q = quat.exp_rotation(joints.steer_axis[sel] * steer[sel, None])
-    fa = quat.multiply(q[a], quat.multiply(steer_q, joints.rot_a[sel]))
+    local_a = joints.rot_a[sel]
+    if np.any(steer[sel] != 0.0):
+        local_a = quat.multiply(quat.exp_rotation(joints.steer_axis[sel] * steer[sel, None]), local_a)
+    fa = quat.multiply(q[a], local_a)
     fb = quat.multiply(q[b], joints.rot_b[sel])
     return p1, p2, axes, offset, fa, fb
 
@@ -353,6 +355,14 @@ class JointLayout:
     side_a: np.ndarray
     side_b: np.ndarray
     mechanism: np.ndarray
+
+    def __post_init__(self):
+        # Where each real row sits: (mechanism, row slot) and (joint, row of the joint), and the
+        # column blocks of its bodies; fixed for the model, so computed once.
+        ci, ri = np.nonzero(self.rows >= 0)
+        jj, rr = self.rows[ci, ri] // 6, self.rows[ci, ri] % 6
+        sa, sb = self.side_a[jj], self.side_b[jj]
+        object.__setattr__(self, "index", (ci, ri, jj, rr, sa >= 0, sb >= 0, sa, sb))
 
 
 def joint_layout(joints: Joints, dynamic: np.ndarray) -> JointLayout:
@@ -473,16 +483,9 @@ def solve_joints(joints: Joints, layout: JointLayout, x, q, S, inv_mass, inv_ine
     ja, jb, c, on = joint_rows(joints, xs, qs, steer, active)
     count, width = layout.rows.shape
     bmax = layout.bodies.shape[1]
-    rows = layout.rows
-    real = rows >= 0
-    joint = np.where(real, rows // 6, 0)
-    r = np.where(real, rows % 6, 0)
+    ci, ri, jj, rr, use_a, use_b, sa, sb = layout.index
     # Each mechanism's Jacobian (C, rows, 6 Bmax): a joint's rows in its bodies' column blocks.
     jac = np.zeros((count, width, bmax, 6))
-    ci, ri = np.nonzero(real)
-    jj, rr = joint[ci, ri], r[ci, ri]
-    sa, sb = layout.side_a[jj], layout.side_b[jj]
-    use_a, use_b = sa >= 0, sb >= 0
     jac[ci[use_a], ri[use_a], sa[use_a]] = ja[jj[use_a], rr[use_a]]
     jac[ci[use_b], ri[use_b], sb[use_b]] = jb[jj[use_b], rr[use_b]]
     body = np.where(layout.bodies >= 0, layout.bodies, len(inv_mass) - 1)  # padding: the world, W = 0
