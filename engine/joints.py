@@ -404,8 +404,8 @@ def joint_layout(joints: Joints, dynamic: np.ndarray) -> JointLayout:
 
 def joint_rows(joints: Joints, x, q, steer, active):
     """The joints' constraint rows at poses x, q: Jacobians ja, jb (J, 6, 6) [row, (dx, dtheta)]
-    for body A and B, and errors c (J, 6) (the first 3 rows translation along the frame axes,
-    the last 3 rotation); rows that do not act are all zero."""
+    for body A and B, errors c (J, 6) (the first 3 rows translation along the frame axes, the
+    last 3 rotation) and which rows act (J, 6) bool (c is 0 where they do not)."""
     n = joints.count
     p1, p2, axes, offset, fa, fb = joint_errors(joints, np.arange(n), x, q, steer)
     r2 = p2 - x[joints.b]
@@ -461,14 +461,56 @@ def joint_rows(joints: Joints, x, q, steer, active):
         ja[cardan, 5, 3:], jb[cardan, 5, 3:] = u, -u
         c[cardan, 5] = np.einsum("ki,ki->k", xa, yb)
     on = np.concatenate([lin_on, ang_on], axis=1)
-    ja *= on[..., None]
-    jb *= on[..., None]
     c *= on
     return ja, jb, c, on
 
 
+def limit_rows(joints: Joints) -> np.ndarray:
+    """(J, 6) bool: the rows that are limits (inequalities), which Limit Bounce acts on."""
+    rows = np.zeros((joints.count, 6), bool)
+    rows[:, :3] = joints.lin_mode == Lin.LIMITED
+    rows[:, 3] = joints.swing_mode == Swing.CONE
+    rows[:, 5] = (joints.twist_mode == Twist.LIMITED)
+    return rows
+
+
+def bounce_limits(joints: Joints, x, q, v, w, v_before, w_before, inv_mass, inv_inertia, steer, active,
+                  limit_hits, min_speed: float) -> None:
+    """Limit Bounce, after a substep: limit rows hit in it (``limit_hits`` (J, 6), the sign of the
+    error they were hit with, 0 where not hit) leave at -bounce times the speed they arrived with,
+    in place on v, w (B+1, 3)."""
+    rows = np.flatnonzero(np.any(limit_hits != 0, axis=1) & (joints.bounce > 0.0))
+    if not len(rows):
+        return
+    ja, jb, _, _ = joint_rows(joints, x, q, steer, active)
+    a, b = joints.a[rows], joints.b[rows]
+    rot_a, rot_b = quat.to_matrix(q[a]), quat.to_matrix(q[b])
+    ia = np.einsum("kij,kj,klj->kil", rot_a, inv_inertia[a], rot_a)
+    ib = np.einsum("kij,kj,klj->kil", rot_b, inv_inertia[b], rot_b)
+    for r in range(6):
+        side = limit_hits[rows, r]
+        ka, kb = ja[rows, r], jb[rows, r]
+
+        def rate(vel, ang):
+            return np.einsum("ki,ki->k", ka[:, :3], vel[a]) + np.einsum("ki,ki->k", ka[:, 3:], ang[a]) \
+                + np.einsum("ki,ki->k", kb[:, :3], vel[b]) + np.einsum("ki,ki->k", kb[:, 3:], ang[b])
+
+        before, now = rate(v_before, w_before), rate(v, w)
+        arriving = (side != 0) & (side * before > min_speed)
+        if not np.any(arriving):
+            continue
+        w_eff = inv_mass[a] * np.einsum("ki,ki->k", ka[:, :3], ka[:, :3]) \
+            + inv_mass[b] * np.einsum("ki,ki->k", kb[:, :3], kb[:, :3]) \
+            + np.einsum("ki,kij,kj->k", ka[:, 3:], ia, ka[:, 3:]) + np.einsum("ki,kij,kj->k", kb[:, 3:], ib, kb[:, 3:])
+        lam = np.where(arriving & (w_eff > 0), (-joints.bounce[rows] * before - now) / np.maximum(w_eff, 1e-300), 0.0)
+        np.add.at(v, a, inv_mass[a, None] * ka[:, :3] * lam[:, None])
+        np.add.at(w, a, np.einsum("kij,kj->ki", ia, ka[:, 3:]) * lam[:, None])
+        np.add.at(v, b, inv_mass[b, None] * kb[:, :3] * lam[:, None])
+        np.add.at(w, b, np.einsum("kij,kj->ki", ib, kb[:, 3:]) * lam[:, None])
+
+
 def solve_joints(joints: Joints, layout: JointLayout, x, q, S, inv_mass, inv_inertia, active, steer,
-                 impulses) -> None:
+                 impulses, limit_hits=None) -> None:
     """One Newton step on every joint at once, adding to the corrections S (B+1, 6) [dx, dtheta].
 
     Each mechanism's rows are solved together (J W J^T lambda = -C, W the bodies' inverse mass
@@ -481,6 +523,12 @@ def solve_joints(joints: Joints, layout: JointLayout, x, q, S, inv_mass, inv_ine
     xs = x + S[:, :3]
     qs = quat.multiply(quat.exp_rotation(S[:, 3:]), q)
     ja, jb, c, on = joint_rows(joints, xs, qs, steer, active)
+    if limit_hits is not None:
+        # Limit rows that act (for Limit Bounce), with the side of the limit they were hit on.
+        hit = on & limit_rows(joints)
+        limit_hits[hit] = np.sign(c[hit])
+    ja = ja * on[..., None]
+    jb = jb * on[..., None]
     count, width = layout.rows.shape
     bmax = layout.bodies.shape[1]
     ci, ri, jj, rr, use_a, use_b, sa, sb = layout.index

@@ -14,7 +14,7 @@ from . import quaternions as quat
 from .errors import JakobsenError
 from .model import BodyState, Model
 from .rigid import BodyMode, ShapeKind
-from .joints import joint_layout, solve_joints
+from .joints import bounce_limits, joint_layout, solve_joints
 from .motors import apply_motor_forces, drive_motors
 from .springs import apply_springs, update_springs
 from .rigid_contacts import Contacts, shape_penetration, sweep_and_prune
@@ -61,6 +61,7 @@ class RigidStepper:
         self.steer = np.zeros(model.joints.count)
         self.joint_impulses = np.zeros((model.joints.count, 6))
         self.joint_layout = joint_layout(model.joints, self.dynamic)
+        self.limit_hits = np.zeros((model.joints.count, 6))
         # Speculative contacts: sample points this close to a surface (m) join the substep's
         # solve, which projects them only if the solve itself moves them into the surface; without
         # them a corner just outside is free to be rotated deep in by the other contacts' corrections.
@@ -181,6 +182,7 @@ class RigidStepper:
             apply_motor_forces(model.motors, x, q, v, w, self.inv_mass, self.inv_inertia, self.h, t1)
         if model.joints.count:
             self.joint_impulses[...] = 0.0
+            self.limit_hits[...] = 0.0
             if model.joints.steered:
                 self.steer = model.joints.steering_at(t1)
 
@@ -299,7 +301,7 @@ class RigidStepper:
         if self.model.joints.count:
             x, q, _, _ = bodies.arrays()
             solve_joints(self.model.joints, self.joint_layout, x, q, self.S, self.inv_mass, self.inv_inertia,
-                         np.isnan(bodies.joint_broken_at), self.steer, self.joint_impulses)
+                         np.isnan(bodies.joint_broken_at), self.steer, self.joint_impulses, self.limit_hits)
 
     def finish_substep(self, bodies: BodyState) -> None:
         """Apply the substep's corrections, take velocities from the poses, then restitution and friction."""
@@ -343,6 +345,8 @@ class RigidStepper:
             torque = np.linalg.norm(self.joint_impulses[:, 3:], axis=1) / (h * h)
             snap = np.isnan(bodies.joint_broken_at) & ((force > j.break_force) | (torque > j.break_torque))
             bodies.joint_broken_at[snap] = t1
+            bounce_limits(j, x, q, v, w, self.v_before, self.w_before, self.inv_mass, self.inv_inertia, self.steer,
+                          np.isnan(bodies.joint_broken_at), self.limit_hits, self.bounce_speed)
         if model.springs.count:
             active = np.isnan(bodies.spring_broken_at)
             update_springs(model.springs, x, q, bodies.spring_rest, active, bodies.spring_broken_at, t1)

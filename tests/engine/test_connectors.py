@@ -234,3 +234,24 @@ def test_a_connector_to_a_missing_body_is_rejected():
     builder.add_rigid_body(*box_mesh_at((0.2,) * 3, (0, 0, 0)), name="crate")
     with pytest.raises(JakobsenError, match="connector 'Joint': Object B is not a rigid body of this model"):
         builder.add_joint("hinge", None, 5, (0, 0, 0), name="Joint")
+
+
+@pytest.mark.parametrize("bounce", [0.0, 0.5, 1.0])
+def test_a_hinge_limit_bounces_back_with_its_limit_bounce(bounce):
+    # A wheel (centred on its axle, no gravity) turning at 2 rad/s into a 30 degree stop.
+    solver, state = two_boxes("hinge", world_a=True, b_centre=np.zeros(3),
+                              angle_limits=(-math.radians(30), math.radians(30)), limit_bounce=bounce)
+    axis = FRAME[:, 2]
+    state.bodies.angular_velocity[0] = 2.0 * axis
+    for _ in range(12):  # 0.5 s: it reaches the stop at 0.26 s
+        solver.step_frame(state)
+    assert abs(state.bodies.angular_velocity[0] @ axis - (-bounce * 2.0)) < 0.05 * 2.0
+
+
+def test_a_slider_limit_bounces_back_with_its_limit_bounce():
+    solver, state = two_boxes("slider", world_a=True, distance_limits=(-0.1, 0.1), limit_bounce=0.5)
+    axis = FRAME[:, 2]
+    state.bodies.velocity[0] = 1.0 * axis
+    for _ in range(6):  # 0.25 s: it reaches the stop at 0.1 s
+        solver.step_frame(state)
+    assert abs(state.bodies.velocity[0] @ axis - (-0.5)) < 0.05
