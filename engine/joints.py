@@ -474,39 +474,65 @@ def limit_rows(joints: Joints) -> np.ndarray:
     return rows
 
 
-def bounce_limits(joints: Joints, x, q, v, w, v_before, w_before, inv_mass, inv_inertia, steer, active,
-                  limit_hits, min_speed: float) -> None:
+def bounce_limits(joints: Joints, layout: JointLayout, x, q, v, w, v_before, w_before, inv_mass, inv_inertia,
+                  steer, active, limit_hits, min_speed: float) -> None:
     """Limit Bounce, after a substep: limit rows hit in it (``limit_hits`` (J, 6), the sign of the
-    error they were hit with, 0 where not hit) leave at -bounce times the speed they arrived with,
-    in place on v, w (B+1, 3)."""
-    rows = np.flatnonzero(np.any(limit_hits != 0, axis=1) & (joints.bounce > 0.0))
-    if not len(rows):
+    error they were hit with, 0 where not hit) that arrived faster than ``min_speed`` leave at
+    -bounce times that speed. Solved at the velocity level with every other row of the mechanism
+    held (their rates kept at zero), so a bounce does not throw the other joints out. In place on
+    v, w (B+1, 3)."""
+    if not np.any(limit_hits[:, :] != 0) or not np.any(joints.bounce > 0.0):
         return
-    ja, jb, _, _ = joint_rows(joints, x, q, steer, active)
-    a, b = joints.a[rows], joints.b[rows]
-    rot_a, rot_b = quat.to_matrix(q[a]), quat.to_matrix(q[b])
-    ia = np.einsum("kij,kj,klj->kil", rot_a, inv_inertia[a], rot_a)
-    ib = np.einsum("kij,kj,klj->kil", rot_b, inv_inertia[b], rot_b)
-    for r in range(6):
-        side = limit_hits[rows, r]
-        ka, kb = ja[rows, r], jb[rows, r]
+    ja, jb, _, on = joint_rows(joints, x, q, steer, active)
+    vw, vw0 = np.hstack([v, w]), np.hstack([v_before, w_before])
+    a, b = joints.a, joints.b
 
-        def rate(vel, ang):
-            return np.einsum("ki,ki->k", ka[:, :3], vel[a]) + np.einsum("ki,ki->k", ka[:, 3:], ang[a]) \
-                + np.einsum("ki,ki->k", kb[:, :3], vel[b]) + np.einsum("ki,ki->k", kb[:, 3:], ang[b])
+    def rates(vel):
+        return np.einsum("kri,ki->kr", ja, vel[a]) + np.einsum("kri,ki->kr", jb, vel[b])
 
-        before, now = rate(v_before, w_before), rate(v, w)
-        arriving = (side != 0) & (side * before > min_speed)
-        if not np.any(arriving):
-            continue
-        w_eff = inv_mass[a] * np.einsum("ki,ki->k", ka[:, :3], ka[:, :3]) \
-            + inv_mass[b] * np.einsum("ki,ki->k", kb[:, :3], kb[:, :3]) \
-            + np.einsum("ki,kij,kj->k", ka[:, 3:], ia, ka[:, 3:]) + np.einsum("ki,kij,kj->k", kb[:, 3:], ib, kb[:, 3:])
-        lam = np.where(arriving & (w_eff > 0), (-joints.bounce[rows] * before - now) / np.maximum(w_eff, 1e-300), 0.0)
-        np.add.at(v, a, inv_mass[a, None] * ka[:, :3] * lam[:, None])
-        np.add.at(w, a, np.einsum("kij,kj->ki", ia, ka[:, 3:]) * lam[:, None])
-        np.add.at(v, b, inv_mass[b, None] * kb[:, :3] * lam[:, None])
-        np.add.at(w, b, np.einsum("kij,kj->ki", ib, kb[:, 3:]) * lam[:, None])
+    now, before = rates(vw), rates(vw0)
+    bouncing = (limit_hits * before > min_speed) & (joints.bounce[:, None] > 0.0) & active[:, None]
+    if not np.any(bouncing):
+        return
+    rows = on | bouncing
+    target = np.where(bouncing, -joints.bounce[:, None] * before, 0.0)
+    delta = _mechanism_solve(layout, ja * rows[..., None], jb * rows[..., None], rows, target - now, q, inv_mass,
+                             inv_inertia)[0]
+    moving = layout.bodies >= 0
+    np.add.at(vw, layout.bodies[moving], delta[moving])
+    v[...], w[...] = vw[:, :3], vw[:, 3:]
+
+
+def _mechanism_solve(layout: JointLayout, ja, jb, on, rhs, q, inv_mass, inv_inertia):
+    """Solve J W J^T lambda = rhs for every mechanism at once: ja, jb (J, 6, 6) the rows'
+    Jacobians (zero where they do not act), on (J, 6) which rows act, rhs (J, 6). Returns each
+    mechanism body's change W J^T lambda (C, Bmax, 6) and lambda per joint row (J, 6)."""
+    count, width = layout.rows.shape
+    bmax = layout.bodies.shape[1]
+    ci, ri, jj, rr, use_a, use_b, sa, sb = layout.index
+    # Each mechanism's Jacobian (C, rows, 6 Bmax): a joint's rows in its bodies' column blocks.
+    jac = np.zeros((count, width, bmax, 6))
+    jac[ci[use_a], ri[use_a], sa[use_a]] = ja[jj[use_a], rr[use_a]]
+    jac[ci[use_b], ri[use_b], sb[use_b]] = jb[jj[use_b], rr[use_b]]
+    body = np.where(layout.bodies >= 0, layout.bodies, len(inv_mass) - 1)  # padding: the world, W = 0
+    rot = quat.to_matrix(q[body])
+    w_ang = np.einsum("cbij,cbj,cblj->cbil", rot, inv_inertia[body], rot)
+    # W J^T, block by block: (C, Bmax, 6, rows)
+    wjt = np.empty((count, bmax, 6, width))
+    jt = np.moveaxis(jac, 1, 3)
+    wjt[:, :, :3] = inv_mass[body][:, :, None, None] * jt[:, :, :3]
+    wjt[:, :, 3:] = np.einsum("cbij,cbjr->cbir", w_ang, jt[:, :, 3:])
+    a_mat = np.einsum("crbk,cbks->crs", jac, wjt)
+    on_rows = np.zeros((count, width), bool)
+    on_rows[ci, ri] = on[jj, rr]
+    # Rows that do not act: 1 on the diagonal, so their lambda is 0 and the system stays regular.
+    a_mat += np.eye(width) * np.where(on_rows, 1e-12, 1.0)[:, :, None]
+    b_vec = np.zeros((count, width))
+    b_vec[ci, ri] = rhs[jj, rr]
+    lam = np.linalg.solve(a_mat, b_vec[..., None])[..., 0] * on_rows
+    per_row = np.zeros(on.shape)
+    per_row[jj, rr] = lam[ci, ri]
+    return np.einsum("cbkr,cr->cbk", wjt, lam), per_row
 
 
 def solve_joints(joints: Joints, layout: JointLayout, x, q, S, inv_mass, inv_inertia, active, steer,
@@ -529,35 +555,9 @@ def solve_joints(joints: Joints, layout: JointLayout, x, q, S, inv_mass, inv_ine
         limit_hits[hit] = np.sign(c[hit])
     ja = ja * on[..., None]
     jb = jb * on[..., None]
-    count, width = layout.rows.shape
-    bmax = layout.bodies.shape[1]
-    ci, ri, jj, rr, use_a, use_b, sa, sb = layout.index
-    # Each mechanism's Jacobian (C, rows, 6 Bmax): a joint's rows in its bodies' column blocks.
-    jac = np.zeros((count, width, bmax, 6))
-    jac[ci[use_a], ri[use_a], sa[use_a]] = ja[jj[use_a], rr[use_a]]
-    jac[ci[use_b], ri[use_b], sb[use_b]] = jb[jj[use_b], rr[use_b]]
-    body = np.where(layout.bodies >= 0, layout.bodies, len(inv_mass) - 1)  # padding: the world, W = 0
-    rot = quat.to_matrix(q[body])
-    w_ang = np.einsum("cbij,cbj,cblj->cbil", rot, inv_inertia[body], rot)
-    # W J^T, block by block: (C, Bmax, 6, rows)
-    wjt = np.empty((count, bmax, 6, width))
-    jt = np.moveaxis(jac, 1, 3)  # (C, Bmax, 6, rows)
-    wjt[:, :, :3] = inv_mass[body][:, :, None, None] * jt[:, :, :3]
-    wjt[:, :, 3:] = np.einsum("cbij,cbjr->cbir", w_ang, jt[:, :, 3:])
-    a_mat = np.einsum("crbk,cbks->crs", jac, wjt)
-    on_rows = np.zeros((count, width), bool)
-    on_rows[ci, ri] = on[jj, rr]
-    # Rows that do not act: 1 on the diagonal, so their lambda is 0 and the system stays regular.
-    a_mat += np.eye(width) * np.where(on_rows, 1e-12, 1.0)[:, :, None]
-    rhs = np.zeros((count, width))
-    rhs[ci, ri] = -c[jj, rr]
-    lam = np.linalg.solve(a_mat, rhs[..., None])[..., 0]
-    lam *= on_rows
-    delta = np.einsum("cbkr,cr->cbk", wjt, lam)  # (C, Bmax, 6)
+    delta, per_row = _mechanism_solve(layout, ja, jb, on, -c, q, inv_mass, inv_inertia)
     moving = layout.bodies >= 0
     np.add.at(S, layout.bodies[moving], delta[moving])
     # Impulse sizes for breaking: the rows' lambdas per joint, translation and rotation.
-    per_row = np.zeros((joints.count, 6))
-    per_row[jj, rr] = lam[ci, ri]
     impulses[:, :3] += np.einsum("kr,kri->ki", per_row[:, :3], jb[:, :3, :3])
     impulses[:, 3:] += per_row[:, 3:]

@@ -345,7 +345,7 @@ class RigidStepper:
             torque = np.linalg.norm(self.joint_impulses[:, 3:], axis=1) / (h * h)
             snap = np.isnan(bodies.joint_broken_at) & ((force > j.break_force) | (torque > j.break_torque))
             bodies.joint_broken_at[snap] = t1
-            bounce_limits(j, x, q, v, w, self.v_before, self.w_before, self.inv_mass, self.inv_inertia, self.steer,
+            bounce_limits(j, self.joint_layout, x, q, v, w, self.v_before, self.w_before, self.inv_mass, self.inv_inertia, self.steer,
                           np.isnan(bodies.joint_broken_at), self.limit_hits, self.bounce_speed)
         if model.springs.count:
             active = np.isnan(bodies.spring_broken_at)
