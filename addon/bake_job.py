@@ -7,7 +7,8 @@ may free data while a modal bake runs.
 
 Deforming meshes collect object-space positions per frame (written as shape keys or PC2);
 rigid bodies the solver moves collect their matrix_world per frame (written as location and
-rotation keys).
+rotation keys). The summary ``finish()`` returns names the connectors and springs that broke and
+on which frame.
 
 Life cycle: ``start()`` reads the scene (bad input raises ``JakobsenError`` and changes nothing),
 ``step()`` computes the next frame and returns whether frames remain, then either ``finish()``
@@ -206,9 +207,19 @@ class BakeJob:
             outputs.append("PC2 point caches" if self.output == 'PC2' else "shape keys")
         if keyed:
             outputs.append("keyframes")
-        return (f"Baked {len(written)} object{'s' * (len(written) != 1)} ({', '.join(written)}) as "
-                f"{' and '.join(outputs) or 'nothing'}, frames {sm.frame_start}-{sm.frame_end}, in {seconds:.2f} s "
-                f"({self.ms_per_frame:.1f} ms/frame)")
+        summary = (f"Baked {len(written)} object{'s' * (len(written) != 1)} ({', '.join(written)}) as "
+                   f"{' and '.join(outputs) or 'nothing'}, frames {sm.frame_start}-{sm.frame_end}, in {seconds:.2f} s "
+                   f"({self.ms_per_frame:.1f} ms/frame)")
+        return "; ".join([summary] + self.broken())
+
+    def broken(self) -> list[str]:
+        """``connector 'Hinge' broke at frame 12`` for each connector and spring that broke so far,
+        in the order they broke."""
+        if self.solver is None or self.state is None:
+            return []
+        sm = self.scene_model
+        return [f"{sm.breakable.get(name, 'connector')} '{name}' broke at frame {sm.frame_of(t)}"
+                for name, t in self.solver.broken_connectors(self.state)]
 
     def cancel(self) -> None:
         """Stop: the scene is left as it was before ``start()``."""

@@ -37,7 +37,8 @@ TYPE_ITEMS = (
     ("COLLIDER", "Collider", "A fixed or animated obstacle that other objects bounce off", 'MOD_PHYSICS', 3),
     ("CONNECTOR", "Connector", "A joint between Object A and Object B (hinge, slider, ...)", 'CONSTRAINT', 4),
     ("SPRING", "Spring", "A spring between Object A and Object B", 'FORCE_HARMONIC', 5),
-    ("MOTOR", "Motor", "Drives Object B relative to Object A (speed, force or target)", 'FORCE_TURBULENCE', 6),
+    ("MOTOR", "Motor", "Drives Object A relative to Object B, or the world (speed, force or target)",
+     'FORCE_TURBULENCE', 6),
 )
 
 
@@ -144,16 +145,23 @@ class JakobsenRigidBodySettings(PropertyGroup):
         name="Angular Damping", description="Fraction of angular velocity lost per second",
         subtype='FACTOR', default=0.0, min=0.0, max=1.0,
     )
+    drag: FloatProperty(
+        name="Drag",
+        description="Quadratic air drag in kg/m (force = Drag × speed² against the air): what Wind force "
+                    "fields and the scene's Wind push the body with. About 0.6 × the body's cross-section "
+                    "in m² (0: the air does not touch it)",
+        default=0.0, min=0.0, soft_max=10.0, precision=3,
+    )
     follow_position: FloatProperty(
         name="Follow Position",
-        description="Strength of a spring pulling the body towards its animated position (0: off; "
-                    "not simulated yet)",
+        description="How hard the body is pulled towards its animated position (0: off; 1: the strongest, "
+                    "a critically damped pull at 20 per second, closing most of a gap in about 0.1 s)",
         subtype='FACTOR', default=0.0, min=0.0, max=1.0,
     )
     follow_rotation: FloatProperty(
         name="Follow Rotation",
-        description="Strength of a spring turning the body towards its animated rotation (0: off; "
-                    "not simulated yet)",
+        description="How hard the body is turned towards its animated rotation (0: off; 1: the strongest, "
+                    "a critically damped pull at 20 per second, closing most of a gap in about 0.1 s)",
         subtype='FACTOR', default=0.0, min=0.0, max=1.0,
     )
 
@@ -223,7 +231,8 @@ class JakobsenClothSettings(PropertyGroup):
     )
     air_drag: FloatProperty(
         name="Air Drag",
-        description="Quadratic air drag per area in kg/m³ (about 0.6 for cloth in still air, 0 for none)",
+        description="Quadratic air drag per area in kg/m³ (about 0.6 for cloth, 0 for none): slows the cloth "
+                    "in still air and lets Wind force fields and the scene's Wind blow it",
         default=0.0, min=0.0, soft_max=10.0,
     )
 
@@ -275,18 +284,24 @@ class JakobsenConnectorSettings(PropertyGroup):
         default=True,
     )
     use_angular_limit: BoolProperty(
-        name="Angular Limit", description="Limit the rotation about the joint axis", default=False,
+        name="Angular Limit", description="Hinge, Twist Slider: limit the rotation about the Empty's Z axis",
+        default=False,
     )
     angle_min: FloatProperty(
-        name="Angle Min", description="Lowest angle about the joint axis",
-        subtype='ANGLE', default=-0.785398, min=-6.283185, max=6.283185,
+        name="Angle Min", description="Lowest angle about the Empty's Z axis, from the pose on the first frame",
+        subtype='ANGLE', default=-0.785398, min=-3.141593, max=3.141593,
     )
     angle_max: FloatProperty(
-        name="Angle Max", description="Highest angle about the joint axis",
-        subtype='ANGLE', default=0.785398, min=-6.283185, max=6.283185,
+        name="Angle Max", description="Highest angle about the Empty's Z axis, from the pose on the first frame",
+        subtype='ANGLE', default=0.785398, min=-3.141593, max=3.141593,
+    )
+    use_cone_limit: BoolProperty(
+        name="Cone Limit", description="Cardan: keep the two Z axes within the Cone Angle of each other",
+        default=False,
     )
     cone_angle: FloatProperty(
-        name="Cone Angle", description="Ragdoll: largest angle between the joint axes (half the cone's opening)",
+        name="Cone Angle", description="Ragdoll, Cardan: largest angle between the joint axes "
+                                       "(half the cone's opening)",
         subtype='ANGLE', default=0.785398, min=0.0, max=3.141593,
     )
     twist_angle: FloatProperty(
@@ -294,15 +309,28 @@ class JakobsenConnectorSettings(PropertyGroup):
         subtype='ANGLE', default=0.523599, min=0.0, max=3.141593,
     )
     use_linear_limit: BoolProperty(
-        name="Linear Limit", description="Limit the sliding along the joint axis", default=False,
+        name="Linear Limit", description="Slider, Twist Slider: limit the sliding along the Empty's Z axis",
+        default=False,
     )
     distance_min: FloatProperty(
-        name="Distance Min", description="Lowest position along the sliding axis",
+        name="Distance Min", description="Lowest position along the Empty's Z axis, from the pose on the "
+                                         "first frame",
         subtype='DISTANCE', default=-0.5,
     )
     distance_max: FloatProperty(
-        name="Distance Max", description="Highest position along the sliding axis",
+        name="Distance Max", description="Highest position along the Empty's Z axis, from the pose on the "
+                                         "first frame",
         subtype='DISTANCE', default=0.5,
+    )
+    box_lower: FloatVectorProperty(
+        name="Lower", description="Box: lowest position along the Empty's X, Y and Z axes, from the pose "
+                                  "on the first frame",
+        subtype='XYZ_LENGTH', unit='LENGTH', size=3, default=(-0.5, -0.5, -0.5),
+    )
+    box_upper: FloatVectorProperty(
+        name="Upper", description="Box: highest position along the Empty's X, Y and Z axes, from the pose "
+                                  "on the first frame",
+        subtype='XYZ_LENGTH', unit='LENGTH', size=3, default=(0.5, 0.5, 0.5),
     )
     limit_bounce: FloatProperty(
         name="Limit Bounce", description="Restitution when a limit is hit: 0 stops, 1 bounces back fully",
@@ -321,7 +349,7 @@ class JakobsenConnectorSettings(PropertyGroup):
     )
     steering_angle: FloatProperty(
         name="Steering Angle", description="Wheel Suspension: how far the wheel is turned about the Z axis "
-                                           "(animate it to steer)",
+                                           "(animate it to steer; read on every frame of the bake)",
         subtype='ANGLE', default=0.0, min=-1.570796, max=1.570796,
     )
     suspension_rest: FloatProperty(
@@ -348,7 +376,7 @@ class JakobsenConnectorSettings(PropertyGroup):
 
 
 class JakobsenSpringSettings(PropertyGroup):
-    """A spring between Object A and Object B, anchored where the Empty is."""
+    """A spring between the origins of Object A and Object B (an empty slot: the Empty's location)."""
 
     spring_type: EnumProperty(
         name="Type",
@@ -362,11 +390,16 @@ class JakobsenSpringSettings(PropertyGroup):
     )
     object_a: PointerProperty(
         name="Object A", type=bpy.types.Object, poll=_is_mesh,
-        description="First body (empty: the world)",
+        description="First rigid body, held at its origin (empty: the world, at the Empty's location)",
     )
     object_b: PointerProperty(
         name="Object B", type=bpy.types.Object, poll=_is_mesh,
-        description="Second body (empty: the world)",
+        description="Second rigid body, held at its origin (empty: the world, at the Empty's location)",
+    )
+    use_current_length: BoolProperty(
+        name="Use Current Length",
+        description="Rest at the distance between the two ends on the bake's first frame (off: at Rest Length)",
+        default=True,
     )
     rest_length: FloatProperty(
         name="Rest Length", description="Length at which the spring pulls neither way",
@@ -388,10 +421,40 @@ class JakobsenSpringSettings(PropertyGroup):
         name="Angular Damping", description="Angular damping in newton metre seconds per radian",
         default=0.1, min=0.0, soft_max=1e3,
     )
+    use_plastic: BoolProperty(
+        name="Plastic",
+        description="Beyond its elastic limits the spring gives way: its rest length follows, and it stays "
+                    "deformed",
+        default=False,
+    )
+    elastic_compression: FloatProperty(
+        name="Elastic Compression", description="How much shorter than its rest length the spring gets before "
+                                                "it gives way",
+        subtype='DISTANCE', default=0.2, min=0.0,
+    )
+    elastic_stretch: FloatProperty(
+        name="Elastic Stretch", description="How much longer than its rest length the spring gets before it "
+                                            "gives way",
+        subtype='DISTANCE', default=0.2, min=0.0,
+    )
+    use_breaking: BoolProperty(
+        name="Breakable", description="The spring breaks when stretched or compressed too far", default=False,
+    )
+    break_stretch: FloatProperty(
+        name="Breaking Stretch", description="The spring breaks when longer than its original rest length "
+                                             "plus this",
+        subtype='DISTANCE', default=0.5, min=0.0,
+    )
+    break_compression: FloatProperty(
+        name="Breaking Compression", description="The spring breaks when shorter than its original rest "
+                                                 "length minus this",
+        subtype='DISTANCE', default=0.5, min=0.0,
+    )
 
 
 class JakobsenMotorSettings(PropertyGroup):
-    """A motor driving Object B relative to Object A about (or along) the Empty's Z axis."""
+    """A motor driving Object A about (or along) the Empty's Z axis, relative to Object B (or the world),
+    which takes the reaction."""
 
     motor_type: EnumProperty(
         name="Type",
@@ -411,26 +474,31 @@ class JakobsenMotorSettings(PropertyGroup):
     )
     object_a: PointerProperty(
         name="Object A", type=bpy.types.Object, poll=_is_mesh,
-        description="The body the motor is mounted on (empty: the world)",
+        description="The body the motor drives",
     )
     object_b: PointerProperty(
         name="Object B", type=bpy.types.Object, poll=_is_mesh,
-        description="The body the motor drives",
+        description="The body the motor pushes against, which takes the reaction (empty: the world)",
     )
     target_angular_speed: FloatProperty(
-        name="Target Speed", description="Angular speed to reach, per second",
+        name="Target Speed", description="Angular speed to reach, per second, about the Empty's Z axis "
+                                         "(animatable: read on every frame of the bake)",
         subtype='ANGLE', default=6.283185,
     )
     target_linear_speed: FloatProperty(
-        name="Target Speed", description="Linear speed to reach",
+        name="Target Speed", description="Linear speed to reach along the Empty's Z axis (animatable: read "
+                                         "on every frame of the bake)",
         unit='VELOCITY', default=1.0,
     )
     target_angle: FloatProperty(
-        name="Target Angle", description="Servo: angle to turn Object B to, relative to Object A",
+        name="Target Angle", description="Servo: angle to turn Object A to about the Empty's Z axis, "
+                                         "relative to Object B, from the pose on the first frame (animatable)",
         subtype='ANGLE', default=0.0,
     )
     target_position: FloatProperty(
-        name="Target Position", description="Servo: position along the axis to move Object B to",
+        name="Target Position", description="Servo: position along the Empty's Z axis to move Object A to, "
+                                            "relative to Object B, from the pose on the first frame "
+                                            "(animatable)",
         subtype='DISTANCE', default=0.0,
     )
     max_torque: FloatProperty(
@@ -506,8 +574,9 @@ class JakobsenSceneSettings(PropertyGroup):
         default=0.0, min=0.0, soft_max=10.0,
     )
     wind: FloatVectorProperty(
-        name="Wind", description="Velocity of the air that cloth with Air Drag moves against "
-                                 "(still air: 0); a flag streams along it",
+        name="Wind", description="Velocity of the air that cloth with Air Drag and rigid bodies with Drag "
+                                 "move against (still air: 0), added to any Wind force fields; a flag "
+                                 "streams along it",
         subtype='VELOCITY', unit='VELOCITY', size=3, default=(0.0, 0.0, 0.0),
     )
     use_scene_range: BoolProperty(

@@ -18,10 +18,18 @@ a flat one with the Automatic shape, becomes a triangle-mesh collider instead. T
 the bodies the solver moves (``BodyBinding.keyed``): their pose composed with the object's
 matrix on the first frame, so scale, parents and the rotation mode are kept.
 
-Connector Empties of type Ball and Socket, Hinge and Fixed become engine joints between the rigid
-bodies in Object A and Object B (an empty slot is the world), at the Empty's origin and about its
-Z axis as on the first frame. The other connector types, springs and motors are checked (their
-objects must take part) but not simulated yet: the bake warns, naming them.
+Connector Empties (all ten types) become engine joints between the rigid bodies in Object A and
+Object B (an empty slot is the world), at the Empty's origin with the Empty's axes (its rotation,
+scale removed) as on the first frame; their limits, breaking and the wheel's suspension come
+from the Connector panel. Spring Empties become springs between the origins of Object A and
+Object B (an empty slot: the Empty's location). Motor Empties drive Object A about or along the
+Empty's Z axis, relative to Object B or the world. Settings a user animates (the wheel's
+steering angle, a motor's target) are sampled on every frame of the bake and interpolated
+linearly in between (``FrameTrack``).
+
+Blender's own force fields (Add > Force Field) in the view layer act too: Wind, Force and Drag
+map to the engine's wind, attractor and drag fields (see ``_add_force_field``); other field
+types are ignored with a warning naming them.
 
 Bad input raises ``JakobsenError`` with a message naming the object; awkward but legal input
 adds a line to ``SceneModel.warnings``. Reading changes nothing in the scene: the current frame
@@ -121,6 +129,7 @@ class SceneModel:
     colliders: list[ColliderBinding]
     bodies: list[BodyBinding] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
+    breakable: dict[str, str] = field(default_factory=dict)  # engine name -> "connector" or "spring"
 
     @property
     def frames(self) -> range:
@@ -129,6 +138,10 @@ class SceneModel:
     def time_of(self, frame: int) -> float:
         """Solver time (s) of a frame: 0 on the first frame of the bake."""
         return (frame - self.frame_start) / self.settings.frame_rate
+
+    def frame_of(self, time: float) -> int:
+        """The frame on which solver time ``time`` (s) falls: the first frame computed at or after it."""
+        return self.frame_start + int(math.ceil(time * self.settings.frame_rate - 1e-6))
 
     def pinned_positions(self, frame: int):
         """(n, 3) world positions of the pinned particles on ``frame``, or None if no pin moves."""
@@ -261,15 +274,84 @@ def _may_move(obj) -> bool:
     return False
 
 
-def _sample_matrices(scene, context, names: list[str], frames: range) -> dict[str, np.ndarray]:
-    """matrix_world (frames, 4, 4) of each object on each frame. Changes the current frame."""
+def _has_animation(obj) -> bool:
+    """Whether the object's own settings may change over time (keyframes, drivers, NLA strips)."""
+    ad = obj.animation_data
+    return ad is not None and (ad.action is not None or len(ad.drivers) > 0 or len(ad.nla_tracks) > 0)
+
+
+def _sample_matrices(scene, context, names: list[str], frames: range,
+                     settings: dict | None = None) -> tuple[dict[str, np.ndarray], dict[tuple, np.ndarray]]:
+    """matrix_world (frames, 4, 4) of each object in ``names``, and (frames,) values of each setting
+    in ``settings`` ((object name, setting) -> getter(evaluated object)), on each frame.
+    Changes the current frame."""
+    settings = settings or {}
     out = {name: np.empty((len(frames), 4, 4)) for name in names}
+    values = {key: np.empty(len(frames)) for key in settings}
     for k, frame in enumerate(frames):
         scene.frame_set(frame)
         depsgraph = context.evaluated_depsgraph_get()
         for name in names:
             out[name][k] = _matrix(bpy.data.objects[name].evaluated_get(depsgraph).matrix_world)
+        for key, getter in settings.items():
+            values[key][k] = float(getter(bpy.data.objects[key[0]].evaluated_get(depsgraph)))
+    return out, values
+
+
+class FrameTrack:
+    """``value(t)`` for the engine: a setting sampled once per frame of the bake (t = 0 on the first
+    frame), interpolated linearly between frames and held beyond the last."""
+
+    def __init__(self, values: np.ndarray, frame_rate: float):
+        self.values = np.asarray(values, dtype=np.float64)
+        self.frame_rate = float(frame_rate)
+        self._frames = np.arange(len(self.values), dtype=np.float64)
+
+    def __call__(self, t: float) -> float:
+        return float(np.interp(t * self.frame_rate, self._frames, self.values))
+
+
+# Animatable settings of the Empties, sampled per frame when the Empty has animation:
+# setting -> (role, getter of the evaluated object). A motor reads only the target its mode uses.
+_ANIMATABLE = {
+    "steering": ('CONNECTOR', lambda ob: ob.jakobsen.connector.steering_angle),
+    "motor target": ('MOTOR', lambda ob: _motor_target(ob.jakobsen.motor)),
+}
+
+
+def _motor_target(m) -> float:
+    """The target the motor's mode uses: rad/s or m/s (speed), rad or m (servo); 0 when applying force."""
+    angular = m.motor_type == 'ANGULAR'
+    if m.mode == 'REGULATE_SPEED':
+        return m.target_angular_speed if angular else m.target_linear_speed
+    if m.mode == 'SERVO':
+        return m.target_angle if angular else m.target_position
+    return 0.0
+
+
+def _animated_settings(objects) -> dict[tuple, object]:
+    """(object name, setting) -> getter, for the animatable settings of animated Empties."""
+    out = {}
+    for obj in objects:
+        if obj.type != 'EMPTY' or not _has_animation(obj):
+            continue
+        for setting, (role, getter) in _ANIMATABLE.items():
+            if obj.jakobsen.type == role and (setting != "steering"
+                                               or obj.jakobsen.connector.connector_type == 'WHEEL_SUSPENSION'):
+                out[(obj.name, setting)] = getter
     return out
+
+
+def _setting_over_time(obj, setting: str, sampled: dict, frame_rate: float):
+    """A float, or a ``FrameTrack`` if the setting changes during the bake."""
+    values = sampled.get((obj.name, setting))
+    if values is None:
+        return float(_ANIMATABLE[setting][1](obj))
+    if not np.all(np.isfinite(values)):
+        raise JakobsenError(f"{describe(obj)}: its animated {setting} is not a number on some frame")
+    if np.allclose(values, values[0], rtol=0.0, atol=1e-12):
+        return float(values[0])
+    return FrameTrack(values, frame_rate)
 
 
 # -- mesh reading -----------------------------------------------------------------------------------
@@ -440,8 +522,11 @@ def enabled_objects(context) -> list:
     return sorted((o for o in context.view_layer.objects if o.jakobsen.enabled), key=lambda o: o.name)
 
 
-# Connector types the engine simulates, as its add_joint kinds.
-JOINT_KINDS = {'BALL_SOCKET': "ball_socket", 'HINGE': "hinge", 'FIXED': "fixed"}
+# Connector types, as the engine's add_joint kinds.
+JOINT_KINDS = {'FIXED': "fixed", 'HINGE': "hinge", 'BALL_SOCKET': "ball_socket", 'CARDAN': "cardan",
+               'RAGDOLL': "ragdoll", 'SLIDER': "slider", 'TWIST_SLIDER': "twist_slider", 'PLANAR': "planar",
+               'BOX': "box", 'WHEEL_SUSPENSION': "wheel_suspension"}
+MOTOR_MODES = {'REGULATE_SPEED': "speed", 'APPLY_FORCE': "force", 'SERVO': "servo"}
 
 
 def _connector_label(obj) -> str:
@@ -450,11 +535,14 @@ def _connector_label(obj) -> str:
     return settings.bl_rna.properties["connector_type"].enum_items[settings.connector_type].name
 
 
-def _is_joint(obj) -> bool:
-    return obj.jakobsen.type == 'CONNECTOR' and obj.jakobsen.connector.connector_type in JOINT_KINDS
+def _what_it_is(obj) -> str:
+    """``a Hinge connector``, ``a spring``, ``a motor``: how messages name what an Empty is."""
+    if obj.jakobsen.type == 'CONNECTOR':
+        return f"a {_connector_label(obj)} connector"
+    return f"a {_ROLE_NAMES[obj.jakobsen.type]}"
 
 
-def _check_pairs(objects, warnings: list[str]) -> None:
+def _check_pairs(objects) -> None:
     taking_part = {o.name: o for o in objects}
     for obj in objects:
         if obj.jakobsen.type not in EMPTY_TYPES:
@@ -466,46 +554,81 @@ def _check_pairs(objects, warnings: list[str]) -> None:
                                 "(an empty slot means the world)")
         if a is not None and a == b:
             raise JakobsenError(f"{where} joins '{a.name}' to itself; Object A and Object B must differ")
-        joint = _is_joint(obj)
+        if obj.jakobsen.type == 'MOTOR' and a is None:
+            raise JakobsenError(f"{where} has no Object A: Object A is the body the motor drives, Object B the "
+                                "one it pushes against (empty: the world)")
         for slot, other in (("Object A", a), ("Object B", b)):
             if other is None:
                 continue
-            if joint and other.name in taking_part and other.jakobsen.type != 'RIGID_BODY':
+            if other.name in taking_part and other.jakobsen.type != 'RIGID_BODY':
                 raise JakobsenError(f"{where}: its {slot} '{other.name}' is not a rigid body (it is a "
-                                    f"{_ROLE_NAMES[other.jakobsen.type]}); a {_connector_label(obj)} connector "
-                                    "joins rigid bodies (leave the slot empty to join to the world)")
-            if other.name not in taking_part or other.jakobsen.type not in ('RIGID_BODY', 'CLOTH', 'SOFT_BODY'):
-                what = "a rigid body (or leave the slot empty to join to the world)" if joint \
-                    else "a rigid body, cloth or soft body"
+                                    f"{_ROLE_NAMES[other.jakobsen.type]}); {_what_it_is(obj)} joins rigid bodies "
+                                    "(leave the slot empty to join to the world)")
+            if other.name not in taking_part:
                 raise JakobsenError(f"{where}: its {slot} '{other.name}' is not a body in the simulation; "
-                                    f"enable Jakobsen Physics on it as {what}")
-        if joint:
-            c = obj.jakobsen.connector
-            label = _connector_label(obj)
-            if not c.ignore_collisions:
-                warnings.append(f"{where}: Object A and Object B never collide with each other in the engine; "
-                                "Ignore Collisions off is not simulated yet")
-            if c.connector_type == 'HINGE' and c.use_angular_limit:
-                warnings.append(f"{where}: the {label}'s Angular Limit is not simulated yet; it turns freely")
-            if c.use_breaking:
-                warnings.append(f"{where}: Breakable is not simulated yet; the {label} never breaks")
-        elif obj.jakobsen.type == 'CONNECTOR':
-            warnings.append(f"{where} ({_connector_label(obj)}) is checked but not simulated yet: of the "
-                            "connectors only Ball and Socket, Hinge and Fixed are simulated")
-        else:
-            warnings.append(f"{where} is checked but not simulated yet: the engine has no springs or motors "
-                            "yet (of the connectors, Ball and Socket, Hinge and Fixed are simulated)")
+                                    "enable Jakobsen Physics on it as a rigid body (or leave the slot empty to "
+                                    "join to the world)")
 
 
-def _add_joints(builder: ModelBuilder, objects, depsgraph, bodies: list[BodyBinding],
-                colliders: list[ColliderBinding]) -> int:
-    """Connector Empties of the simulated types -> engine joints at the Empty's origin, about its Z
-    axis, as on the bake's first frame. Returns how many were added."""
+def _empty_frame(obj, depsgraph) -> np.ndarray:
+    """The Empty's matrix_world on the first frame with its scale taken out: columns X, Y, Z are
+    unit axes (the connector's frame, the motor's Z axis)."""
+    where = describe(obj)
+    m = _matrix(obj.evaluated_get(depsgraph).matrix_world)
+    if not np.all(np.isfinite(m)):
+        raise JakobsenError(f"{where}: its transform is not a number (check its location, rotation, "
+                            "scale and parents)")
+    lengths = np.linalg.norm(m[:3, :3], axis=0)
+    for axis, length in zip("XYZ", lengths):
+        if length < 1e-12:
+            raise JakobsenError(f"{where}: its {axis} axis has zero length (its scale is zero); "
+                                f"{_what_it_is(obj)} takes its axes from the Empty's rotation")
+    m[:3, :3] /= lengths
+    if np.linalg.det(m[:3, :3]) < 0:
+        raise JakobsenError(f"{where}: its scale is negative (mirrored); {_what_it_is(obj)} takes its axes "
+                            "from the Empty's rotation, so give it a positive scale")
+    return m
+
+
+def _joint_settings(obj, sampled: dict, frame_rate: float) -> dict:
+    """The Connector panel's settings that apply to the chosen type, as add_joint keywords."""
+    c = obj.jakobsen.connector
+    kind = c.connector_type
+    out = dict(limit_bounce=float(c.limit_bounce), ignore_collisions=bool(c.ignore_collisions),
+               breaking_force=float(c.breaking_force) if c.use_breaking else math.inf,
+               breaking_torque=float(c.breaking_torque) if c.use_breaking else math.inf)
+    if kind in ('HINGE', 'TWIST_SLIDER') and c.use_angular_limit:
+        out["angle_limits"] = (float(c.angle_min), float(c.angle_max))
+    if kind in ('SLIDER', 'TWIST_SLIDER') and c.use_linear_limit:
+        out["distance_limits"] = (float(c.distance_min), float(c.distance_max))
+    if kind == 'RAGDOLL' or (kind == 'CARDAN' and c.use_cone_limit):
+        out["cone_angle"] = float(c.cone_angle)
+    if kind == 'RAGDOLL':
+        out["twist_limits"] = (-float(c.twist_angle), float(c.twist_angle))
+    if kind == 'BOX':
+        lower, upper = tuple(float(v) for v in c.box_lower), tuple(float(v) for v in c.box_upper)
+        bad = [axis for axis, lo, hi in zip("XYZ", lower, upper) if lo > hi]
+        if bad:
+            raise JakobsenError(f"{describe(obj)}: the Box's Lower {bad[0]} is above its Upper {bad[0]}")
+        out["box_limits"] = (lower, upper)
+    if kind == 'WHEEL_SUSPENSION':
+        out.update(steering=_setting_over_time(obj, "steering", sampled, frame_rate),
+                   suspension_limits=(float(c.suspension_lower), float(c.suspension_upper)),
+                   suspension_rest=float(c.suspension_rest), suspension_stiffness=float(c.suspension_stiffness),
+                   suspension_damping=float(c.suspension_damping))
+    return out
+
+
+def _add_empties(builder: ModelBuilder, objects, depsgraph, bodies: list[BodyBinding],
+                 colliders: list[ColliderBinding], sampled: dict, frame_rate: float) -> dict[str, str]:
+    """Connector, spring and motor Empties -> engine joints, springs and motors, as on the bake's
+    first frame. Returns what may break: engine name -> "connector" or "spring"."""
     handles = {b.object_name: BodyHandle(name=b.object_name, index=b.index) for b in bodies}
     as_colliders = {c.object_name for c in colliders}
-    count = 0
+    breakable = {}
     for obj in objects:
-        if not _is_joint(obj):
+        role = obj.jakobsen.type
+        if role not in EMPTY_TYPES:
             continue
         where = describe(obj)
         ends = []
@@ -516,23 +639,118 @@ def _add_joints(builder: ModelBuilder, objects, depsgraph, bodies: list[BodyBind
                 ends.append(handles[other.name])
             else:
                 why = ("collides with its faces (Dynamic Off with a Static Mesh shape, or a flat mesh with "
-                       "Automatic), so it is a collider, not a body a connector can hold; give it another "
-                       "collision shape" if other.name in as_colliders else "is not a rigid body of this bake")
+                       f"Automatic), so it is a collider, not a body {_what_it_is(obj)} can hold; give it "
+                       "another collision shape" if other.name in as_colliders
+                       else "is not a rigid body of this bake")
                 raise JakobsenError(f"{where}: its {slot} '{other.name}' {why}, "
                                     "or leave the slot empty to join to the world")
-        m = _matrix(obj.evaluated_get(depsgraph).matrix_world)
-        if not np.all(np.isfinite(m)):
-            raise JakobsenError(f"{where}: its transform is not a number (check its location, rotation, "
-                                "scale and parents)")
-        axis = m[:3, 2]
-        length = float(np.linalg.norm(axis))
+        frame = _empty_frame(obj, depsgraph)
+        if role == 'CONNECTOR':
+            builder.add_joint(JOINT_KINDS[obj.jakobsen.connector.connector_type], ends[0], ends[1], frame[:3, 3],
+                              frame=frame[:3, :3], name=obj.name, **_joint_settings(obj, sampled, frame_rate))
+            breakable[obj.name] = "connector"
+        elif role == 'SPRING':
+            s = obj.jakobsen.spring
+            # Each end holds its body at the body's origin; a world end holds at the Empty.
+            anchors = [frame[:3, 3] if other is None else _matrix(other.evaluated_get(depsgraph).matrix_world)[:3, 3]
+                       for other in obj.jakobsen.pair()]
+            builder.add_spring(
+                ends[0], ends[1], anchors[0], anchors[1], name=obj.name, kind=s.spring_type.lower(),
+                rest_length=None if s.use_current_length else float(s.rest_length),
+                stiffness=float(s.stiffness), damping=float(s.damping),
+                angular_stiffness=float(s.angular_stiffness), angular_damping=float(s.angular_damping),
+                elastic_limits=(float(s.elastic_compression), float(s.elastic_stretch)) if s.use_plastic else None,
+                break_stretch=float(s.break_stretch) if s.use_breaking else math.inf,
+                break_compression=float(s.break_compression) if s.use_breaking else math.inf)
+            breakable.setdefault(obj.name, "spring")
+        else:
+            m = obj.jakobsen.motor
+            angular = m.motor_type == 'ANGULAR'
+            effort = {"torque": float(m.max_torque)} if angular else {"force": float(m.max_force)}
+            builder.add_motor(ends[0], ends[1], frame[:3, 2], name=obj.name, kind=m.motor_type.lower(),
+                              mode=MOTOR_MODES[m.mode],
+                              target=_setting_over_time(obj, "motor target", sampled, frame_rate), **effort)
+    return breakable
+
+
+# -- Blender's force fields -------------------------------------------------------------------------
+
+# Blender's falloff power -> the engine's falloff: 1 / r^power.
+_FALLOFFS = {0: "none", 1: "inverse", 2: "inverse_square"}
+
+
+def field_objects(context) -> list:
+    """The objects of the view layer with a Blender force field, by name (as Blender, a field
+    outside the view layer does nothing)."""
+    return sorted((o for o in context.view_layer.objects if o.field is not None and o.field.type != 'NONE'),
+                  key=lambda o: o.name)
+
+
+def _add_force_field(builder: ModelBuilder, obj, depsgraph, warnings: list[str]) -> None:
+    """One of Blender's force-field objects -> an engine force field, as on the bake's first frame.
+
+    - Wind: the engine's wind, an air velocity along the object's Z axis. Blender's wind has no air
+      speed (its Strength is a force); here Strength is read as the air speed in m/s (negative:
+      along -Z), which pushes rigid bodies through their Drag and cloth through its Air Drag.
+      Noise -> turbulence (the gusts' RMS speed as a fraction of the air speed: Noise 0.5 gusts
+      at half the wind speed), Seed -> seed; the gusts are about 1 m in size and change about
+      once a second. Blender's falloff is not simulated: the wind blows everywhere.
+    - Force: the engine's attractor at the object's origin, Strength read as an acceleration in
+      m/s² at 1 m; Blender's positive Strength pushes away, so the sign is flipped. Falloff Power
+      0, 1, 2 -> none, 1/r, 1/r² (other powers take the nearest of these, with a warning);
+      Blender's (1 + r)^-power becomes r^-power, r kept at least the Minimum Distance (when on);
+      the Maximum Distance (when on) ends the field. Tube and Cone falloff shapes act as Sphere.
+    - Drag: the engine's drag field, Linear (kg/s) and Quadratic (kg/m) as they are.
+    - Turbulence and the other types have no engine counterpart (a turbulence without a wind to
+      carry it has no air speed to vary): ignored, with a warning.
+    """
+    where = f"force field '{obj.name}'"
+    f = obj.field
+    kind = f.type
+    label = f.bl_rna.properties["type"].enum_items[kind].name
+    m = _matrix(obj.evaluated_get(depsgraph).matrix_world)
+    if not np.all(np.isfinite(m)):
+        raise JakobsenError(f"{where}: its transform is not a number (check its location, rotation, scale and "
+                            "parents)")
+    if kind not in ('WIND', 'FORCE', 'DRAG'):
+        warnings.append(f"{where} ({label}) is ignored: Jakobsen Physics simulates Wind, Force and Drag fields")
+        return
+    if _may_move(obj):
+        warnings.append(f"{where} is animated; the field stays as it is on the bake's first frame")
+    if kind == 'WIND':
+        z = m[:3, 2]
+        length = float(np.linalg.norm(z))
         if length < 1e-12:
-            raise JakobsenError(f"{where}: its Z axis has zero length (its scale is zero); "
-                                "the connector's axis is the Empty's Z axis")
-        builder.add_joint(JOINT_KINDS[obj.jakobsen.connector.connector_type], ends[0], ends[1], m[:3, 3],
-                          axis=axis / length, name=obj.name)
-        count += 1
-    return count
+            raise JakobsenError(f"{where}: its Z axis has zero length (its scale is zero); the wind blows along "
+                                "the object's Z axis")
+        direction = z / length * (1.0 if f.strength >= 0 else -1.0)
+        if f.use_max_distance or f.use_min_distance or f.falloff_power != 0.0:
+            warnings.append(f"{where}: its falloff (power, minimum or maximum distance) is not simulated; "
+                            "the wind blows everywhere")
+        builder.add_force("wind", name=obj.name, direction=direction, strength=abs(float(f.strength)),
+                          turbulence=float(f.noise), seed=int(f.seed))
+    elif kind == 'DRAG':
+        if f.use_max_distance or f.use_min_distance:
+            warnings.append(f"{where}: its minimum and maximum distance are not simulated; the drag acts "
+                            "everywhere")
+        builder.add_force("drag", name=obj.name, linear=float(f.linear_drag), quadratic=float(f.quadratic_drag))
+    else:
+        power = float(f.falloff_power)
+        nearest = min(max(int(round(power)), 0), 2)
+        if abs(power - nearest) > 1e-6:
+            warnings.append(f"{where}: its Falloff Power {power:g} is simulated as {nearest} "
+                            "(the engine has powers 0, 1 and 2)")
+        if f.falloff_type != 'SPHERE':
+            warnings.append(f"{where}: its {f.falloff_type.title()} falloff is simulated as Sphere")
+        if f.shape != 'POINT':
+            warnings.append(f"{where}: its {f.shape.title()} shape is simulated as Point (the object's origin)")
+        min_distance = float(f.distance_min) if f.use_min_distance else 0.0
+        max_distance = float(f.distance_max) if f.use_max_distance else None
+        if max_distance is not None and max_distance <= min_distance:
+            raise JakobsenError(f"{where}: its Maximum Distance ({max_distance:g} m) must exceed its Minimum "
+                                f"Distance ({min_distance:g} m)")
+        builder.add_force("attractor", name=obj.name, position=m[:3, 3], strength=-float(f.strength),
+                          falloff=_FALLOFFS[nearest], min_distance=min_distance, max_distance=max_distance)
 
 
 def build(context, *, frame_range: tuple[int, int] | None = None) -> SceneModel:
@@ -554,7 +772,8 @@ def build(context, *, frame_range: tuple[int, int] | None = None) -> SceneModel:
         if obj.mode == 'EDIT':
             raise JakobsenError(f"{describe(obj)} is in Edit Mode; switch to Object Mode to bake")
     warnings: list[str] = []
-    _check_pairs(objects, warnings)
+    _check_pairs(objects)
+    fields = field_objects(context)
 
     meshes = [o for o in objects if o.type == 'MESH']
     frames = range(start, end + 1)
@@ -562,7 +781,9 @@ def build(context, *, frame_range: tuple[int, int] | None = None) -> SceneModel:
     try:
         with baking.previous_bakes_hidden([o.name for o in meshes]):
             moving = [o.name for o in meshes if _may_move(o)]
-            tracks = _sample_matrices(scene, context, moving, frames) if moving else {}
+            animated = _animated_settings(objects)
+            tracks, sampled = (_sample_matrices(scene, context, moving, frames, animated)
+                               if moving or animated else ({}, {}))
             scene.frame_set(start)
             depsgraph = context.evaluated_depsgraph_get()
             builder = ModelBuilder()
@@ -580,7 +801,9 @@ def build(context, *, frame_range: tuple[int, int] | None = None) -> SceneModel:
                     (bodies if isinstance(item, BodyBinding) else colliders).append(item)
                 else:
                     colliders.append(_add_collider(builder, obj, depsgraph, track, settings.frame_rate, warnings))
-            _add_joints(builder, objects, depsgraph, bodies, colliders)
+            breakable = _add_empties(builder, objects, depsgraph, bodies, colliders, sampled, settings.frame_rate)
+            for obj in fields:
+                _add_force_field(builder, obj, depsgraph, warnings)
     finally:
         scene.frame_set(original[0], subframe=original[1])
 
@@ -597,7 +820,8 @@ def build(context, *, frame_range: tuple[int, int] | None = None) -> SceneModel:
             world_to_local=to_local, object_to_world=to_world,
             pinned=np.flatnonzero(pinned_mask) + handle.start, pinned_local=local[pinned_mask]))
     return SceneModel(model=model, settings=settings, frame_start=start, frame_end=end,
-                      deformables=deformables, colliders=colliders, bodies=bodies, warnings=warnings)
+                      deformables=deformables, colliders=colliders, bodies=bodies, warnings=warnings,
+                      breakable=breakable)
 
 
 def _world(local: np.ndarray, m: np.ndarray) -> np.ndarray:
@@ -694,6 +918,12 @@ def _add_collider(builder: ModelBuilder, obj, depsgraph, track, frame_rate: floa
                            animated=track is not None)
 
 
+# Follow Position / Rotation: the panel's 0..1 -> the engine's pull in 1/s. At 20/s a critically
+# damped pull closes most of a gap within about a tenth of a second (a few frames), so 1 means
+# "stays on the animation" while still reacting to hits; small values lag visibly.
+FOLLOW_RATE = 20.0
+
+
 def _damping_rate(fraction: float) -> float:
     """A fraction of velocity lost per second (the panel's 0..1) -> the engine's rate in 1/s."""
     return -math.log(max(1.0 - float(fraction), 1e-6))
@@ -733,16 +963,16 @@ def _add_rigid_body(builder: ModelBuilder, obj, depsgraph, track, frame_rate: fl
                         "Dynamic Off); it collides with its convex hull")
 
     motion = None
-    if mode == "kinematic" and moves:
+    follows = mode != "kinematic" and (rb.follow_position > 0.0 or rb.follow_rotation > 0.0)
+    if moves and (mode == "kinematic" or follows):
+        # Kinematic bodies move along their animation; with Follow Position / Rotation a dynamic
+        # or ghost body is pulled towards it (towards its first pose if it is not animated).
         motion = _rigid_track(obj, track, scale, frame_rate, np.linalg.inv(_rigid(rotation, m[:3, 3])), warnings)
     elif moves:
         warnings.append(f"{where}: it is animated, but the solver moves it (Dynamic {rb.dynamic.title()}); it "
                         "starts at rest from its pose on the first frame and the bake replaces its animation "
-                        "(Free Bake puts it back)")
+                        "(Free Bake puts it back; Follow Position and Rotation pull it along the animation)")
     if mode != "kinematic":
-        for what, value in (("Follow Position", rb.follow_position), ("Follow Rotation", rb.follow_rotation)):
-            if value > 0.0:
-                warnings.append(f"{where}: {what} is not in the engine yet; it is ignored")
         if obj.parent is not None and _may_move(obj.parent):
             warnings.append(f"{where}: its parent moves during the bake; the bake keys it as if the parent "
                             "stayed where it is on the first frame (clear the parent to bake it in world space)")
@@ -759,7 +989,9 @@ def _add_rigid_body(builder: ModelBuilder, obj, depsgraph, track, frame_rate: fl
         mass=None if rb.use_density else float(rb.mass), density=float(rb.density),
         shape=shape, shape_frame=m, friction=float(rb.friction), restitution=float(rb.bounce),
         mode=mode, motion=motion,
-        linear_damping=_damping_rate(rb.linear_damping), angular_damping=_damping_rate(rb.angular_damping))
+        linear_damping=_damping_rate(rb.linear_damping), angular_damping=_damping_rate(rb.angular_damping),
+        drag=float(rb.drag), follow_position=FOLLOW_RATE * float(rb.follow_position) if follows else 0.0,
+        follow_rotation=FOLLOW_RATE * float(rb.follow_rotation) if follows else 0.0)
     # matrix_basis = to_basis @ matrix_world: the parent (and its inverse matrix) as on the first frame.
     to_basis = _matrix(obj.matrix_basis) @ np.linalg.inv(m) if obj.parent is not None else np.eye(4)
     return BodyBinding(object_name=obj.name, index=handle.index, mode=mode, shape=shape, rest_matrix=m,

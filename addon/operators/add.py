@@ -2,9 +2,11 @@
 ``jakobsen.add_connector``, ``jakobsen.add_spring`` and ``jakobsen.add_motor`` (an Empty between
 the selected objects, as Cinema 4D places its connectors).
 
-For the Empties, the active object is Object B and the other selected mesh, if any, Object A
-(the car tutorial's order: A = the base, B = the wheel); with one mesh selected, Object A is the
-world. Bodies that do not take part yet are enabled as rigid bodies.
+For connectors and springs, the active object is Object B and the other selected mesh, if any,
+Object A (the car tutorial's order: A = the base, B = the wheel); with one mesh selected, Object A
+is the world. A motor drives Object A relative to Object B, so there the active object (the one
+driven) is Object A and the other selected mesh, if any, Object B (else the world). Bodies that
+do not take part yet are enabled as rigid bodies.
 """
 
 import bpy
@@ -26,7 +28,8 @@ def _pair_from_selection(op, context):
     meshes = _selected_meshes(context)
     active = context.active_object
     if active is None or active.type != 'MESH' or active not in meshes:
-        op.report({'ERROR'}, "Make a mesh the active object (Object B); select one more for Object A")
+        op.report({'ERROR'}, "Make a mesh the active object (the body at the Empty); "
+                             "select one more mesh to join it to")
         return None
     others = [o for o in meshes if o != active]
     if len(others) > 1:
@@ -129,7 +132,7 @@ class JAKOBSEN_OT_add_spring(_FromSelection, Operator):
 
 
 class JAKOBSEN_OT_add_motor(_FromSelection, Operator):
-    """Add a motor at the active object that drives it (Object B) relative to the other selected mesh (Object A)"""
+    """Add a motor at the active object that drives it (Object A) relative to the other selected mesh (Object B)"""
 
     bl_idname = "jakobsen.add_motor"
     bl_label = "Add Motor"
@@ -142,12 +145,12 @@ class JAKOBSEN_OT_add_motor(_FromSelection, Operator):
         pair = _pair_from_selection(self, context)
         if pair is None:
             return {'CANCELLED'}
-        a, b = pair
-        _enable_bodies(a, b)
-        empty = _new_empty(context, "Motor", 'MOTOR', b.matrix_world.translation, 'CIRCLE')
+        reference, driven = pair
+        _enable_bodies(reference, driven)
+        empty = _new_empty(context, "Motor", 'MOTOR', driven.matrix_world.translation, 'CIRCLE')
         settings = empty.jakobsen.motor
         settings.motor_type = self.motor_type
-        settings.object_a, settings.object_b = a, b
+        settings.object_a, settings.object_b = driven, reference
         return {'FINISHED'}
 
 

@@ -73,10 +73,11 @@ class PHYSICS_PT_jakobsen_body(JakobsenPhysicsPanel, Panel):
         col.active = moved
         col.prop(rb, "linear_damping")
         col.prop(rb, "angular_damping")
-        sub = col.column()
-        sub.active = False  # not in the engine yet; kept so that scenes can set them up
-        sub.prop(rb, "follow_position")
-        sub.prop(rb, "follow_rotation")
+        col.prop(rb, "drag")
+        col = layout.column(heading="Follow")
+        col.active = moved  # a body with Dynamic Off follows its animation exactly
+        col.prop(rb, "follow_position", text="Position")
+        col.prop(rb, "follow_rotation", text="Rotation")
 
 
 class PHYSICS_PT_jakobsen_cloth(JakobsenPhysicsPanel, Panel):
@@ -140,11 +141,16 @@ def _draw_pair(layout, settings, ob) -> None:
     col = layout.column()
     col.prop(settings, "object_a")
     col.prop(settings, "object_b")
-    if settings.object_a is None and settings.object_b is None:
+    if ob.jakobsen.type == 'MOTOR':
+        if settings.object_a is None:
+            col.label(text="Set Object A, the body the motor drives", icon='ERROR')
+    elif settings.object_a is None and settings.object_b is None:
         col.label(text="Set Object A, Object B or both", icon='ERROR')
     for other in (settings.object_a, settings.object_b):
         if other is not None and not other.jakobsen.enabled:
             col.label(text=f"{other.name} does not take part in the simulation", icon='ERROR')
+        elif other is not None and other.jakobsen.type != 'RIGID_BODY':
+            col.label(text=f"{other.name} is not a rigid body", icon='ERROR')
 
 
 class PHYSICS_PT_jakobsen_connector(JakobsenPhysicsPanel, Panel):
@@ -162,26 +168,40 @@ class PHYSICS_PT_jakobsen_connector(JakobsenPhysicsPanel, Panel):
         layout.prop(c, "ignore_collisions")
         kind = c.connector_type
 
-        if kind in {'HINGE', 'TWIST_SLIDER', 'CARDAN'}:
+        limited = False  # whether Limit Bounce has a limit to bounce off
+        if kind in {'HINGE', 'TWIST_SLIDER'}:
             col = layout.column(heading="Angular Limit")
             col.prop(c, "use_angular_limit", text="")
             sub = col.column(align=True)
             sub.active = c.use_angular_limit
             sub.prop(c, "angle_min", text="Min")
             sub.prop(c, "angle_max", text="Max")
+            limited |= c.use_angular_limit
+        if kind == 'CARDAN':
+            col = layout.column(heading="Cone Limit")
+            col.prop(c, "use_cone_limit", text="")
+            sub = col.column()
+            sub.active = c.use_cone_limit
+            sub.prop(c, "cone_angle")
+            limited |= c.use_cone_limit
         if kind == 'RAGDOLL':
             col = layout.column(align=True)
             col.prop(c, "cone_angle")
             col.prop(c, "twist_angle")
-        if kind in {'SLIDER', 'TWIST_SLIDER', 'PLANAR', 'BOX'}:
+            limited = True
+        if kind in {'SLIDER', 'TWIST_SLIDER'}:
             col = layout.column(heading="Linear Limit")
             col.prop(c, "use_linear_limit", text="")
             sub = col.column(align=True)
             sub.active = c.use_linear_limit
             sub.prop(c, "distance_min", text="Min")
             sub.prop(c, "distance_max", text="Max")
-        if kind not in {'FIXED', 'BALL_SOCKET', 'WHEEL_SUSPENSION'}:
-            layout.prop(c, "limit_bounce")
+            limited |= c.use_linear_limit
+        if kind == 'BOX':
+            col = layout.column()
+            col.prop(c, "box_lower")
+            col.prop(c, "box_upper")
+            limited = True
         if kind == 'WHEEL_SUSPENSION':
             col = layout.column(heading="Suspension")
             col.prop(c, "steering_angle")
@@ -191,6 +211,11 @@ class PHYSICS_PT_jakobsen_connector(JakobsenPhysicsPanel, Panel):
             sub = col.column(align=True)
             sub.prop(c, "suspension_lower")
             sub.prop(c, "suspension_upper")
+            limited = True
+        if kind not in {'FIXED', 'BALL_SOCKET', 'PLANAR'}:
+            row = layout.row()
+            row.active = limited
+            row.prop(c, "limit_bounce")
 
         col = layout.column(heading="Breaking")
         col.prop(c, "use_breaking", text="Breakable")
@@ -212,15 +237,32 @@ class PHYSICS_PT_jakobsen_spring(JakobsenPhysicsPanel, Panel):
         s = ob.jakobsen.spring
         layout.prop(s, "spring_type")
         _draw_pair(layout, s, ob)
-        if s.spring_type in {'LINEAR', 'BOTH'}:
+        linear = s.spring_type in {'LINEAR', 'BOTH'}
+        if linear:
             col = layout.column(heading="Linear")
-            col.prop(s, "rest_length")
+            col.prop(s, "use_current_length")
+            sub = col.column()
+            sub.active = not s.use_current_length
+            sub.prop(s, "rest_length")
             col.prop(s, "stiffness")
             col.prop(s, "damping")
         if s.spring_type in {'ANGULAR', 'BOTH'}:
             col = layout.column(heading="Angular")
             col.prop(s, "angular_stiffness", text="Stiffness")
             col.prop(s, "angular_damping", text="Damping")
+        if linear:  # plastic and breaking act on the length
+            col = layout.column(heading="Plastic")
+            col.prop(s, "use_plastic", text="")
+            sub = col.column(align=True)
+            sub.active = s.use_plastic
+            sub.prop(s, "elastic_compression", text="Compression")
+            sub.prop(s, "elastic_stretch", text="Stretch")
+            col = layout.column(heading="Breaking")
+            col.prop(s, "use_breaking", text="Breakable")
+            sub = col.column(align=True)
+            sub.active = s.use_breaking
+            sub.prop(s, "break_stretch", text="Stretch")
+            sub.prop(s, "break_compression", text="Compression")
 
 
 class PHYSICS_PT_jakobsen_motor(JakobsenPhysicsPanel, Panel):

@@ -200,8 +200,8 @@ def test_connectors_must_join_bodies_that_take_part(pinned_cloth):
     assert not any("not simulated yet" in w for w in sm.warnings)
     empty.jakobsen.connector.connector_type = 'CARDAN'
     sm = scene_to_model.build(bpy.context)
-    assert sm.model.joints.count == 0
-    assert any("connector 'Wheel Hinge' (Cardan) is checked but not simulated yet" in w for w in sm.warnings)
+    assert sm.model.joints.count == 1  # every connector type is simulated
+    assert not any("not simulated yet" in w for w in sm.warnings)
     assert not any("rigid body 'Base'" in w for w in sm.warnings)  # a rigid body is simulated now
     assert [(b.object_name, b.mode) for b in sm.bodies] == [("Base", "dynamic")]
     empty.jakobsen.connector.object_b = cube

@@ -54,13 +54,18 @@ def test_every_setting_has_a_tooltip_and_a_unit_where_one_applies(blender):
                for p in cls.bl_rna.properties if p.identifier not in ("rna_type", "name") and not p.description]
     assert missing == []
     o = bpy.types.Object.bl_rna.properties["jakobsen"].fixed_type
-    props = {g: o.properties[g].fixed_type.properties for g in ("rigid_body", "cloth", "connector", "motor")}
+    props = {g: o.properties[g].fixed_type.properties
+             for g in ("rigid_body", "cloth", "connector", "spring", "motor")}
     assert props["rigid_body"]["mass"].unit == 'MASS'
     assert props["cloth"]["thickness"].subtype == 'DISTANCE'
     assert props["cloth"]["vertex_mass"].unit == 'MASS'
     assert props["connector"]["angle_min"].subtype == 'ANGLE'
     assert props["connector"]["suspension_rest"].subtype == 'DISTANCE'
     assert props["motor"]["target_linear_speed"].unit == 'VELOCITY'
+    assert props["connector"]["box_lower"].subtype == 'XYZ_LENGTH'
+    assert props["spring"]["break_stretch"].subtype == 'DISTANCE'
+    assert "kg/m" in props["rigid_body"]["drag"].description
+    assert "20 per second" in props["rigid_body"]["follow_position"].description
     scene = bpy.types.Scene.bl_rna.properties["jakobsen"].fixed_type.properties
     assert scene["gravity"].subtype == 'ACCELERATION'
     assert scene["cache_directory"].subtype == 'DIR_PATH'
@@ -163,7 +168,10 @@ def test_add_connector_spring_and_motor_from_the_selection(blender, helpers):
     _select(wheel, active=wheel)
     assert bpy.ops.jakobsen.add_motor(motor_type='ANGULAR') == {'FINISHED'}
     motor = bpy.context.view_layer.objects.active
-    assert motor.jakobsen.pair() == (None, wheel)
+    assert motor.jakobsen.pair() == (wheel, None)  # a motor drives Object A, relative to the world here
+    _select(base, wheel, active=wheel)
+    assert bpy.ops.jakobsen.add_motor(motor_type='LINEAR') == {'FINISHED'}
+    assert bpy.context.view_layer.objects.active.jakobsen.pair() == (wheel, base)  # driven, reference
 
     third = helpers.link(bpy.data.objects.new("Third", helpers.grid_mesh("Third", 2, 2, 0.5)))
     bpy.context.view_layer.update()
@@ -303,14 +311,20 @@ def test_panels_draw_existing_settings_and_only_those_that_apply(blender, helper
         c.connector_type = kind
         drawn = _draw(physics["PHYSICS_PT_jakobsen_connector"], context)
         assert ("suspension_stiffness" in drawn) == (kind == 'WHEEL_SUSPENSION')
-        assert ("cone_angle" in drawn) == (kind == 'RAGDOLL')
-        assert ("distance_min" in drawn) == (kind in ('SLIDER', 'TWIST_SLIDER', 'PLANAR', 'BOX'))
+        assert ("cone_angle" in drawn) == (kind in ('RAGDOLL', 'CARDAN'))
+        assert ("angle_min" in drawn) == (kind in ('HINGE', 'TWIST_SLIDER'))
+        assert ("distance_min" in drawn) == (kind in ('SLIDER', 'TWIST_SLIDER'))
+        assert ("box_lower" in drawn) == (kind == 'BOX')
+        assert ("limit_bounce" in drawn) == (kind not in ('FIXED', 'BALL_SOCKET', 'PLANAR'))
+        assert "breaking_force" in drawn and "ignore_collisions" in drawn
         assert "label:Set Object A, Object B or both" in drawn
     sp = empty.jakobsen.spring
     for kind, linear, angular in (('LINEAR', True, False), ('ANGULAR', False, True), ('BOTH', True, True)):
         sp.spring_type = kind
         drawn = _draw(physics["PHYSICS_PT_jakobsen_spring"], context)
         assert ("rest_length" in drawn, "angular_stiffness" in drawn) == (linear, angular)
+        assert ("use_current_length" in drawn, "break_stretch" in drawn, "elastic_stretch" in drawn) == \
+            (linear, linear, linear)
     m = empty.jakobsen.motor
     for m.motor_type in ('ANGULAR', 'LINEAR'):
         for m.mode in ('REGULATE_SPEED', 'APPLY_FORCE', 'SERVO'):
