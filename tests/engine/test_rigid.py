@@ -98,8 +98,6 @@ def test_box_bounces_to_e_squared_of_its_drop_height(e):
     assert abs(peak - e * e * height) / (e * e * height) < 0.05
 
 
-@pytest.mark.xfail(strict=True, reason="known gap (issue 3): a flat box's four corner contacts are solved one after "
-                   "another, so each bounce turns some energy into rocking and ~half is gone after ten bounces")
 def test_perfectly_elastic_box_keeps_its_energy_over_ten_bounces():
     solver, state, _ = world((box_mesh(centre=(0, 0, 1.5)), dict(shape="box", restitution=1.0)),
                              colliders=[engine.Plane(restitution=1.0)])
