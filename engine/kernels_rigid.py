@@ -249,9 +249,20 @@ def pair_blocks(rows: ContactRows, pair_ab, row, slot, count, bounds) -> PairBlo
     return blocks
 
 
-def _pseudo_inverse(L, active):
-    """Pseudo-inverses (P, 12, n) of rows L (P, n, 12) with only the active (P, n) ones kept."""
-    return np.linalg.pinv(np.where(active[:, :, None], L, 0.0), rcond=PAIR_RCOND)
+def _pseudo_inverse(L, active, cache=None, key=None):
+    """Pseudo-inverses (P, 12, n) of rows L (P, n, 12) with only the active (P, n) ones kept.
+
+    cache: an optional dict that keeps the last result under ``key`` with its mask: L is fixed
+    for a substep, and from pass to pass the set of active contacts mostly is too.
+    """
+    if cache is not None:
+        hit = cache.get(key)
+        if hit is not None and np.array_equal(hit[0], active):
+            return hit[1]
+    Lp = np.linalg.pinv(np.where(active[:, :, None], L, 0.0), rcond=PAIR_RCOND)
+    if cache is not None:
+        cache[key] = (active.copy(), Lp)
+    return Lp
 
 
 def _impulses(Lp, r):
@@ -274,7 +285,7 @@ def colour_slices(blocks: PairBlocks, lam, lam_t, scale):
         P = s1 - s0
         out.append((blocks.ab[s], blocks.valid[s], blocks.J[s], blocks.M[s], blocks.base[s],
                     blocks.L[s].reshape(P, 3 * K, 12), blocks.friction[s] > 0.0, blocks.friction[s],
-                    lam[s], lam_t[s], scale[s]))
+                    lam[s], lam_t[s], scale[s], {}))
     return out
 
 
@@ -293,14 +304,14 @@ def solve_contact_positions(slices, S):
     Coulomb cone cut it.
     """
     einsum, maximum, minimum = _einsum, np.maximum, np.minimum
-    for ab, valid, J, M, base, L, grips, mu, lam, lam_t, scale_out in slices:
+    for ab, valid, J, M, base, L, grips, mu, lam, lam_t, scale_out, cache in slices:
         P, K = valid.shape
         e = einsum("pkij,pj->pki", J, S[ab].reshape(P, 12))
         e += base
         en = e[:, :, 0]
         active = valid & ((lam > 0.0) | (en < 0.0))
         Ln = L[:, 0::3]
-        dlam = -_impulses(_pseudo_inverse(Ln, active), np.where(active, en, 0.0))
+        dlam = -_impulses(_pseudo_inverse(Ln, active, cache, "normal"), np.where(active, en, 0.0))
         dlam = maximum(dlam, -lam)
         lam += dlam
         # slip along t1, t2 after the normal correction
@@ -315,7 +326,7 @@ def solve_contact_positions(slices, S):
         rhs = np.where(rows, e, 0.0)
         rhs[:, :, 0] = 0.0
         rows = rows.reshape(P, 3 * K)
-        dt = -_impulses(_pseudo_inverse(L, rows), rhs.reshape(P, 3 * K)).reshape(P, K, 3)[:, :, 1:]
+        dt = -_impulses(_pseudo_inverse(L, rows, cache, "friction"), rhs.reshape(P, 3 * K)).reshape(P, K, 3)[:, :, 1:]
         # Coulomb: the accumulated tangential multiplier (a vector, summed over this substep's
         # passes) stays within mu times the normal one. Inside the cone the contact sticks.
         total = lam_t + dt
