@@ -1,11 +1,12 @@
 """The hot loops of rigid bodies: integration, contact colouring, position and velocity solves.
 
 Extended XPBD for rigid bodies (Muller et al. 2020, *Detailed Rigid Body Simulation with
-Extended Position Based Dynamics*), vectorised over one colour of contacts at a time. Within a
-substep the corrections are linearised: every body gathers a translation ``dx`` and a small
-rotation ``dth`` that contact projections add to, and each contact's lever arms, normal and
-generalized inverse mass are computed once when the substep starts (rotations within a substep
-are tiny). That keeps a colour's work to a few dozen numpy operations.
+Extended Position Based Dynamics*), vectorised over one colour of body pairs at a time, the
+contacts of each pair solved together. Within a substep the corrections are linearised: every
+body gathers a translation ``dx`` and a small rotation ``dth`` that contact projections add to,
+and each contact's lever arms, normal and generalized inverse mass are computed once when the
+substep starts (rotations within a substep are tiny). That keeps a colour's work to a few dozen
+numpy operations and two small batched pseudo-inverses.
 
 Arrays are sized B + 1: row B is the static world (inverse mass 0, identity pose), so a contact
 with a collider is a contact with body B. x: (B+1, 3) m; q: (B+1, 4); v, w: (B+1, 3);
@@ -92,7 +93,7 @@ def colour_contacts(a, b, movable, seed_order):
 
 @dataclass
 class ContactRows:
-    """Per-contact quantities fixed for one substep (c contacts, in colour order).
+    """Per-contact quantities fixed for one substep (c contacts, grouped by pair of bodies).
 
     The solve works on each body's accumulated correction S (B+1, 6) = [dx, dth] (translation,
     small rotation) and, for a contact, on G = [S[a], S[b]] (12,). Rows j of ``J`` (c, k, 12) are
@@ -100,8 +101,11 @@ class ContactRows:
     t1, t2 of the contact plane; k = 1: the normal only): J_j . G is how far the contact point of A
     has moved along direction j relative to B's, i.e. [d, r1 x d, -d, -(r2 x d)]. Rows of
     ``M`` (c, k, 12) are M^-1 J_j^T, the correction an impulse of 1 along j makes (A's half
-    positive, B's negated), so G += P . M applies impulses P (c, k). ``A`` (c, k, k) = J M is the
-    generalized inverse mass matrix; w = A[:, 0, 0] the one along n.
+    positive, B's negated), so G += P . M applies impulses P (c, k). Rows of ``L`` (c, k, 12) are
+    J_j times a square root F of the inverse mass (a body's is blockdiag(1/m, R I^-1 R^T) = F F^T
+    with F = blockdiag(m^-1/2, R I^-1/2)), so L L^T = J M^T is the generalized inverse mass
+    matrix, across all the contacts of a pair of bodies too; solves go through L, whose size
+    is the pair's 12 degrees of freedom however many contacts it has.
 
     ab: (c, 2) the two bodies; base: (c, k) value of J . G at G = 0: the signed separation along
     n at the solve's start (< 0 penetrating) and how far A's contact point is from its friction
@@ -113,8 +117,7 @@ class ContactRows:
     ab: np.ndarray
     J: np.ndarray
     M: np.ndarray
-    A: np.ndarray
-    w: np.ndarray
+    L: np.ndarray
     base: np.ndarray
     r1: np.ndarray
     r2: np.ndarray
@@ -173,76 +176,190 @@ def contact_rows(x, q, origin, inv_mass, inv_inertia, contacts, anchor=None) -> 
                              inv_inertia[a][:, None, :] * np.einsum("cji,ckj->cki", rot1, J[:, :, 3:6]))
     M[:, :, 9:12] = np.einsum("cij,ckj->cki", rot2,
                               inv_inertia[b][:, None, :] * np.einsum("cji,ckj->cki", rot2, J[:, :, 9:12]))
-    A = np.einsum("cil,cjl->cij", J, M)
-    w = np.maximum(A[:, 0, 0], 1e-300)
-    return ContactRows(np.stack([a, b], axis=1), J, M, A, w, base, r1, r2, n, contacts.friction)
+    L = np.empty((c, k, 12))
+    L[:, :, 0:3] = np.sqrt(ma)[:, None, None] * dirs
+    L[:, :, 6:9] = -np.sqrt(mb)[:, None, None] * dirs
+    L[:, :, 3:6] = np.sqrt(inv_inertia[a])[:, None, :] * np.einsum("cji,ckj->cki", rot1, J[:, :, 3:6])
+    L[:, :, 9:12] = np.sqrt(inv_inertia[b])[:, None, :] * np.einsum("cji,ckj->cki", rot2, J[:, :, 9:12])
+    return ContactRows(np.stack([a, b], axis=1), J, M, L, base, r1, r2, n, contacts.friction)
 
 
-def colour_slices(bounds, rows: ContactRows, lam, lam_t, scale):
-    """Per colour (contiguous contacts start:stop), the views the position solve reads and writes."""
+# Singular values of a pair's rows L below this fraction of the largest are taken as zero. A pair
+# usually has more contact rows than ways to move (a face's four corners, three ways to move
+# along the normal), so its matrix is singular; the pseudo-inverse then spreads the impulse
+# over them evenly (the least-norm split) instead of through rounding noise.
+PAIR_RCOND = 1e-7
+
+
+@dataclass
+class PairBlocks:
+    """Contacts grouped by body pair (P pairs, at most K contacts each, padded), pairs in colour order.
+
+    A pair's contacts act on the same two bodies, so they are solved as one block (a least
+    squares solve over the pair) rather than one after another: the corners of a face landing
+    flat share the impulse evenly, as they would at the same instant, instead of the first one
+    tipping the body.
+
+    ab: (P, 2) the pair's bodies, lower index first (the world, B, is always second); row, slot:
+    (c,) where each contact sits in the padded arrays; valid: (P, K); J, M, L: (P, K, k, 12)
+    ``ContactRows.J``/``M``/``L`` with G = [S[ab[:, 0]], S[ab[:, 1]]] (halves swapped for contacts
+    whose point is on the second body), zero where not valid; base: (P, K, k); friction: (P, K);
+    bounds: (colours + 1,) pair row where each colour starts.
+    """
+
+    ab: np.ndarray
+    row: np.ndarray
+    slot: np.ndarray
+    valid: np.ndarray
+    J: np.ndarray
+    M: np.ndarray
+    L: np.ndarray
+    base: np.ndarray
+    friction: np.ndarray
+    bounds: np.ndarray
+
+    def pad(self, values, fill=0.0):
+        """Per-contact values (c, ...) into the padded layout (P, K, ...)."""
+        out = np.full(self.valid.shape + values.shape[1:], fill, dtype=values.dtype)
+        out[self.row, self.slot] = values
+        return out
+
+
+def pair_blocks(rows: ContactRows, pair_ab, row, slot, count, bounds) -> PairBlocks:
+    """The padded per-pair layout of ``rows`` (contacts sorted by pair row).
+
+    pair_ab: (P, 2) lower, higher body of each pair; row, slot: (c,) each contact's pair row and
+    place in it; count: K; bounds: (colours + 1,) pair rows where the colours start.
+    """
+    P, K = len(pair_ab), count
+    swapped = rows.ab[:, 0] != pair_ab[row, 0]
+    k = rows.J.shape[1]
+    valid = np.zeros((P, K), bool)
+    valid[row, slot] = True
     out = []
-    neg_w = -rows.w
-    for s0, s1 in zip(bounds[:-1], bounds[1:]):
+    for m in (rows.J, rows.M, rows.L):
+        m = m.copy()
+        m[swapped] = np.roll(m[swapped], 6, axis=-1)
+        padded = np.zeros((P, K, k, 12))
+        padded[row, slot] = m
+        out.append(padded)
+    blocks = PairBlocks(pair_ab, row, slot, valid, *out, None, None, bounds)
+    blocks.base = blocks.pad(rows.base)
+    blocks.friction = blocks.pad(rows.friction)
+    return blocks
+
+
+def _pseudo_inverse(L, active, cache=None, key=None):
+    """Pseudo-inverses (P, 12, n) of rows L (P, n, 12) with only the active (P, n) ones kept.
+
+    cache: an optional dict that keeps the last result under ``key`` with its mask: L is fixed
+    for a substep, and from pass to pass the set of active contacts mostly is too.
+    """
+    if cache is not None:
+        hit = cache.get(key)
+        if hit is not None and np.array_equal(hit[0], active):
+            return hit[1]
+    Lp = np.linalg.pinv(np.where(active[:, :, None], L, 0.0), rcond=PAIR_RCOND)
+    if cache is not None:
+        cache[key] = (active.copy(), Lp)
+    return Lp
+
+
+def _impulses(Lp, r):
+    """The least-norm impulses (P, n) that change the constraints by r (P, n): A^+ r, where for
+    A = L L^T the pseudo-inverse is A^+ = (L^+)^T L^+ and Lp (P, 12, n) is L^+."""
+    return _einsum("pki,pk->pi", Lp, _einsum("pkj,pj->pk", Lp, r))
+
+
+def colour_slices(blocks: PairBlocks, lam, lam_t, scale):
+    """Per colour (pair rows start:stop), the views the position solve reads and writes.
+
+    lam: (P, K), lam_t: (P, K, 2), scale: (P, K), all padded like ``blocks``.
+    """
+    out = []
+    K = blocks.valid.shape[1]
+    for s0, s1 in zip(blocks.bounds[:-1], blocks.bounds[1:]):
         if s1 <= s0:
             continue
         s = slice(int(s0), int(s1))
-        A = rows.A[s]
-        out.append((rows.ab[s], rows.base[s], rows.J[s], rows.M[s], neg_w[s], A[:, 1:, 0], A[:, 1:, 1:],
-                    rows.friction[s], lam[s], lam_t[s], scale[s], np.empty((s1 - s0, 3))))
+        P = s1 - s0
+        out.append((blocks.ab[s], blocks.valid[s], blocks.J[s], blocks.M[s], blocks.base[s],
+                    blocks.L[s].reshape(P, 3 * K, 12), blocks.friction[s] > 0.0, blocks.friction[s],
+                    lam[s], lam_t[s], scale[s], {}))
     return out
 
 
 def solve_contact_positions(slices, S):
-    """One Gauss-Seidel pass of contact projection with static friction, colour by colour.
+    """One pass of contact projection with static friction: pair blocks, colour by colour.
 
     S: (B+1, 6) the translation dx and small rotation dth each body has been moved by in this
-    substep so far (updated in place). Per colour (see ``colour_slices``) lam: accumulated normal
-    positional impulses, kg m; lam_t: (m, 2) accumulated tangential (friction) positional
-    impulses along t1, t2. Each contact first projects out of penetration along n, then static
-    friction pulls its point back to its anchor when that needs no more than mu times its normal
-    impulse; both go out as one impulse. scale: (m,) 1 where friction held the contact (it
-    sticks if it also has a normal impulse), less where the Coulomb cone cut it.
+    substep so far (updated in place). Per colour (see ``colour_slices``), for each pair of
+    bodies: lam (P, K) accumulated normal positional impulses, kg m; lam_t (P, K, 2) accumulated
+    tangential (friction) positional impulses along t1, t2. First the contacts that penetrate
+    or still push take the normal impulses that bring them all to the surface at once (least
+    squares over the pair), the accumulated impulse kept >= 0 so that a contact pushed too far
+    lets go; then static friction pulls the pushing contacts back to their anchors, all at
+    once, each within mu times its normal impulse; both go out as one impulse. scale: (P, K) 1
+    where friction held the contact (it sticks if it also has a normal impulse), less where the
+    Coulomb cone cut it.
     """
     einsum, maximum, minimum = _einsum, np.maximum, np.minimum
-    for ab, base, J, M, neg_w, C, W, mu, lam, lam_t, scale_out, P in slices:
-        e = einsum("cij,cj->ci", J, S[ab].reshape(-1, 12))
+    for ab, valid, J, M, base, L, grips, mu, lam, lam_t, scale_out, cache in slices:
+        P, K = valid.shape
+        e = einsum("pkij,pj->pki", J, S[ab].reshape(P, 12))
         e += base
-        # out of penetration along n: -depth / w where depth < 0
-        dlam = maximum(e[:, 0] / neg_w, 0.0)
+        en = e[:, :, 0]
+        active = valid & ((lam > 0.0) | (en < 0.0))
+        Ln = L[:, 0::3]
+        dlam = -_impulses(_pseudo_inverse(Ln, active, cache, "normal"), np.where(active, en, 0.0))
+        dlam = maximum(dlam, -lam)
         lam += dlam
         # slip along t1, t2 after the normal correction
-        s = e[:, 1:]
-        s += dlam[:, None] * C
-        # -slip / (inverse mass along the slip direction) = -s |s|^2 / (s^T W s)
-        f = einsum("ci,ci->c", s, s)
-        f /= maximum(einsum("ci,cij,cj->c", s, W, s), 1e-300)
+        e += einsum("pkij,pj->pki", J, einsum("pk,pkj->pj", dlam, M[:, :, 0]))
+        # The friction impulses that take the slip back, found with the normal rows held (the
+        # tangent rows alone would turn the body about the contact plane's axes, which only
+        # the normal rows rule out); only their tangential part is applied, so a cone-limited
+        # (sliding) contact does not leave a normal push behind.
+        holds = lam > 0.0
+        rows = np.repeat(holds[:, :, None], 3, axis=2)
+        rows[:, :, 1:] &= grips[:, :, None]
+        rhs = np.where(rows, e, 0.0)
+        rhs[:, :, 0] = 0.0
+        rows = rows.reshape(P, 3 * K)
+        dt = -_impulses(_pseudo_inverse(L, rows, cache, "friction"), rhs.reshape(P, 3 * K)).reshape(P, K, 3)[:, :, 1:]
         # Coulomb: the accumulated tangential multiplier (a vector, summed over this substep's
         # passes) stays within mu times the normal one. Inside the cone the contact sticks.
-        total = lam_t - s * f[:, None]
-        scale = minimum(mu * lam / maximum(np.sqrt(einsum("ci,ci->c", total, total)), 1e-300), 1.0)
-        total *= scale[:, None]
-        P[:, 0] = dlam
-        np.subtract(total, lam_t, out=P[:, 1:])
+        total = lam_t + dt
+        scale = minimum(mu * lam / maximum(np.sqrt(einsum("pki,pki->pk", total, total)), 1e-300), 1.0)
+        total *= scale[:, :, None]
+        impulse = np.concatenate([dlam[:, :, None], total - lam_t], axis=2)
         lam_t[...] = total
         scale_out[...] = scale
-        S[ab] += einsum("ci,cij->cj", P, M).reshape(-1, 2, 6)
+        S[ab] += einsum("pki,pkij->pj", impulse, M).reshape(P, 2, 6)
 
 
-def solve_contact_restitution(rows: ContactRows, bounds, vw, touching, target, iterations):
-    """``iterations`` Gauss-Seidel passes that set each touching contact's normal speed to its target (c,).
+def solve_contact_restitution(blocks: PairBlocks, vw, solved, target, iterations):
+    """``iterations`` passes that set the normal speed of the ``solved`` contacts (c,) to ``target`` (c,).
 
-    rows: normal rows (k = 1) at the corrected poses; bounds: (colours + 1,) contact index where
-    each colour starts; vw: (B+1, 6) [v, w], updated in place. The target is e times the
-    approach speed for a bounce, 0 otherwise (which also removes the separating speed that
-    projecting a penetration out would otherwise leave behind).
+    blocks: normal rows (k = 1) at the corrected poses; vw: (B+1, 6) [v, w], updated in place.
+    Each pair's contacts are solved together (least squares over the pair), pairs colour by
+    colour. The target is e times the approach speed for a bounce, 0 otherwise (which also
+    removes the separating speed that projecting a penetration out would otherwise leave behind).
     """
-    idx = np.flatnonzero(touching)
-    if not len(idx):
+    if not np.any(solved):
         return
-    cb = np.searchsorted(idx, bounds)
-    ab, J, M, w, tg = rows.ab[idx], rows.J[idx, 0], rows.M[idx, 0], rows.w[idx], target[idx]
-    parts = [(ab[s0:s1], J[s0:s1], M[s0:s1], w[s0:s1], tg[s0:s1]) for s0, s1 in zip(cb[:-1], cb[1:]) if s1 > s0]
+    active = blocks.pad(solved, False)
+    Lp = _pseudo_inverse(blocks.L[:, :, 0], active)
+    tg = np.where(active, blocks.pad(target), 0.0)
+    J, M = blocks.J[:, :, 0], blocks.M[:, :, 0]
+    parts = []
+    for s0, s1 in zip(blocks.bounds[:-1], blocks.bounds[1:]):
+        s = slice(int(s0), int(s1))
+        if s1 > s0 and np.any(active[s]):
+            parts.append((blocks.ab[s], J[s], M[s], Lp[s], tg[s], active[s]))
     for _ in range(iterations):
-        for ab_c, J_c, M_c, w_c, t_c in parts:
-            p = (t_c - _einsum("ci,ci->c", J_c, vw[ab_c].reshape(-1, 12))) / w_c
-            vw[ab_c] += (p[:, None] * M_c).reshape(-1, 2, 6)
+        for ab, J_c, M_c, Lp_c, t_c, act in parts:
+            n = len(ab)
+            r = np.where(act, t_c - _einsum("pkj,pj->pk", J_c, vw[ab].reshape(n, 12)), 0.0)
+            p = _impulses(Lp_c, r)
+            vw[ab] += _einsum("pk,pkj->pj", p, M_c).reshape(n, 2, 6)

@@ -52,8 +52,8 @@ class RigidStepper:
         self.queries = np.zeros((0, 3), np.int64)  # (point, owner, target) for body pairs
         self.collider_bodies: list[np.ndarray] = []
         self.particle_pairs = np.zeros((0, 2), np.int64)
-        self.colour_ab = (np.zeros(0, np.int64), np.zeros(0, np.int64))  # pairs the colouring is for
-        self.colour = np.zeros(0, np.int64)
+        self.pair_keys = np.zeros(0, np.int64)  # body pairs in contact, which the colouring is for
+        self.pair_colour = np.zeros(0, np.int64)
         # Friction anchors of the contacts that stuck in the last substep, sorted by contact key.
         self.anchor_keys = np.zeros(0, np.int64)
         self.anchor_points = np.zeros((0, 3))
@@ -257,31 +257,49 @@ class RigidStepper:
                 key=point[hit] * self.key_stride + self.count + 1 + index))
         contacts = Contacts.concatenate(parts)
         self.S = np.zeros((len(x), 6))  # [dx, dth]: each body's correction in this substep
-        self.bounds = np.zeros(1, np.int64)
         self.slices = []
         if contacts.count:
-            same = (len(self.colour_ab[0]) == contacts.count and np.array_equal(self.colour_ab[0], contacts.a)
-                    and np.array_equal(self.colour_ab[1], contacts.b))
-            if not same:  # the colouring depends on the pairs only, so the last one serves
-                self.colour_ab = (contacts.a, contacts.b)
-                self.colour = kernels_rigid.colour_contacts(contacts.a, contacts.b, self.dynamic, self.seed_order)
-            colour = self.colour
-            # Contacts in colour order (stable: by index within a colour), so a colour is a slice.
-            order = np.argsort(colour, kind="stable")
-            contacts = contacts.take(order)
-            self.bounds = np.searchsorted(colour[order], np.arange(colour.max() + 2))
+            n1 = self.count + 1
+            keys, pair = np.unique(np.minimum(contacts.a, contacts.b) * n1 + np.maximum(contacts.a, contacts.b),
+                                   return_inverse=True)
+            if not np.array_equal(keys, self.pair_keys):  # the colouring depends on the pairs only
+                self.pair_keys = keys
+                self.pair_colour = kernels_rigid.colour_contacts(keys // n1, keys % n1, self.dynamic,
+                                                                 self.seed_order)
+            colour = self.pair_colour
+            # Pairs in colour order (each pair a row of the padded blocks), contacts by pair (stable).
+            pair_order = np.lexsort((np.arange(len(keys)), colour))
+            pair_row = np.empty(len(keys), np.int64)
+            pair_row[pair_order] = np.arange(len(keys))
+            row = pair_row[pair.ravel()]
+            order = np.argsort(row, kind="stable")
+            contacts, row = contacts.take(order), row[order]
+            first = np.searchsorted(row, row)
+            slot = np.arange(len(row)) - first
+            self.pair_ab = np.stack([keys[pair_order] // n1, keys[pair_order] % n1], axis=1)
+            self.bounds = np.searchsorted(colour[pair_order], np.arange(colour.max() + 2))
+            self.row, self.slot, self.width = row, slot, int(slot.max()) + 1
         self.contacts = contacts
-        self.lam = np.zeros(contacts.count)
-        self.scale = np.ones(contacts.count)
-        self.lam_t = np.zeros((contacts.count, 2))
         if contacts.count:
             self.anchor = self._anchors(contacts)
             rows = kernels_rigid.contact_rows(x, q, self.x_prev, self.inv_mass, self.inv_inertia, contacts,
                                               self.anchor)
-            self.slices = kernels_rigid.colour_slices(self.bounds, rows, self.lam, self.lam_t, self.scale)
+            blocks = kernels_rigid.pair_blocks(rows, self.pair_ab, self.row, self.slot, self.width, self.bounds)
+            P, K = blocks.valid.shape
+            # Accumulated impulses and friction scale in the padded (pair, slot) layout of the solve.
+            self.lam_pair, self.scale_pair, self.lam_t = np.zeros((P, K)), np.ones((P, K)), np.zeros((P, K, 2))
+            self.slices = kernels_rigid.colour_slices(blocks, self.lam_pair, self.lam_t, self.scale_pair)
             # Normal speed at the substep's start, for restitution.
             before = np.hstack([self.v_before, self.w_before])
             self.speed_before = np.einsum("ci,ci->c", rows.J[:, 0], before[rows.ab].reshape(-1, 12))
+            # Separation at the substep's start and the relative normal acceleration, for the
+            # moment of impact within the substep.
+            a, b, n = contacts.a, contacts.b, contacts.normal
+            p1 = self.x_prev[a] + quat.rotate(self.q_prev[a], contacts.local_a)
+            p2 = self.x_prev[b] + quat.rotate(self.q_prev[b], contacts.local_b)
+            self.gap_start = np.einsum("ci,ci->c", p1 - p2, n)
+            self.accel_n = np.einsum("ci,ci->c", n, self.accel[a] * self.dynamic[a, None]
+                                     - self.accel[b] * self.dynamic[b, None])
 
     def _anchors(self, contacts: Contacts) -> np.ndarray:
         """Friction anchors (c, 3) in B's frame: kept from the last substep for contacts that stuck
@@ -309,6 +327,8 @@ class RigidStepper:
         h = self.h
         d = np.flatnonzero(self.dynamic[:-1])
         if self.contacts.count:
+            self.lam = self.lam_pair[self.row, self.slot]
+            self.scale = self.scale_pair[self.row, self.slot]
             # Static friction held these in the last pass (see solve_contact_positions).
             self.stuck = (self.scale >= 1.0) & (self.lam > 0.0)
             order = np.argsort(self.contacts.key[self.stuck])
@@ -358,12 +378,35 @@ class RigidStepper:
         rows = kernels_rigid.contact_rows(x, q, x, self.inv_mass, self.inv_inertia, self.contacts)
         touching = self.lam > 0.0
         restitution = self.contacts.restitution
-        bounce = touching & (self.speed_before < -self.bounce_speed) & (restitution > 0.0)
-        # Bouncing contacts leave at e times their approach speed; resting ones at zero normal
-        # speed, which takes away the outward speed that projecting a penetration out would add.
-        target = np.where(bounce, -restitution * self.speed_before, 0.0)
+        approaching = (self.speed_before < -self.bounce_speed) & (restitution > 0.0)
+        bounce = touching & approaching
+        # Contacts of a bouncing pair that would touch within the next substep bounce with it:
+        # the corners of a face landing flat make one impact, not a sequence of corner impacts
+        # that sets the body rocking (and a hair of tilt would decide which corner goes first).
+        hit = np.zeros(len(self.pair_ab), bool)
+        hit[self.row[bounce]] = True
+        soon = approaching & ~touching & hit[self.row] & (rows.base[:, 0] < -self.speed_before * h)
+        bounce |= soon
+        # Bouncing contacts leave at e times the speed they hit with, at the moment of impact
+        # within the substep (found from the gap at its start under constant acceleration, as for
+        # particles), so e = 1 keeps the energy; resting ones at zero normal speed, which takes
+        # away the outward speed that projecting a penetration out would add.
+        a_n = self.accel_n
+        # Normal velocity at the substep's start: v was the mean over the last substep, half a
+        # substep of acceleration behind. (From the gaps' change it would be off by the corners'
+        # centripetal travel in a substep, which for a spinning body is several percent.)
+        v0 = self.speed_before + 0.5 * a_n * h
+        z0 = np.maximum(self.gap_start, 0.0)
+        tau = np.clip(2.0 * z0 / np.maximum(-v0 + np.sqrt(np.maximum(v0 * v0 - 2.0 * a_n * z0, 0.0)), 1e-15),
+                      0.0, h)
+        # The body ends the substep at the surface leaving at that speed (a particle is also
+        # carried on by the rest of the substep; a body is not, which delays it by up to a
+        # substep per bounce but keeps the energy). v is the mean velocity over a substep, the
+        # speed at its end less half a substep of acceleration.
+        target = np.where(bounce, -restitution * (v0 + a_n * tau) - 0.5 * a_n * h, 0.0)
         vw = np.hstack([v, w])
-        kernels_rigid.solve_contact_restitution(rows, self.bounds, vw, touching, target, self.velocity_iterations)
+        blocks = kernels_rigid.pair_blocks(rows, self.pair_ab, self.row, self.slot, self.width, self.bounds)
+        kernels_rigid.solve_contact_restitution(blocks, vw, touching | soon, target, self.velocity_iterations)
         v[...], w[...] = vw[:, :3], vw[:, 3:]
 
     def collide_particles(self, bodies: BodyState, px, pp, accel, friction, restitution, radii) -> None:

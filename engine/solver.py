@@ -28,10 +28,11 @@ class SolverSettings:
     of velocity lost per second is 1 - exp(-damping); air_velocity: (3,) m/s, the wind that drag
     acts relative to; wind_acceleration: (3,) m/s^2 added to every movable particle;
     sqrt_approximation: Jakobsen's first-order square root in the stick projection;
-    velocity_iterations: rigid contact restitution passes per substep (Gauss-Seidel; four make a
-    box dropped flat bounce straight up to e^2 of its height); contact_iterations: rigid contact
-    projection passes per iteration (two hold a box still on a slope: with one, the corners
-    share the friction load only approximately and it creeps; a stack of ten boxes needs four).
+    velocity_iterations: rigid contact restitution passes per substep; contact_iterations: rigid
+    contact projection passes per iteration. Both are Gauss-Seidel between pairs of bodies, the
+    contacts of one pair solved together, so one pass already bounces a lone box straight and
+    holds it still on a slope; bodies that touch several others need more (the stack of ten
+    boxes is tested with the four of each here).
     """
 
     frame_rate: float = 24.0
