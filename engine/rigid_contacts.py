@@ -25,7 +25,7 @@ class Contacts:
     a, b: (c,) bodies (A owns the sample point, B is pushed the other way); local_a: (c, 3) the
     contact point on A in A's frame; local_b: (c, 3) the point on B's surface in B's frame (world
     coordinates when b is the world); normal: (c, 3) world, from B towards A; friction,
-    restitution: (c,) combined; speed_before: (c,) normal relative speed at the substep's start.
+    restitution: (c,) combined; key: (c,) which sample point on which target (for friction anchors).
     """
 
     a: np.ndarray

@@ -365,8 +365,9 @@ class RigidStepper:
             torque = np.linalg.norm(self.joint_impulses[:, 3:], axis=1) / (h * h)
             snap = np.isnan(bodies.joint_broken_at) & ((force > j.break_force) | (torque > j.break_torque))
             bodies.joint_broken_at[snap] = t1
-            bounce_limits(j, self.joint_layout, x, q, v, w, self.v_before, self.w_before, self.inv_mass, self.inv_inertia, self.steer,
-                          np.isnan(bodies.joint_broken_at), self.limit_hits, self.bounce_speed)
+            bounce_limits(j, self.joint_layout, x, q, v, w, self.v_before, self.w_before, self.inv_mass,
+                          self.inv_inertia, self.steer, np.isnan(bodies.joint_broken_at), self.limit_hits,
+                          self.bounce_speed)
         if model.springs.count:
             active = np.isnan(bodies.spring_broken_at)
             update_springs(model.springs, x, q, bodies.spring_rest, active, bodies.spring_broken_at, t1)
@@ -374,6 +375,7 @@ class RigidStepper:
             drive_motors(model.motors, x, q, v, w, self.inv_mass, self.inv_inertia, h, t1)
 
     def _restitution(self, x, q, v, w) -> None:
+        h = self.h
         # Lever arms and inverse masses at the corrected poses, so velocity impulses conserve momentum.
         rows = kernels_rigid.contact_rows(x, q, x, self.inv_mass, self.inv_inertia, self.contacts)
         touching = self.lam > 0.0
