@@ -308,3 +308,31 @@ def test_bodies_of_every_shape_pair_do_not_interpenetrate():
                                          np.tile(quat.rotate(quat.conjugate(q[target]), x[owner] - x[target]),
                                                  (len(local), 1)))
             assert depth.max() < 0.01, (b.names[owner], b.names[target], depth.max())
+
+
+@pytest.mark.parametrize("ground", ["plane", "mesh"])
+def test_a_pyramid_of_boxes_stands_still(ground):
+    """Three boxes, two straddling them, one on top (2 cm gaps, friction 0.5): a resting pile
+    stays put. (Nearly dependent contact rows once launched it kilometres.)"""
+    from engine.primitives import grid
+    builder = engine.ModelBuilder()
+    size, gap = 0.4, 0.02
+    for row, count in enumerate((3, 2, 1)):
+        for i in range(count):
+            x = (i - (count - 1) / 2) * (size + gap)
+            builder.add_rigid_body(*box_mesh((size,) * 3, centre=(x, 0, size / 2 + row * size + 0.001)),
+                                   name=f"box {row} {i}", mass=4.0, shape="box", friction=0.5)
+    if ground == "plane":
+        builder.add_collider(engine.Plane.from_point_normal((0, 0, 0), (0, 0, 1), friction=0.9))
+    else:
+        v, f = grid(21, 21, 10.0)
+        v = np.asarray(v, float)
+        v[:, :2] -= v[:, :2].mean(axis=0)
+        builder.add_collider(engine.TriangleMesh.from_mesh(v, f, friction=0.9))
+    solver = engine.Solver(builder.finalize())
+    state = solver.make_state()
+    start = state.bodies.position.copy()
+    for _ in range(24):
+        solver.step_frame(state)
+    assert np.abs(state.bodies.position - start).max() < 5e-3
+    assert np.linalg.norm(state.bodies.velocity, axis=1).max() < 0.05
