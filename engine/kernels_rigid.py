@@ -184,15 +184,14 @@ def contact_rows(x, q, origin, inv_mass, inv_inertia, contacts, anchor=None) -> 
     return ContactRows(np.stack([a, b], axis=1), J, M, L, base, r1, r2, n, contacts.friction)
 
 
-# Singular values of a pair's rows L below this fraction of the largest are taken as zero. A pair
-# usually has more contact rows than ways to move (a face's four corners, three ways to move
-# along the normal), so its matrix is singular; the pseudo-inverse then spreads the impulse
-# over them evenly (the least-norm split) instead of through rounding noise.
-# Directions weaker than 1% of a pair's strongest count as singular too: nearly dependent rows
-# (a cylinder's rim points on a bumpy mesh, a box straddling two others) otherwise get huge
-# impulses of opposite signs, and clamping one of them at zero launched the bodies (1e-7 let a
-# resting pyramid of boxes and a car on bumps explode).
-PAIR_RCOND = 1e-2
+# A pair's rows L are solved in the damped (Tikhonov) least-squares sense, L^T (L L^T + eps)^-1
+# with eps = (PAIR_DAMPING * the largest singular value)^2. A pair usually has more contact rows
+# than ways to move (a face's four corners, three ways to move along the normal), so its matrix
+# is singular, and the least-norm split spreads the impulse over them evenly; directions much
+# weaker than the strongest (a cylinder's rim points on a bump, a box straddling two others:
+# nearly dependent rows) get damped instead of inverted, since their exact solution is a pair of
+# huge opposite impulses, and clamping one of them at zero launched the bodies.
+PAIR_DAMPING = 0.05
 
 
 @dataclass
@@ -263,7 +262,9 @@ def _pseudo_inverse(L, active, cache=None, key=None):
         hit = cache.get(key)
         if hit is not None and np.array_equal(hit[0], active):
             return hit[1]
-    Lp = np.linalg.pinv(np.where(active[:, :, None], L, 0.0), rcond=PAIR_RCOND)
+    u, sv, vt = np.linalg.svd(np.where(active[:, :, None], L, 0.0), full_matrices=False)
+    eps = (PAIR_DAMPING * sv[:, :1]) ** 2 + 1e-300
+    Lp = (np.swapaxes(vt, -1, -2) * (sv / (sv * sv + eps))[:, None, :]) @ np.swapaxes(u, -1, -2)
     if cache is not None:
         cache[key] = (active.copy(), Lp)
     return Lp

@@ -1,9 +1,9 @@
 """``jakobsen demo``: bake the example scenes and show them in one contact sheet PNG.
 
 ``run_demo`` is the add-on at work: each .blend in ``blend_examples/`` (a flag in the wind, boxes
-falling onto a tower) is opened headless, baked with ``jakobsen bake``'s code path, saved as
-``<name>_baked.blend`` next to the PNG, and a few of its frames are rendered with Workbench,
-one row per example.
+falling onto a tower, a car driving over bumpy ground into crates) is opened headless, baked with
+``jakobsen bake``'s code path, saved as ``<name>_baked.blend`` next to the PNG, and a few of its
+frames are rendered with Workbench, one row per example.
 
 ``run_engine_demo`` (``jakobsen demo --engine``) is the engine alone, no add-on: a pinned cloth
 falls and drapes over a sphere; the cloth becomes a mesh whose vertices are set from the
@@ -224,7 +224,7 @@ def render_sheet(scene, on_frame, out_path: str) -> str:
 EXAMPLES_DIR = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))),
                             "blend_examples")
 # Each example and the frames shown of it (one row of the sheet each).
-EXAMPLES = (("flag", (1, 12, 36, 96)), ("rigid_boxes", (1, 16, 32, 72)))
+EXAMPLES = (("flag", (1, 12, 36, 96)), ("rigid_boxes", (1, 16, 32, 72)), ("car", (1, 40, 60, 96)))
 EXAMPLE_COLUMNS = 4
 
 

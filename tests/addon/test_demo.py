@@ -89,18 +89,19 @@ def test_demo_bakes_the_examples_and_shows_them_in_one_sheet(tmp_path):
         px = _load_png(path)
     finally:
         bpy.ops.wm.read_factory_settings()
-    # One row per example: the flag shows frames 1 and 12, the boxes frame 1 (the first frame
-    # shown after 1 is later than 12).
-    assert px.shape[:2] == (2 * TILE_H + GAP, 2 * TILE_W + GAP)
+    # One row per example: the flag shows frames 1 and 12, the boxes and the car frame 1 (the first
+    # frame shown after 1 is later than 12).
+    assert px.shape[:2] == (3 * TILE_H + 2 * GAP, 2 * TILE_W + GAP)
     flag_row = _tiles(px, 2, 1, TILE_W, TILE_H, GAP)
-    boxes = px[TILE_H + GAP:, :TILE_W, :3]
-    for k, tile in enumerate(flag_row + [boxes]):
+    boxes = px[TILE_H + GAP:2 * TILE_H + GAP, :TILE_W, :3]
+    car = px[2 * (TILE_H + GAP):, :TILE_W, :3]
+    for k, tile in enumerate(flag_row + [boxes, car]):
         assert _background_difference(tile) > 0.02, f"tile {k} is blank"
     red = [((t[..., 0] > t[..., 1] + 0.2) & (t[..., 0] > t[..., 2] + 0.2)).mean() for t in flag_row]
     assert min(red) > 0.02, f"the red flag is not visible: {red}"
     moved = np.abs(flag_row[0] - flag_row[1]).max(axis=2) > 0.1
     assert moved.mean() > 0.01, "the flag looks the same on frames 1 and 12"
-    for name in ("flag", "rigid_boxes"):
+    for name in ("flag", "rigid_boxes", "car"):
         assert (tmp_path / "demo" / f"{name}_baked.blend").is_file()
 
 
