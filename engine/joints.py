@@ -42,6 +42,7 @@ from enum import IntEnum
 import numpy as np
 
 from . import quaternions as quat
+from .connector_common import check_ends, values_at
 from .errors import JakobsenError
 
 
@@ -133,13 +134,7 @@ class Joints:
 
     def steering_at(self, t: float) -> np.ndarray:
         """Steering angles (J,) rad at time t."""
-        out = np.zeros(self.count)
-        for k, s in enumerate(self.steering):
-            value = float(s(t)) if callable(s) else s
-            if not math.isfinite(value):
-                raise JakobsenError(f"connector '{self.names[k]}': the steering angle at t = {t:g} s is not finite")
-            out[k] = value
-        return out
+        return values_at(self.steering, t, tuple(f"connector '{n}'" for n in self.names), "the steering angle")
 
 
 def empty_joints() -> Joints:
@@ -195,13 +190,7 @@ def check_joint(kind: str, a, b, pivot, name: str, body_count: int, *, axis=(0.0
     where = f"connector '{name}'"
     if kind not in _DOFS:
         raise JakobsenError(f"{where}: type must be one of {', '.join(KINDS)}; got {kind!r}")
-    if a is None and b is None:
-        raise JakobsenError(f"{where}: it has neither Object A nor Object B")
-    for side, body in (("Object A", a), ("Object B", b)):
-        if body is not None and not (0 <= body < body_count):
-            raise JakobsenError(f"{where}: {side} is not a rigid body of this model")
-    if a is not None and a == b:
-        raise JakobsenError(f"{where}: Object A and Object B are the same body")
+    check_ends(where, a, b, body_count)
     p = np.asarray(pivot, float)
     if p.shape != (3,) or not np.all(np.isfinite(p)):
         raise JakobsenError(f"{where}: the pivot must be 3 finite numbers")

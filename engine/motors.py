@@ -22,6 +22,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from . import quaternions as quat
+from .connector_common import check_ends, values_at
 from .errors import JakobsenError
 
 MODES = ("speed", "force", "servo")
@@ -55,13 +56,7 @@ class Motors:
         return len(self.a)
 
     def targets_at(self, t: float) -> np.ndarray:
-        out = np.zeros(self.count)
-        for k, target in enumerate(self.targets):
-            value = float(target(t)) if callable(target) else target
-            if not math.isfinite(value):
-                raise JakobsenError(f"motor '{self.names[k]}': the target at t = {t:g} s is not finite")
-            out[k] = value
-        return out
+        return values_at(self.targets, t, tuple(f"motor '{n}'" for n in self.names), "the target")
 
 
 def empty_motors() -> Motors:
@@ -73,11 +68,7 @@ def check_motor(a, b, axis, name: str, body_count: int, *, kind="angular", mode=
     where = f"motor '{name}'"
     if a is None:
         raise JakobsenError(f"{where}: it has no body to drive (Object A)")
-    for side, body in (("Object A", a), ("Object B", b)):
-        if body is not None and not (0 <= body < body_count):
-            raise JakobsenError(f"{where}: {side} is not a rigid body of this model")
-    if a == b:
-        raise JakobsenError(f"{where}: Object A and Object B are the same body")
+    check_ends(where, a, b, body_count)
     if kind not in ("angular", "linear"):
         raise JakobsenError(f"{where}: type must be angular or linear; got {kind!r}")
     if mode not in MODES:

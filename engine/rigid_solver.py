@@ -79,15 +79,7 @@ class RigidStepper:
 
     def rest_pose_motion(self, k: int, t: float):
         """Pose (centre, orientation) of kinematic body k at time t from its motion callable."""
-        b = self.bodies
-        motion = b.motions[k]
-        if motion is None:
-            return b.rest_position[k], b.rest_orientation[k]
-        m = np.asarray(motion(t), dtype=np.float64)
-        if m.shape != (4, 4) or not np.all(np.isfinite(m)):
-            raise JakobsenError(f"rigid body '{b.names[k]}': motion({t:g}) must return a finite 4x4 matrix")
-        rot = m[:3, :3]
-        return rot @ b.rest_position[k] + m[:3, 3], quat.multiply(quat.from_matrix(rot), b.rest_orientation[k])
+        return forces.animated_pose(self.bodies, k, t)
 
     # -- per frame ----------------------------------------------------------------------------
 

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from . import quaternions as quat
+from .connector_common import check_ends
 from .errors import JakobsenError
 
 _KINDS = ("linear", "angular", "both")
@@ -76,13 +77,7 @@ def check_spring(a, b, anchor_a, anchor_b, name: str, body_count: int, *, kind="
     where = f"spring '{name}'"
     if kind not in _KINDS:
         raise JakobsenError(f"{where}: type must be one of {', '.join(_KINDS)}; got {kind!r}")
-    if a is None and b is None:
-        raise JakobsenError(f"{where}: it has neither Object A nor Object B")
-    for side, body in (("Object A", a), ("Object B", b)):
-        if body is not None and not (0 <= body < body_count):
-            raise JakobsenError(f"{where}: {side} is not a rigid body of this model")
-    if a is not None and a == b:
-        raise JakobsenError(f"{where}: Object A and Object B are the same body")
+    check_ends(where, a, b, body_count)
     pa, pb = np.asarray(anchor_a, float), np.asarray(anchor_b, float)
     if pa.shape != (3,) or pb.shape != (3,) or not np.all(np.isfinite(pa) & np.isfinite(pb)):
         raise JakobsenError(f"{where}: the anchors must be 3 finite numbers each")
