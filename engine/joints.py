@@ -391,6 +391,12 @@ def joint_layout(joints: Joints, dynamic: np.ndarray) -> JointLayout:
     return JointLayout(rows, bodies, side_a, side_b, mech)
 
 
+# Damping added to the diagonal of each mechanism's system, relative to its mean diagonal; it
+# softens a redundant (singular) direction instead of inverting noise, and costs a well-posed
+# joint about this fraction of its correction per pass (the passes make it up).
+JOINT_DAMPING = 1e-4
+
+
 def joint_rows(joints: Joints, x, q, steer, active):
     """The joints' constraint rows at poses x, q: Jacobians ja, jb (J, 6, 6) [row, (dx, dtheta)]
     for body A and B, errors c (J, 6) (the first 3 rows translation along the frame axes, the
@@ -518,8 +524,13 @@ def _mechanism_solve(layout: JointLayout, ja, jb, on, rhs, q, inv_mass, inv_iner
     a_mat = jac @ wjt
     on_rows = np.zeros((count, width), bool)
     on_rows[ci, ri] = on[jj, rr]
-    # Rows that do not act: 1 on the diagonal, so their lambda is 0 and the system stays regular.
-    a_mat += np.eye(width) * np.where(on_rows, 1e-12, 1.0)[:, :, None]
+    # Rows that do not act: 1 on the diagonal, so their lambda is 0. Rows that act get a small
+    # damping relative to the mechanism's mean diagonal: a loop (a bridge hinged to the world at
+    # both ends) repeats constraints, its matrix is singular, and the exact solve of the rounding
+    # noise between repeated rows would be huge opposite impulses.
+    diag = np.einsum("cii->ci", a_mat)
+    mean = np.sum(diag * on_rows, axis=1) / np.maximum(on_rows.sum(axis=1), 1)
+    a_mat += np.eye(width) * np.where(on_rows, JOINT_DAMPING * mean[:, None], 1.0)[:, :, None]
     b_vec = np.zeros((count, width))
     b_vec[ci, ri] = rhs[jj, rr]
     lam = _spd_solve(a_mat, b_vec) * on_rows

@@ -101,3 +101,30 @@ def test_connector_with_no_bodies_is_rejected():
     builder.add_rigid_body(*box_mesh(), name="crate")
     with pytest.raises(JakobsenError, match="connector 'Hinge': it has neither Object A nor Object B"):
         builder.add_joint("hinge", None, None, (0, 0, 0), name="Hinge")
+
+
+def test_a_bridge_hinged_to_the_world_at_both_ends_carries_crates():
+    """A loop of connectors repeats constraints (the planks' hinges all forbid the same sideways
+    motion), so its system is singular; it must still hold together, not explode."""
+    planks, width = 8, 0.4
+    bodies = [(box_mesh((width - 0.02, 1.0, 0.05), centre=((k + 0.5) * width, 0, 2.0)),
+               dict(shape="box", mass=5.0, name=f"plank {k}")) for k in range(planks)]
+    bodies += [(box_mesh((0.3,) * 3, centre=(1.0 + 0.6 * i, 0, 2.4 + 0.3 * i)), dict(shape="box", mass=20.0))
+               for i in range(2)]
+    joints = [("hinge", None, 0, (0, 0, 2.0), dict(axis=(0, 1, 0)))]
+    joints += [("hinge", k - 1, k, (k * width, 0, 2.0), dict(axis=(0, 1, 0))) for k in range(1, planks)]
+    joints += [("hinge", planks - 1, None, (planks * width, 0, 2.0), dict(axis=(0, 1, 0)))]
+    solver, state = build(*bodies, joints=joints)
+    j = solver.model.joints
+    worst = 0.0
+    for _ in range(36):
+        solver.step_frame(state)
+        xs = np.vstack([state.bodies.position, np.zeros((1, 3))])
+        qs = np.vstack([state.bodies.orientation, [[1.0, 0, 0, 0]]])
+        p1 = xs[j.a] + engine.quaternions.rotate(qs[j.a], j.local_a)
+        p2 = xs[j.b] + engine.quaternions.rotate(qs[j.b], j.local_b)
+        worst = max(worst, np.linalg.norm(p1 - p2, axis=1).max())
+    assert worst < 1e-3
+    crates = state.bodies.position[planks:]
+    assert np.all(np.abs(crates[:, 2] - (2.025 + 0.15)) < 0.05)  # resting on the deck
+    assert np.linalg.norm(state.bodies.velocity, axis=1).max() < 0.1
