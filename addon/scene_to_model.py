@@ -620,7 +620,8 @@ def _joint_settings(obj, sampled: dict, frame_rate: float) -> dict:
 
 
 def _add_empties(builder: ModelBuilder, objects, depsgraph, bodies: list[BodyBinding],
-                 colliders: list[ColliderBinding], sampled: dict, frame_rate: float) -> dict[str, str]:
+                 colliders: list[ColliderBinding], sampled: dict, frame_rate: float,
+                 warnings: list[str]) -> dict[str, str]:
     """Connector, spring and motor Empties -> engine joints, springs and motors, as on the bake's
     first frame. Returns what may break: engine name -> "connector" or "spring"."""
     handles = {b.object_name: BodyHandle(name=b.object_name, index=b.index) for b in bodies}
@@ -631,6 +632,11 @@ def _add_empties(builder: ModelBuilder, objects, depsgraph, bodies: list[BodyBin
         if role not in EMPTY_TYPES:
             continue
         where = describe(obj)
+        if _may_move(obj):
+            # A connector is fixed in its bodies from the first frame on (as in Cinema 4D); moving
+            # the Empty afterwards changes nothing, which a user animating it would not expect.
+            warnings.append(f"{where}: its transform is animated, but {_what_it_is(obj)} stays where it is "
+                            "on the bake's first frame and then moves with its bodies")
         ends = []
         for slot, other in zip(("Object A", "Object B"), obj.jakobsen.pair()):
             if other is None:
@@ -801,7 +807,8 @@ def build(context, *, frame_range: tuple[int, int] | None = None) -> SceneModel:
                     (bodies if isinstance(item, BodyBinding) else colliders).append(item)
                 else:
                     colliders.append(_add_collider(builder, obj, depsgraph, track, settings.frame_rate, warnings))
-            breakable = _add_empties(builder, objects, depsgraph, bodies, colliders, sampled, settings.frame_rate)
+            breakable = _add_empties(builder, objects, depsgraph, bodies, colliders, sampled, settings.frame_rate,
+                                     warnings)
             for obj in fields:
                 _add_force_field(builder, obj, depsgraph, warnings)
     finally:

@@ -331,3 +331,14 @@ def test_an_animated_steering_angle_turns_the_wheel(blender):
     assert steer[-1] == pytest.approx(30.0, abs=1.0)
     centre = poses[:, :3, 3]
     assert np.abs(centre - (0.0, 0.0, 1.0)).max() < 0.02  # still on its mount
+
+
+def test_an_animated_connector_empty_is_named_in_a_warning(blender):
+    rod, hinge, _, _ = _hinged_rod(frames=(1, 12))
+    sm = scene_to_model.build(bpy.context)
+    assert not any("transform is animated" in w for w in sm.warnings)
+    hinge.keyframe_insert("location", frame=1)
+    hinge.location.x += 1.0
+    hinge.keyframe_insert("location", frame=12)
+    sm = scene_to_model.build(bpy.context)
+    assert any(w.startswith("connector 'Rod Hinge': its transform is animated") for w in sm.warnings), sm.warnings
