@@ -86,7 +86,7 @@ _Z_FROM_X = quat.from_matrix(np.array([[0.0, 0.0, 1.0], [0.0, 1.0, 0.0], [-1.0, 
 
 @dataclass(frozen=True)
 class Joints:
-    """All joints, stored colour by colour (no moving body twice in a colour).
+    """All joints, in the order they were added (``ModelBuilder.add_joint`` returns the index).
 
     kind: (J,) index into KINDS; a, b: (J,) bodies (B for the world); local_a, local_b: (J, 3) the
     pivot in each body's frame (world coordinates for the world); frame_a: (J, 4) the joint frame
@@ -95,8 +95,7 @@ class Joints:
     lin_mode: (J, 3) ``Lin``; lin_lower, lin_upper: (J, 3) m; swing_mode: (J,) ``Swing``; cone:
     (J,) rad; twist_mode: (J,) ``Twist``; twist_lower, twist_upper: (J,) rad; bounce: (J,) limit
     restitution; break_force: (J,) N; break_torque: (J,) N m (inf: unbreakable);
-    ignore_collisions: (J,) bool; steering: (J,) float or callable(t) -> rad; names: (J,);
-    colour_bounds: (c + 1,).
+    ignore_collisions: (J,) bool; steering: (J,) float or callable(t) -> rad; names: (J,).
     """
 
     kind: np.ndarray
@@ -122,7 +121,6 @@ class Joints:
     ignore_collisions: np.ndarray
     steering: tuple
     names: tuple
-    colour_bounds: np.ndarray
 
     @property
     def count(self) -> int:
@@ -261,40 +259,17 @@ def finalize_joints(specs: list[dict], bodies, world: int) -> Joints:
     else:
         local_a = local_b = steer_axis = np.zeros((0, 3))
         frame_a = rot_a = rot_b = np.zeros((0, 4))
-    # Greedy colouring: a joint takes the lowest colour free at both of its (moving) bodies.
-    colour = np.zeros(n, np.int64)
-    used: dict[int, set] = {}
-    for k, (i, j) in enumerate(zip(a.tolist(), b.tolist())):
-        taken = (used.get(i, set()) if i != world else set()) | (used.get(j, set()) if j != world else set())
-        c = 0
-        while c in taken:
-            c += 1
-        colour[k] = c
-        used.setdefault(i, set()).add(c)
-        used.setdefault(j, set()).add(c)
-    order = np.argsort(colour, kind="stable")
-    bounds = np.searchsorted(colour[order], np.arange(colour.max() + 2 if n else 1))
-
     def col(key, dtype=float, shape=()):
-        return np.array([s[key] for s in specs], dtype).reshape((n,) + shape)[order]
+        return np.array([s[key] for s in specs], dtype).reshape((n,) + shape)
 
     return Joints(
-        kind=kind[order], a=a[order], b=b[order], local_a=local_a[order], local_b=local_b[order],
-        frame_a=frame_a[order], rot_a=rot_a[order], rot_b=rot_b[order], steer_axis=steer_axis[order],
+        kind=kind, a=a, b=b, local_a=local_a, local_b=local_b,
+        frame_a=frame_a, rot_a=rot_a, rot_b=rot_b, steer_axis=steer_axis,
         lin_mode=col("lin_mode", np.int8, (3,)), lin_lower=col("lower", float, (3,)), lin_upper=col("upper", float, (3,)),
         swing_mode=col("swing", np.int8), cone=col("cone"), twist_mode=col("twist", np.int8),
         twist_lower=col("twist_lower"), twist_upper=col("twist_upper"), bounce=col("bounce"),
         break_force=col("break_force"), break_torque=col("break_torque"), ignore_collisions=col("ignore", bool),
-        steering=tuple(specs[k]["steering"] for k in order), names=tuple(specs[k]["name"] for k in order),
-        colour_bounds=bounds)
-
-
-def _skew(v):
-    out = np.zeros(v.shape[:-1] + (3, 3))
-    out[..., 0, 1], out[..., 0, 2] = -v[..., 2], v[..., 1]
-    out[..., 1, 0], out[..., 1, 2] = v[..., 2], -v[..., 0]
-    out[..., 2, 0], out[..., 2, 1] = -v[..., 1], v[..., 0]
-    return out
+        steering=tuple(s["steering"] for s in specs), names=tuple(s["name"] for s in specs))
 
 
 def _wrap(angle):
