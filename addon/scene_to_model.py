@@ -44,7 +44,7 @@ from dataclasses import dataclass, field
 import bpy
 import numpy as np
 
-from . import baking
+from . import actions, baking
 from .engine import Box, Capsule, JakobsenError, Model, ModelBuilder, Plane, SolverSettings, Sphere, TriangleMesh
 from .engine.rigid import BodyHandle
 from .properties import EMPTY_TYPES, types_for
@@ -270,6 +270,29 @@ def _may_move(obj) -> bool:
             return True
         if len(o.constraints):
             return True
+        o = o.parent
+    return False
+
+
+_TRANSFORM_PATHS = {"location", "rotation_euler", "rotation_quaternion", "rotation_axis_angle", "scale",
+                    "delta_location", "delta_rotation_euler", "delta_rotation_quaternion", "delta_scale"}
+
+
+def _transform_animated(obj) -> bool:
+    """Whether the object's transform (or a parent's) is keyed, driven or constrained; keys on
+    its other settings (an animated Steering Angle) do not count."""
+    o = obj
+    while o is not None:
+        if len(o.constraints):
+            return True
+        ad = o.animation_data
+        if ad is not None:
+            if len(ad.nla_tracks):
+                return True
+            paths = [fc.data_path for fc in ad.drivers]
+            paths += [fc.data_path for fc in (actions.assigned_fcurves(o) or ())]
+            if any(p in _TRANSFORM_PATHS for p in paths):
+                return True
         o = o.parent
     return False
 
@@ -632,7 +655,7 @@ def _add_empties(builder: ModelBuilder, objects, depsgraph, bodies: list[BodyBin
         if role not in EMPTY_TYPES:
             continue
         where = describe(obj)
-        if _may_move(obj):
+        if _transform_animated(obj):
             # A connector is fixed in its bodies from the first frame on (as in Cinema 4D); moving
             # the Empty afterwards changes nothing, which a user animating it would not expect.
             warnings.append(f"{where}: its transform is animated, but {_what_it_is(obj)} stays where it is "

@@ -153,6 +153,22 @@ def _draw_pair(layout, settings, ob) -> None:
             col.label(text=f"{other.name} is not a rigid body", icon='ERROR')
 
 
+def _switched(layout, heading: str, owner, switch: str, fields, text: str = "") -> bool:
+    """A heading with a checkbox and the fields it switches on (greyed out while off), the way
+    Blender's own panels draw optional limits. fields: (property, label) pairs. Returns the switch."""
+    col = layout.column(heading=heading)
+    col.prop(owner, switch, text=text)
+    sub = col.column(align=True)
+    on = getattr(owner, switch)
+    sub.active = on
+    for prop, label in fields:
+        if label is None:
+            sub.prop(owner, prop)
+        else:
+            sub.prop(owner, prop, text=label)
+    return on
+
+
 class PHYSICS_PT_jakobsen_connector(JakobsenPhysicsPanel, Panel):
     bl_label = "Connector"
     bl_parent_id = "PHYSICS_PT_jakobsen"
@@ -170,33 +186,18 @@ class PHYSICS_PT_jakobsen_connector(JakobsenPhysicsPanel, Panel):
 
         limited = False  # whether Limit Bounce has a limit to bounce off
         if kind in {'HINGE', 'TWIST_SLIDER'}:
-            col = layout.column(heading="Angular Limit")
-            col.prop(c, "use_angular_limit", text="")
-            sub = col.column(align=True)
-            sub.active = c.use_angular_limit
-            sub.prop(c, "angle_min", text="Min")
-            sub.prop(c, "angle_max", text="Max")
-            limited |= c.use_angular_limit
+            limited |= _switched(layout, "Angular Limit", c, "use_angular_limit",
+                                 (("angle_min", "Min"), ("angle_max", "Max")))
         if kind == 'CARDAN':
-            col = layout.column(heading="Cone Limit")
-            col.prop(c, "use_cone_limit", text="")
-            sub = col.column()
-            sub.active = c.use_cone_limit
-            sub.prop(c, "cone_angle")
-            limited |= c.use_cone_limit
+            limited |= _switched(layout, "Cone Limit", c, "use_cone_limit", (("cone_angle", None),))
         if kind == 'RAGDOLL':
             col = layout.column(align=True)
             col.prop(c, "cone_angle")
             col.prop(c, "twist_angle")
             limited = True
         if kind in {'SLIDER', 'TWIST_SLIDER'}:
-            col = layout.column(heading="Linear Limit")
-            col.prop(c, "use_linear_limit", text="")
-            sub = col.column(align=True)
-            sub.active = c.use_linear_limit
-            sub.prop(c, "distance_min", text="Min")
-            sub.prop(c, "distance_max", text="Max")
-            limited |= c.use_linear_limit
+            limited |= _switched(layout, "Linear Limit", c, "use_linear_limit",
+                                 (("distance_min", "Min"), ("distance_max", "Max")))
         if kind == 'BOX':
             col = layout.column()
             col.prop(c, "box_lower")
@@ -217,12 +218,8 @@ class PHYSICS_PT_jakobsen_connector(JakobsenPhysicsPanel, Panel):
             row.active = limited
             row.prop(c, "limit_bounce")
 
-        col = layout.column(heading="Breaking")
-        col.prop(c, "use_breaking", text="Breakable")
-        sub = col.column(align=True)
-        sub.active = c.use_breaking
-        sub.prop(c, "breaking_force", text="Force")
-        sub.prop(c, "breaking_torque", text="Torque")
+        _switched(layout, "Breaking", c, "use_breaking", (("breaking_force", "Force"), ("breaking_torque", "Torque")),
+                  text="Breakable")
 
 
 class PHYSICS_PT_jakobsen_spring(JakobsenPhysicsPanel, Panel):
@@ -251,18 +248,10 @@ class PHYSICS_PT_jakobsen_spring(JakobsenPhysicsPanel, Panel):
             col.prop(s, "angular_stiffness", text="Stiffness")
             col.prop(s, "angular_damping", text="Damping")
         if linear:  # plastic and breaking act on the length
-            col = layout.column(heading="Plastic")
-            col.prop(s, "use_plastic", text="")
-            sub = col.column(align=True)
-            sub.active = s.use_plastic
-            sub.prop(s, "elastic_compression", text="Compression")
-            sub.prop(s, "elastic_stretch", text="Stretch")
-            col = layout.column(heading="Breaking")
-            col.prop(s, "use_breaking", text="Breakable")
-            sub = col.column(align=True)
-            sub.active = s.use_breaking
-            sub.prop(s, "break_stretch", text="Stretch")
-            sub.prop(s, "break_compression", text="Compression")
+            _switched(layout, "Plastic", s, "use_plastic",
+                      (("elastic_compression", "Compression"), ("elastic_stretch", "Stretch")))
+            _switched(layout, "Breaking", s, "use_breaking",
+                      (("break_stretch", "Stretch"), ("break_compression", "Compression")), text="Breakable")
 
 
 class PHYSICS_PT_jakobsen_motor(JakobsenPhysicsPanel, Panel):
