@@ -3,8 +3,9 @@
 A motor turns (angular) or pushes (linear) its body about / along an axis fixed in that body,
 relative to a reference body or the world, which takes the reaction:
 
-- "speed" (C4D's Regulate Speed): each substep, the impulse that brings the relative speed to the
-  target, but no more than the maximum torque (force) times the substep;
+- "speed" (C4D's Regulate Speed): each substep, a drive solved with the contacts and joints that
+  turns the body by target * substep relative to its reference, with no more than the maximum
+  torque (force);
 - "force" (C4D's Apply Force): a constant torque (force);
 - "servo": a target angle (position) from the rest pose, reached along the fastest profile the
   maximum torque (force) can brake from, then held.
@@ -157,25 +158,53 @@ def apply_motor_forces(motors: Motors, x, q, v, w, inv_mass, inv_inertia, h: flo
     _apply(motors, sel, n, motors.effort * h, ia, ib, v, w, inv_mass)
 
 
-def drive_motors(motors: Motors, x, q, v, w, inv_mass, inv_inertia, h: float, t: float) -> None:
-    """"speed" and "servo" motors at the end of a substep: the impulse towards the target
-    relative speed, at most effort * h, in place on v, w (B+1, 3)."""
-    sel = motors.mode != MODES.index("force")
-    if not np.any(sel):
-        return
+def motor_speeds(motors: Motors, x, q, inv_mass, inv_inertia, t: float) -> np.ndarray:
+    """The relative speed (M,) rad/s or m/s each "speed" and "servo" motor drives towards over
+    the coming substep (0 for "force" motors): the target, or for a servo the approach to its
+    angle (position) from the pose at the substep's start."""
     target = motors.targets_at(t)
-    n, position = motor_positions(motors, x, q)
-    ia, ib, w_eff = _effective(motors, q, n, inv_mass, inv_inertia)
-    a, b = motors.a, motors.b
-    speed = np.where(motors.linear, np.einsum("ki,ki->k", n, v[a] - v[b]), np.einsum("ki,ki->k", n, w[a] - w[b]))
     servo = motors.mode == MODES.index("servo")
     if np.any(servo):
+        n, position = motor_positions(motors, x, q)
+        _, _, w_eff = _effective(motors, q, n, inv_mass, inv_inertia)
         error = target - position
         error = np.where(motors.linear, error, (error + np.pi) % (2 * np.pi) - np.pi)
         # The fastest approach that half the motor's strength can still stop in time.
         brake = np.sqrt(2.0 * 0.5 * motors.effort * w_eff * np.abs(error))
         target = np.where(servo, np.sign(error) * np.minimum(SERVO_RATE * np.abs(error), brake), target)
-    limit = motors.effort * h
-    j = np.clip((target - speed) / np.maximum(w_eff, 1e-300), -limit, limit)
-    j = np.where(sel & (w_eff > 0), j, 0.0)
-    _apply(motors, sel, n, j, ia, ib, v, w, inv_mass)
+    return np.where(motors.mode == MODES.index("force"), 0.0, target)
+
+
+def solve_motor_positions(motors: Motors, x, q, x_prev, q_prev, S, inv_mass, inv_inertia, h: float, speeds,
+                          lam) -> None:
+    """One pass of the "speed" and "servo" motors as position drives, adding to the corrections
+    S (B+1, 6): each turns (moves) its body relative to the reference by speed * h over the
+    substep, the accumulated impulse ``lam`` (M,) kg m^2 (kg m) kept within effort * h^2.
+
+    Solved with the contacts and joints, a drive gets its way against the substep's friction
+    and joints (applied after them, as a velocity kick, they would take part of it back each
+    substep: a car's driven wheels turned 7% slower than their target).
+    """
+    sel = motors.mode != MODES.index("force")
+    if not np.any(sel):
+        return
+    a, b = motors.a, motors.b
+    xs = x + S[:, :3]
+    qs = quat.multiply(quat.exp_rotation(S[:, 3:]), q)
+    n = quat.rotate(qs[a], motors.axis_a)
+    turned = quat.log_rotation(quat.multiply(qs[a], quat.conjugate(q_prev[a]))) \
+        - quat.log_rotation(quat.multiply(qs[b], quat.conjugate(q_prev[b])))
+    moved = (xs[a] - x_prev[a]) - (xs[b] - x_prev[b])
+    progress = np.einsum("ki,ki->k", n, np.where(motors.linear[:, None], moved, turned))
+    ia, ib, w_eff = _effective(motors, q, n, inv_mass, inv_inertia)
+    limit = motors.effort * h * h
+    total = np.clip(lam + (speeds * h - progress) / np.maximum(w_eff, 1e-300), -limit, limit)
+    step = np.where(sel & (w_eff > 0), total - lam, 0.0)
+    lam += step
+    p = step[:, None] * n
+    lin = motors.linear
+    np.add.at(S[:, :3], a[lin], inv_mass[a[lin], None] * p[lin])
+    np.subtract.at(S[:, :3], b[lin], inv_mass[b[lin], None] * p[lin])
+    ang = ~lin
+    np.add.at(S[:, 3:], a[ang], np.einsum("kij,kj->ki", ia[ang], p[ang]))
+    np.subtract.at(S[:, 3:], b[ang], np.einsum("kij,kj->ki", ib[ang], p[ang]))

@@ -15,7 +15,7 @@ from .errors import JakobsenError
 from .model import BodyState, Model
 from .rigid import BodyMode, ShapeKind
 from .joints import bounce_limits, joint_layout, solve_joints
-from .motors import apply_motor_forces, drive_motors
+from .motors import apply_motor_forces, motor_speeds, solve_motor_positions
 from .springs import apply_springs, update_springs
 from .rigid_contacts import Contacts, shape_penetration, sweep_and_prune
 
@@ -172,6 +172,8 @@ class RigidStepper:
                           np.isnan(bodies.spring_broken_at))
         if model.motors.count:
             apply_motor_forces(model.motors, x, q, v, w, self.inv_mass, self.inv_inertia, self.h, t1)
+            self.motor_speeds = motor_speeds(model.motors, x, q, self.inv_mass, self.inv_inertia, t1)
+            self.motor_lam = np.zeros(model.motors.count)
         if model.joints.count:
             self.joint_impulses[...] = 0.0
             self.limit_hits[...] = 0.0
@@ -306,10 +308,13 @@ class RigidStepper:
         return anchor
 
     def solve_positions(self, bodies: BodyState) -> None:
+        x, q, _, _ = bodies.arrays()
         if self.contacts.count:
             kernels_rigid.solve_contact_positions(self.slices, self.S)
+        if self.model.motors.count:
+            solve_motor_positions(self.model.motors, x, q, self.x_prev, self.q_prev, self.S, self.inv_mass,
+                                  self.inv_inertia, self.h, self.motor_speeds, self.motor_lam)
         if self.model.joints.count:
-            x, q, _, _ = bodies.arrays()
             solve_joints(self.model.joints, self.joint_layout, x, q, self.S, self.inv_mass, self.inv_inertia,
                          np.isnan(bodies.joint_broken_at), self.steer, self.joint_impulses, self.limit_hits)
 
@@ -328,7 +333,7 @@ class RigidStepper:
             self.anchor_points = self.anchor[self.stuck][order]
         else:
             self.anchor_keys = np.zeros(0, np.int64)
-        if self.contacts.count or self.model.joints.count:
+        if self.contacts.count or self.model.joints.count or self.model.motors.count:
             dx, dth = self.S[d, :3], self.S[d, 3:]
             x[d] += dx
             rot = quat.to_matrix(q[d])
@@ -363,8 +368,6 @@ class RigidStepper:
         if model.springs.count:
             active = np.isnan(bodies.spring_broken_at)
             update_springs(model.springs, x, q, bodies.spring_rest, active, bodies.spring_broken_at, t1)
-        if model.motors.count:
-            drive_motors(model.motors, x, q, v, w, self.inv_mass, self.inv_inertia, h, t1)
 
     def _restitution(self, x, q, v, w) -> None:
         h = self.h
