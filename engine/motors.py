@@ -27,10 +27,12 @@ from .connector_common import check_ends, values_at
 from .errors import JakobsenError
 
 MODES = ("speed", "force", "servo")
-# Servo: how fast the remaining error is closed (1/s) once it is small; farther away the speed is
-# what the motor can still brake from. Under a steady load a servo holds its angle short by about
-# (the load's angular acceleration) * substep / SERVO_RATE (0.3 degrees for an arm held level).
+# Servo: how fast the remaining error is closed (1/s) once it is small; farther away, the speed a
+# quarter of the motor's torque could still stop in time (a quarter, because the inertia the motor
+# sees is its body's about its centre, while a jointed body turns about its pivot: an arm on a
+# hinge has four times the inertia there, and with a half it overshot by 6 degrees).
 SERVO_RATE = 30.0
+SERVO_BRAKE = 0.25
 
 
 @dataclass(frozen=True)
@@ -169,8 +171,7 @@ def motor_speeds(motors: Motors, x, q, inv_mass, inv_inertia, t: float) -> np.nd
         _, _, w_eff = _effective(motors, q, n, inv_mass, inv_inertia)
         error = target - position
         error = np.where(motors.linear, error, (error + np.pi) % (2 * np.pi) - np.pi)
-        # The fastest approach that half the motor's strength can still stop in time.
-        brake = np.sqrt(2.0 * 0.5 * motors.effort * w_eff * np.abs(error))
+        brake = np.sqrt(2.0 * SERVO_BRAKE * motors.effort * w_eff * np.abs(error))
         target = np.where(servo, np.sign(error) * np.minimum(SERVO_RATE * np.abs(error), brake), target)
     return np.where(motors.mode == MODES.index("force"), 0.0, target)
 

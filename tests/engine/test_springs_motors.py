@@ -275,3 +275,16 @@ def test_a_car_on_four_suspended_wheels_settles_at_rest_minus_its_weight_share_o
         assert abs(offset[2] - expected) / (chassis_mass * G / 4 / k) < 0.05
         assert np.abs(offset[:2]).max() < 1e-3  # the wheels keep their axles
     assert np.linalg.norm(state.bodies.velocity) < 0.01  # at rest
+
+
+def test_a_servo_does_not_overshoot_its_target():
+    builder = engine.ModelBuilder()
+    arm = builder.add_rigid_body(*box_mesh((1.0, 0.1, 0.1), centre=(0.5, 0, 0)), name="arm", mass=5.0, shape="box")
+    builder.add_joint("hinge", None, arm, (0, 0, 0), axis=(0, -1, 0))
+    builder.add_motor(arm, None, (0, -1, 0), name="servo", mode="servo", target=math.radians(45), torque=60.0)
+    solver = engine.Solver(builder.finalize())
+    state = solver.make_state()
+    times, angles = run(solver, state, 1.5, lambda s: math.degrees(math.atan2(s.bodies.position[0, 2],
+                                                                                  s.bodies.position[0, 0])))
+    assert angles.max() < 45.0 + 1.0
+    assert abs(angles[-1] - 45.0) < 0.2
