@@ -11,7 +11,6 @@ import numpy as np
 
 from . import forces, kernels, kernels_rigid
 from . import quaternions as quat
-from .errors import JakobsenError
 from .model import BodyState, Model
 from .rigid import BodyMode, ShapeKind
 from .joints import bounce_limits, joint_layout, solve_joints
