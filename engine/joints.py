@@ -44,6 +44,7 @@ import numpy as np
 from . import quaternions as quat
 from .connector_common import check_ends, values_at
 from .errors import JakobsenError
+from .kernels_rigid import world_inverse_inertia
 
 
 class Lin(IntEnum):
@@ -490,7 +491,7 @@ def _mechanism_solve(layout: JointLayout, ja, jb, on, rhs, q, inv_mass, inv_iner
     # from here on (einsum over four indices is many times slower for these small sizes).
     blocks = np.zeros((count, bmax, 6, 6))
     blocks[:, :, [0, 1, 2], [0, 1, 2]] = inv_mass[body][:, :, None]
-    blocks[:, :, 3:, 3:] = (rot * inv_inertia[body][:, :, None, :]) @ np.swapaxes(rot, -1, -2)
+    blocks[:, :, 3:, 3:] = world_inverse_inertia(rot, inv_inertia[body])
     w_full = np.zeros((count, bmax, 6, bmax, 6))
     w_full[:, np.arange(bmax), :, np.arange(bmax), :] = np.moveaxis(blocks, 1, 0)
     w_full = w_full.reshape(count, 6 * bmax, 6 * bmax)

@@ -36,6 +36,12 @@ def _dot(a, b):
     return np.einsum("ci,ci->c", a, b)
 
 
+def world_inverse_inertia(rot, inv_inertia):
+    """World inverse inertia matrices R diag(inv_inertia) R^T (..., 3, 3) for rotations rot
+    (..., 3, 3) and principal inverse inertias (..., 3)."""
+    return (rot * inv_inertia[..., None, :]) @ np.swapaxes(rot, -1, -2)
+
+
 def world_inverse_inertia_times(rot, inv_inertia, vec):
     """I_world^-1 vec for rotations rot (k, 3, 3), principal inverse inertia (k, 3), vectors (k, 3)."""
     return np.einsum("kij,kj->ki", rot, inv_inertia * np.einsum("kji,kj->ki", rot, vec))

@@ -25,6 +25,7 @@ import numpy as np
 from . import quaternions as quat
 from .connector_common import check_ends, values_at
 from .errors import JakobsenError
+from .kernels_rigid import world_inverse_inertia
 
 MODES = ("speed", "force", "servo")
 # Servo: how fast the remaining error is closed (1/s) once it is small; farther away, the speed a
@@ -131,8 +132,7 @@ def _effective(motors: Motors, q, n, inv_mass, inv_inertia):
     the relative motion along (about) the axis."""
     a, b = motors.a, motors.b
     rot_a, rot_b = quat.to_matrix(q[a]), quat.to_matrix(q[b])
-    ia = np.einsum("kij,kj,klj->kil", rot_a, inv_inertia[a], rot_a)
-    ib = np.einsum("kij,kj,klj->kil", rot_b, inv_inertia[b], rot_b)
+    ia, ib = world_inverse_inertia(rot_a, inv_inertia[a]), world_inverse_inertia(rot_b, inv_inertia[b])
     w_lin = inv_mass[a] + inv_mass[b]
     w_ang = np.einsum("ki,kij,kj->k", n, ia + ib, n)
     return ia, ib, np.where(motors.linear, w_lin, w_ang)

@@ -21,6 +21,7 @@ import numpy as np
 from . import quaternions as quat
 from .connector_common import check_ends
 from .errors import JakobsenError
+from .kernels_rigid import world_inverse_inertia
 
 _KINDS = ("linear", "angular", "both")
 
@@ -155,8 +156,7 @@ def apply_springs(springs: Springs, x, q, v, w, inv_mass, inv_inertia, h: float,
     the current rest lengths; active: (S,) False for broken springs."""
     a, b = springs.a, springs.b
     rot_a, rot_b = quat.to_matrix(q[a]), quat.to_matrix(q[b])
-    ia = np.einsum("kij,kj,klj->kil", rot_a, inv_inertia[a], rot_a)
-    ib = np.einsum("kij,kj,klj->kil", rot_b, inv_inertia[b], rot_b)
+    ia, ib = world_inverse_inertia(rot_a, inv_inertia[a]), world_inverse_inertia(rot_b, inv_inertia[b])
     p1, p2, n, length = spring_lengths(springs, x, q)
     r1, r2 = p1 - x[a], p2 - x[b]
     lin = active & springs.linear
