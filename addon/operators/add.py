@@ -68,6 +68,18 @@ class _FromSelection:
         return context.mode == 'OBJECT' and any(o.type == 'MESH' for o in context.selected_objects)
 
 
+def _empty_for_pair(operator, context, name: str, role: str, display: str, place):
+    """The pair from the selection (Object A, Object B) with both enabled, and a new Empty of
+    ``role`` at ``place(a, b)`` whose settings join them; None (reported) without a pair."""
+    pair = _pair_from_selection(operator, context)
+    if pair is None:
+        return None
+    a, b = pair
+    _enable_bodies(a, b)
+    empty = _new_empty(context, name, role, place(a, b), display)
+    return a, b, getattr(empty.jakobsen, role.lower())
+
+
 class JAKOBSEN_OT_add_body(_FromSelection, Operator):
     """Make the selected meshes take part in the Jakobsen Physics simulation"""
 
@@ -98,13 +110,11 @@ class JAKOBSEN_OT_add_connector(_FromSelection, Operator):
         items=CONNECTOR_TYPE_ITEMS, default='HINGE')
 
     def execute(self, context):
-        pair = _pair_from_selection(self, context)
-        if pair is None:
+        made = _empty_for_pair(self, context, "Connector", 'CONNECTOR', 'ARROWS',
+                               lambda a, b: b.matrix_world.translation)
+        if made is None:
             return {'CANCELLED'}
-        a, b = pair
-        _enable_bodies(a, b)
-        empty = _new_empty(context, "Connector", 'CONNECTOR', b.matrix_world.translation, 'ARROWS')
-        settings = empty.jakobsen.connector
+        a, b, settings = made
         settings.connector_type = self.connector_type
         settings.object_a, settings.object_b = a, b
         return {'FINISHED'}
@@ -117,15 +127,19 @@ class JAKOBSEN_OT_add_spring(_FromSelection, Operator):
     bl_label = "Add Spring"
 
     def execute(self, context):
-        pair = _pair_from_selection(self, context)
-        if pair is None:
+        def ends(a, b):
+            pb = b.matrix_world.translation
+            return (a.matrix_world.translation if a is not None else pb), pb
+
+        def middle(a, b):
+            pa, pb = ends(a, b)
+            return (pa + pb) / 2
+
+        made = _empty_for_pair(self, context, "Spring", 'SPRING', 'SINGLE_ARROW', middle)
+        if made is None:
             return {'CANCELLED'}
-        a, b = pair
-        _enable_bodies(a, b)
-        pb = b.matrix_world.translation
-        pa = a.matrix_world.translation if a is not None else pb
-        empty = _new_empty(context, "Spring", 'SPRING', (pa + pb) / 2, 'SINGLE_ARROW')
-        settings = empty.jakobsen.spring
+        a, b, settings = made
+        pa, pb = ends(a, b)
         settings.object_a, settings.object_b = a, b
         settings.rest_length = (pb - pa).length
         return {'FINISHED'}
@@ -142,13 +156,10 @@ class JAKOBSEN_OT_add_motor(_FromSelection, Operator):
         items=MOTOR_TYPE_ITEMS, default='ANGULAR')
 
     def execute(self, context):
-        pair = _pair_from_selection(self, context)
-        if pair is None:
+        made = _empty_for_pair(self, context, "Motor", 'MOTOR', 'CIRCLE', lambda a, b: b.matrix_world.translation)
+        if made is None:
             return {'CANCELLED'}
-        reference, driven = pair
-        _enable_bodies(reference, driven)
-        empty = _new_empty(context, "Motor", 'MOTOR', driven.matrix_world.translation, 'CIRCLE')
-        settings = empty.jakobsen.motor
+        reference, driven, settings = made
         settings.motor_type = self.motor_type
         settings.object_a, settings.object_b = driven, reference
         return {'FINISHED'}

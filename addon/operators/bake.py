@@ -49,15 +49,21 @@ class JAKOBSEN_OT_bake(Operator):
     def poll(cls, context):
         return context.scene is not None and context.view_layer is not None
 
-    def execute(self, context):
-        job = BakeJob(context.scene.name)
-        t0 = time.perf_counter()
+    def _start(self, context, job: BakeJob) -> bool:
+        """Start ``job``; a scene that cannot be baked is reported and nothing is changed."""
         try:
             job.start(context)
         except JakobsenError as error:
             self.report({'ERROR'}, str(error))
-            return {'CANCELLED'}
+            return False
         _report_warnings(self, job.warnings)
+        return True
+
+    def execute(self, context):
+        job = BakeJob(context.scene.name)
+        t0 = time.perf_counter()
+        if not self._start(context, job):
+            return {'CANCELLED'}
         try:
             while job.step():
                 pass
@@ -71,12 +77,8 @@ class JAKOBSEN_OT_bake(Operator):
         if bpy.app.background or context.window is None:
             return self.execute(context)
         job = BakeJob(context.scene.name, preview=True, follow_frames=True)
-        try:
-            job.start(context)
-        except JakobsenError as error:
-            self.report({'ERROR'}, str(error))
+        if not self._start(context, job):
             return {'CANCELLED'}
-        _report_warnings(self, job.warnings)
         self._job = job
         self._started_at = time.perf_counter()
         wm = context.window_manager
