@@ -2,11 +2,16 @@
 
 Blender 5.0 removed ``Action.fcurves``: F-curves live in a channel bag per slot, in a keyframe
 strip of the action's first layer. Everything else in the add-on goes through these functions.
+
+Assignments are recorded with the action itself (an ID property may point at an ID, and that
+pointer counts as a user), not its name: the user's action then survives a bake that replaces it,
+a save and a reload, and a rename of the action or its object.
 """
 
 from __future__ import annotations
 
 import bpy
+import numpy as np
 
 SLOTTED = "slots" in bpy.types.Action.bl_rna.properties
 
@@ -42,22 +47,34 @@ def assigned_fcurves(id_data):
 
 
 def assignment(id_data) -> dict:
-    """What action (and slot) ``id_data`` uses now, by name, to put back with ``restore_assignment``."""
+    """What action (and slot) ``id_data`` uses now, to put back with ``restore_assignment``.
+
+    The action is kept as a pointer (``"action"``; absent when there is none), which holds it
+    while the bake's action is assigned instead; the slot by its identifier."""
     anim_data = id_data.animation_data
-    record = {"animation_data": anim_data is not None, "action": "", "slot": ""}
+    record = {"animation_data": anim_data is not None, "slot": ""}
     if anim_data is not None and anim_data.action is not None:
-        record["action"] = anim_data.action.name
+        record["action"] = anim_data.action
         if SLOTTED and anim_data.action_slot is not None:
             record["slot"] = anim_data.action_slot.identifier
     return record
 
 
+def recorded_action(value):
+    """The action a record points at: a pointer, or (records written before pointers) a name."""
+    if isinstance(value, str):
+        return bpy.data.actions.get(value) if value else None
+    return value if isinstance(value, bpy.types.Action) else None
+
+
 def restore_assignment(id_data, record) -> None:
     """Undo ``assign_new_action``: put back the action (and slot) recorded by ``assignment``."""
     anim_data = id_data.animation_data
+    previous = recorded_action(record.get("action"))
     if anim_data is None:
-        return
-    previous = bpy.data.actions.get(record.get("action", "")) if record.get("action") else None
+        if previous is None:
+            return
+        anim_data = id_data.animation_data_create()
     anim_data.action = previous
     if previous is not None and SLOTTED and record.get("slot"):
         slot = next((s for s in previous.slots if s.identifier == record["slot"]), None)
@@ -70,8 +87,6 @@ def restore_assignment(id_data, record) -> None:
 
 def set_keyframes(fcurve, frames, values, interpolation: str = 'LINEAR') -> None:
     """Replace nothing, add all: ``len(frames)`` keyframes in one go, interpolation set in bulk."""
-    import numpy as np
-
     count = len(frames)
     points = fcurve.keyframe_points
     first = len(points)
@@ -87,3 +102,53 @@ def set_keyframes(fcurve, frames, values, interpolation: str = 'LINEAR') -> None
     modes[first:] = code
     points.foreach_set("interpolation", modes)
     fcurve.update()
+
+
+# Keyframe settings copied in bulk: (attribute, values per key, dtype).
+_KEY_ARRAYS = (("co", 2, np.float32), ("handle_left", 2, np.float32), ("handle_right", 2, np.float32),
+               ("interpolation", 1, np.int32), ("easing", 1, np.int32), ("handle_left_type", 1, np.int32),
+               ("handle_right_type", 1, np.int32), ("type", 1, np.int32), ("amplitude", 1, np.float32),
+               ("back", 1, np.float32), ("period", 1, np.float32))
+_FCURVE_FLAGS = ("extrapolation", "mute", "hide", "lock", "auto_smoothing", "color_mode")
+
+
+def copy_fcurves(source, target, skip: set[str]) -> list[str]:
+    """Copy the F-curves of ``source`` whose data path is not in ``skip`` into ``target`` (an
+    F-curve collection), keys, handles, extrapolation and modifiers included; returns their paths.
+
+    A bake replaces an ID's action with its own. The curves of the user's action that the bake
+    does not write (a keyed scale, a material setting, the values of the user's own shape keys)
+    are copied into the bake's action, so they keep playing while the bake is shown."""
+    copied = []
+    for fc in source or ():
+        if fc.data_path in skip:
+            continue
+        new = target.new(fc.data_path, index=fc.array_index)
+        count = len(fc.keyframe_points)
+        new.keyframe_points.add(count)
+        for attr, size, dtype in _KEY_ARRAYS:
+            buf = np.empty(count * size, dtype=dtype)
+            fc.keyframe_points.foreach_get(attr, buf)
+            new.keyframe_points.foreach_set(attr, buf)
+        for flag in _FCURVE_FLAGS:
+            if hasattr(fc, flag):
+                setattr(new, flag, getattr(fc, flag))
+        for mod in fc.modifiers:
+            _copy_modifier(mod, new.modifiers.new(mod.type))
+        new.update()
+        copied.append(fc.data_path)
+    return copied
+
+
+def _copy_modifier(source, target) -> None:
+    """Every writable setting of an F-curve modifier (Cycles, Noise, ...), by RNA."""
+    for prop in source.bl_rna.properties:
+        if prop.is_readonly or prop.identifier in {"rna_type", "type"}:
+            continue
+        try:
+            value = getattr(source, prop.identifier)
+            if getattr(prop, "is_array", False):
+                value = tuple(value)
+            setattr(target, prop.identifier, value)
+        except (AttributeError, TypeError, ValueError):
+            pass  # a setting that cannot be set on its own (an active flag of another modifier)

@@ -14,11 +14,14 @@ Life cycle: ``start()`` reads the scene (bad input raises ``JakobsenError`` and 
 ``step()`` computes the next frame and returns whether frames remain, then either ``finish()``
 writes the bake (replacing any previous one) or ``cancel()`` leaves the scene as it was before
 ``start()``. Both end in ``_cleanup()``, the one place that undoes what a running job shows
-(preview meshes, hidden objects, the current frame).
+(preview meshes, hidden objects, the current frame); an exception of any kind inside ``start()``
+runs it too. Objects are found again by their ``session_uid`` (which a rename keeps), so a user
+who renames an object during a modal bake still gets it back visible, and baked.
 """
 
 from __future__ import annotations
 
+import os
 import time
 
 import bpy
@@ -29,6 +32,24 @@ from . import baking, scene_to_model
 from .engine import JakobsenError, Solver
 
 PREVIEW_PROPERTY = "jakobsen_preview"
+
+
+def find_object(name: str, uid: int | None):
+    """The object with ``session_uid`` ``uid``, looked up by ``name`` first (what it was called when
+    the job started); None if it is gone. Without a uid, by name alone."""
+    obj = bpy.data.objects.get(name)
+    if uid is None or (obj is not None and obj.session_uid == uid):
+        return obj
+    return next((o for o in bpy.data.objects if o.session_uid == uid), None)
+
+
+def describe_failure(error: BaseException) -> str:
+    """A bake error as the user reads it: a ``JakobsenError`` says what to fix; anything else is a
+    fault of the add-on, named as such (the scene has been left as it was by then)."""
+    if isinstance(error, JakobsenError):
+        return str(error)
+    return (f"internal error {type(error).__name__}: {error} (a fault in Jakobsen Physics, not in the scene; "
+            "the scene was left as it was; please report it)")
 
 
 class BakeJob:
@@ -56,8 +77,9 @@ class BakeJob:
         self._results: dict[str, list[np.ndarray]] = {}
         self._poses: dict[str, list[np.ndarray]] = {}  # rigid body -> matrix_world (4, 4) per frame
         self._original_frame: tuple[int, float] | None = None
-        self._previews: dict[str, str] = {}  # deforming object -> preview object
-        self._hidden: list[str] = []  # objects hidden behind their preview
+        self._uids: dict[str, int] = {}  # taking part: name at the start -> session_uid
+        self._previews: dict[str, tuple[str, int]] = {}  # object -> its preview object (name, session_uid)
+        self._hidden: list[tuple[str, int]] = []  # objects hidden behind their preview (name, session_uid)
         self._view_layer_name = ""
         self._started = self._ended = False
 
@@ -96,28 +118,34 @@ class BakeJob:
         if context.scene != scene:
             raise JakobsenError(f"bake: the scene '{scene.name}' is not the context's scene")
         self._original_frame = (scene.frame_current, scene.frame_subframe)
-        props = scene.jakobsen
-        self.output, self.cache_directory = props.output, props.cache_directory
-        sm = scene_to_model.build(context, frame_range=self.frame_range)
-        warnings = list(sm.warnings)
-        for d in sm.deformables:
-            warnings += baking.check_output(bpy.data.objects[d.object_name], d.vertex_count, self.output,
-                                            self.cache_directory)
-        self.scene_model, self.warnings = sm, warnings
-        self.solver = Solver(sm.model, sm.settings)
-        self.state = self.solver.make_state()
-        self.frame = sm.frame_start
-        self._results = {d.object_name: [sm.local_positions(d, self.state.positions, self.frame)]
-                         for d in sm.deformables}
-        self._poses = {name: [m] for name, m in self._body_matrices().items()}
-        self._started = True
-        if self.preview:
-            self._make_previews(context)
+        try:
+            props = scene.jakobsen
+            self.output, self.cache_directory = props.output, props.cache_directory
+            sm = scene_to_model.build(context, frame_range=self.frame_range)
+            warnings = list(sm.warnings)
+            for d in sm.deformables:
+                warnings += baking.check_output(bpy.data.objects[d.object_name], d.vertex_count, self.output,
+                                                self.cache_directory)
+            self.scene_model, self.warnings = sm, warnings
+            self._uids = {name: bpy.data.objects[name].session_uid
+                          for name in [d.object_name for d in sm.deformables] + [b.object_name for b in sm.bodies]}
+            self.solver = Solver(sm.model, sm.settings)
+            self.state = self.solver.make_state()
+            self.frame = sm.frame_start
+            self._results = {d.object_name: [self._local_positions(d, sm.frame_start)] for d in sm.deformables}
+            self._poses = {name: [m] for name, m in self._body_matrices().items()}
+            self._started = True
+            if self.preview:
+                self._make_previews(context)
+        except BaseException:
+            self._cleanup()
+            raise
 
     def step(self) -> bool:
         """Compute the next frame; returns True while frames remain.
 
-        A frame the solver cannot compute raises ``JakobsenError``; call ``cancel()`` then.
+        A frame the solver cannot compute, or whose result Blender could not store, raises
+        ``JakobsenError``; call ``cancel()`` then.
         """
         if not self._started or self._ended:
             raise RuntimeError("BakeJob.step() needs start() first and no finish() or cancel()")
@@ -128,16 +156,24 @@ class BakeJob:
         t0 = time.perf_counter()
         self.solver.step_frame(self.state, pinned_positions=sm.pinned_positions(frame))
         self.step_seconds += time.perf_counter() - t0
+        local = {d.object_name: self._local_positions(d, frame) for d in sm.deformables}
+        poses = self._body_matrices(frame)
         self.frame = frame
-        for d in sm.deformables:
-            self._results[d.object_name].append(sm.local_positions(d, self.state.positions, frame))
-        for name, m in self._body_matrices().items():
+        for name, positions in local.items():
+            self._results[name].append(positions)
+        for name, m in poses.items():
             self._poses[name].append(m)
         if self.follow_frames:
             self.scene.frame_set(frame)
         if self._previews:
             self._update_previews()
         return frame < sm.frame_end
+
+    def _local_positions(self, binding, frame: int) -> np.ndarray:
+        """A deformable's positions on ``frame`` in its object space, float32, checked storable."""
+        local = self.scene_model.local_positions(binding, self.state.positions, frame)
+        return baking.finite_for_blender(local, f"'{binding.object_name}'",
+                                         f"its vertex positions on frame {frame}")
 
     def run(self, context=None) -> str:
         """start(), every step() and finish(): the whole bake; returns finish()'s summary."""
@@ -159,48 +195,70 @@ class BakeJob:
         """matrix_world (frames computed, 4, 4) of a rigid body the solver moves."""
         return np.stack(self._poses[object_name])
 
-    def _body_matrices(self) -> dict[str, np.ndarray]:
+    def _body_matrices(self, frame: int | None = None) -> dict[str, np.ndarray]:
         sm = self.scene_model
         if not any(b.keyed for b in sm.bodies):
             return {}
         translations, rotations = self.solver.body_poses(self.state)
-        return sm.body_matrices(translations, rotations)
+        out = sm.body_matrices(translations, rotations)
+        for name, m in out.items():
+            baking.finite_for_blender(m, f"'{name}'", f"its pose on frame {frame or sm.frame_start}")
+        return out
 
     def finish(self, elapsed: float | None = None) -> str:
-        """Write the bake (replacing each object's previous one); returns a one-line summary."""
+        """Write the bake (replacing each object's previous one); returns a one-line summary.
+
+        Everything that can fail is done before the scene changes: the objects are found (a
+        renamed one by its uid), every value is checked storable, and PC2 files are written beside
+        their places (a full disk raises ``OSError`` with the scene and the previous bake as they
+        were); only then is each object's previous bake freed and the new one written."""
         if not self.done:
             raise RuntimeError("BakeJob.finish() before the last frame; use cancel() to stop early")
         self._cleanup()
         sm = self.scene_model
-        written = []
+        deformables, bodies = [], []
         for d in sm.deformables:
-            obj = bpy.data.objects.get(d.object_name)
+            obj = self._object(d.object_name)
             if obj is None:
                 self.warnings.append(f"'{d.object_name}' was deleted during the bake; nothing written for it")
-                continue
-            baking.free_bake(obj)
-            local = self.results(d.object_name)
-            if self.output == 'PC2':
-                baking.write_pc2(obj, sm.frame_start, local, self.cache_directory)
             else:
-                baking.write_shape_keys(obj, sm.frame_start, local)
-            written.append(f"{obj.name} ({d.vertex_count} vertices)")
-        keyed = 0
+                deformables.append((obj, d, self.results(d.object_name)))
         for b in sm.bodies:
             if not b.keyed:
                 continue
-            obj = bpy.data.objects.get(b.object_name)
+            obj = self._object(b.object_name)
             if obj is None:
                 self.warnings.append(f"'{b.object_name}' was deleted during the bake; nothing written for it")
-                continue
+            else:
+                bodies.append((obj, b, b.to_basis @ self.body_results(b.object_name)))
+        staged = {}
+        if self.output == 'PC2':
+            try:
+                for obj, d, local in deformables:
+                    staged[d.object_name] = baking.stage_pc2_file(baking.pc2_path(obj, self.cache_directory),
+                                                                  sm.frame_start, local)
+            except BaseException:
+                for path in staged.values():
+                    if os.path.exists(path):
+                        os.remove(path)
+                raise
+        written = []
+        for obj, d, local in deformables:
+            baking.free_bake(obj)
+            if self.output == 'PC2':
+                baking.write_pc2(obj, sm.frame_start, local, self.cache_directory, staged=staged[d.object_name])
+            else:
+                baking.write_shape_keys(obj, sm.frame_start, local)
+            written.append(f"{obj.name} ({d.vertex_count} vertices)")
+        for obj, b, basis in bodies:
             # What the object rested at before any bake: from the bake being replaced, else as it is now.
             previous = baking.record_of(obj)
             rest = previous.get("rest") if previous and previous.get("output") == 'TRANSFORM' else None
             rest = rest or baking.transform_values(obj)
             baking.free_bake(obj)
-            baking.write_transform_keys(obj, sm.frame_start, b.to_basis @ self.body_results(b.object_name), rest=rest)
+            baking.write_transform_keys(obj, sm.frame_start, basis, rest=rest, scale=b.scale)
             written.append(f"{obj.name} (rigid body)")
-            keyed += 1
+        keyed = len(bodies)
         seconds = elapsed if elapsed is not None else self.step_seconds
         outputs = []
         if len(written) > keyed:
@@ -211,6 +269,10 @@ class BakeJob:
                    f"{' and '.join(outputs) or 'nothing'}, frames {sm.frame_start}-{sm.frame_end}, in {seconds:.2f} s "
                    f"({self.ms_per_frame:.1f} ms/frame)")
         return "; ".join([summary] + self.broken())
+
+    def _object(self, name: str):
+        """The taking-part object that was called ``name`` when the job started (renamed or not)."""
+        return find_object(name, self._uids.get(name))
 
     def broken(self) -> list[str]:
         """``connector 'Hinge' broke at frame 12`` for each connector and spring that broke so far,
@@ -256,21 +318,21 @@ class BakeJob:
         preview = bpy.data.objects.new(mesh.name, mesh)
         preview[PREVIEW_PROPERTY] = obj.name
         collection.objects.link(preview)
-        self._previews[obj.name] = preview.name
+        self._previews[obj.name] = (preview.name, preview.session_uid)
         if not obj.hide_get(view_layer=view_layer):
             obj.hide_set(True, view_layer=view_layer)
-            self._hidden.append(obj.name)
+            self._hidden.append((obj.name, obj.session_uid))
 
     def _update_previews(self) -> None:
         for d in self.scene_model.deformables:
-            preview = bpy.data.objects.get(self._previews.get(d.object_name, ""))
+            preview = find_object(*self._previews.get(d.object_name, ("", None)))
             if preview is None:
                 continue
             world = np.ascontiguousarray(self.state.positions[d.particles], dtype=np.float32)
             preview.data.vertices.foreach_set("co", world.ravel())
             preview.data.update()
         for name, poses in self._poses.items():
-            preview = bpy.data.objects.get(self._previews.get(name, ""))
+            preview = find_object(*self._previews.get(name, ("", None)))
             if preview is not None:
                 preview.matrix_world = Matrix(poses[-1].tolist())
 
@@ -278,8 +340,8 @@ class BakeJob:
         if self._ended:
             return
         self._ended = True
-        for name in self._previews.values():
-            preview = bpy.data.objects.get(name)
+        for name, uid in self._previews.values():
+            preview = find_object(name, uid)
             if preview is not None:
                 mesh = preview.data
                 bpy.data.objects.remove(preview)
@@ -289,8 +351,8 @@ class BakeJob:
         scene = bpy.data.scenes.get(self.scene_name)
         if self._hidden and scene is not None:
             view_layer = scene.view_layers.get(self._view_layer_name)
-            for name in self._hidden:
-                obj = bpy.data.objects.get(name)
+            for name, uid in self._hidden:
+                obj = find_object(name, uid)
                 if obj is not None and view_layer is not None:
                     obj.hide_set(False, view_layer=view_layer)
         self._hidden.clear()

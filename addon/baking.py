@@ -6,10 +6,16 @@ read by a Mesh Cache modifier. Rigid bodies get location and rotation F-curves i
 in the object's rotation mode. Keyframes are written in bulk (``keyframe_points.add`` +
 ``foreach_set``), never with ``keyframe_insert``.
 
-Every bake leaves a record on the object (the ID property ``jakobsen_bake``: what was written,
-what was there before) and marks what it created (the ``JK_`` prefix and the same ID property on
-its actions), so ``free_bake`` removes exactly that and puts back the previous action, active
-shape key and shape-key datablock. Records are ID properties, so they survive save and reload.
+Nothing of the user's is lost. Every bake leaves a record on the object (the ID property
+``jakobsen_bake``: what was written, what was there before) that points at the actions by
+reference, not by name: the user's own action is held by that pointer while the bake's action
+is assigned instead (so it survives save and reload with no other user), the bake's action is
+found again whatever the object or the actions are called since, and ``free_bake`` removes
+exactly what the bake added and puts back the user's action, active shape key and shape-key
+datablock. The F-curves of the user's action that the bake does not write (a keyed scale, a
+material setting, the values of the user's own shape keys) are copied into the bake's action, so
+they keep playing while the bake is shown, and a second bake reads the scene exactly as the
+first one did.
 """
 
 from __future__ import annotations
@@ -24,12 +30,15 @@ from mathutils import Matrix
 
 from . import actions
 from .engine import JakobsenError
+from .files import cannot_write
 
 RECORD = "jakobsen_bake"
 SHAPE_KEY_PREFIX = "JK_Bake_"
 ACTION_PREFIX = "JK_Bake "
 MODIFIER_NAME = "JK Bake Cache"
 PC2_HEADER = struct.Struct("<12siiffi")
+# The ID property that marks the actions a bake made (its value says so to a curious user).
+ACTION_MARK = "baked by Jakobsen Physics; Free Bake removes it"
 
 
 def record_of(obj) -> dict | None:
@@ -42,9 +51,22 @@ def baked_objects(scene) -> list:
     return sorted((o for o in scene.objects if RECORD in o), key=lambda o: o.name)
 
 
-def _our_action(name: str, owner: str):
-    action = bpy.data.actions.get(name) if name else None
-    return action if action is not None and action.get(RECORD) == owner else None
+def _our_action(ref):
+    """The bake's action a record points at (records written before pointers hold its name)."""
+    action = actions.recorded_action(ref)
+    return action if action is not None and action.get(RECORD) else None
+
+
+def finite_for_blender(values: np.ndarray, where: str, what: str) -> np.ndarray:
+    """``values`` as float32, Blender's precision for coordinates and keys, or a ``JakobsenError``
+    naming ``where`` if any of them is not finite there (beyond +-3.4e38, or not a number)."""
+    with np.errstate(over="ignore", invalid="ignore"):
+        single = np.asarray(values, dtype=np.float32)
+    if not np.all(np.isfinite(single)):
+        raise JakobsenError(f"{where}: {what} is beyond what Blender can store (not a finite single-precision "
+                            "number); something in the scene is far too large or fast: check gravity, wind, "
+                            "force fields, motors and masses (or use more substeps)")
+    return single
 
 
 # -- checks before a bake ---------------------------------------------------------------------------
@@ -73,24 +95,13 @@ def check_output(obj, vertex_count: int, output: str, cache_directory: str) -> l
         if cache_directory.startswith("//") and not bpy.data.is_saved:
             raise JakobsenError(f"{where}: the cache directory '{cache_directory}' is relative to the .blend "
                                 "file, which is not saved yet; save it or choose an absolute directory")
-        if not _can_create_in(bpy.path.abspath(cache_directory)):
-            raise JakobsenError(f"{where}: the cache directory '{cache_directory}' cannot be written to")
+        why = cannot_write(bpy.path.abspath(cache_directory), directory=True)
+        if why:
+            raise JakobsenError(f"{where}: the cache directory '{cache_directory}' cannot be written to: {why} "
+                                "(Scene > Jakobsen Physics > Bake > Cache Directory)")
     else:
         raise JakobsenError(f"unknown bake output {output!r}")
     return warnings
-
-
-def _can_create_in(directory: str) -> bool:
-    """Whether ``directory`` exists and is writable, or could be created (its nearest existing
-    ancestor is a writable directory). Checked before a bake, so that nothing is computed or
-    freed for a bake that could not be written."""
-    path = os.path.abspath(directory or ".")
-    while not os.path.exists(path):
-        parent = os.path.dirname(path)
-        if parent == path:
-            return False
-        path = parent
-    return os.path.isdir(path) and os.access(path, os.W_OK | os.X_OK)
 
 
 # -- hiding a previous bake while the scene is read -------------------------------------------------
@@ -118,7 +129,7 @@ def previous_bakes_hidden(object_names):
                     undo.append(lambda mod=mod: setattr(mod, "show_viewport", True))
             elif rec["output"] == 'TRANSFORM':
                 ours = obj.animation_data.action if obj.animation_data else None
-                if ours is not None and ours.get(RECORD) == obj.name:
+                if ours is not None and ours == _our_action(rec.get("action")):
                     shown = transform_values(obj)
                     actions.restore_assignment(obj, rec["animation"])
                     set_transform_values(obj, rec.get("rest"))
@@ -142,7 +153,10 @@ def _reassign(id_data, action) -> None:
 def write_shape_keys(obj, frame_start: int, local: np.ndarray) -> None:
     """One shape key per frame from ``local`` (frames, n, 3) object-space positions, keyed on for
     its own frame (value 1) and off on its neighbours (0), with linear interpolation between, so a
-    subframe (motion blur) blends the two nearest frames."""
+    subframe (motion blur) blends the two nearest frames. The user's own shape-key animation is
+    copied into the bake's action (and their action kept, by the record, to be put back)."""
+    where = f"'{obj.name}'"
+    local = finite_for_blender(local, where, "a baked vertex position")
     frames = np.arange(frame_start, frame_start + len(local))
     rec = {"output": 'SHAPE_KEYS', "frame_start": int(frames[0]), "frame_end": int(frames[-1]),
            "active_shape_key_index": obj.active_shape_key_index,
@@ -151,17 +165,20 @@ def write_shape_keys(obj, frame_start: int, local: np.ndarray) -> None:
         obj.shape_key_add(name="Basis", from_mix=False)
     key = obj.data.shape_keys
     rec["animation"] = actions.assignment(key)
+    users_curves = actions.assigned_fcurves(key)
     names = []
     for k, frame in enumerate(frames):
         kb = obj.shape_key_add(name=f"{SHAPE_KEY_PREFIX}{frame:04d}", from_mix=False)
-        kb.points.foreach_set("co", np.ascontiguousarray(local[k], dtype=np.float32).ravel())
+        kb.points.foreach_set("co", np.ascontiguousarray(local[k]).ravel())
         names.append(kb.name)
+    paths = [f'key_blocks["{name}"].value' for name in names]
     action, fcurves = actions.assign_new_action(key, f"{ACTION_PREFIX}{obj.name}")
-    action[RECORD] = obj.name
-    rec["action"] = action.name
+    action[RECORD] = ACTION_MARK
+    rec["action"] = action
+    actions.copy_fcurves(users_curves, fcurves, skip=set(paths))
     last = len(frames) - 1
-    for k, (name, frame) in enumerate(zip(names, frames, strict=True)):
-        fc = fcurves.new(f'key_blocks["{name}"].value', index=0)
+    for k, (path, frame) in enumerate(zip(paths, frames, strict=True)):
+        fc = fcurves.new(path, index=0)
         lo, hi = max(k - 1, 0), min(k + 1, last)
         keyed = frames[lo:hi + 1]
         actions.set_keyframes(fc, keyed, (keyed == frame).astype(np.float32))
@@ -171,11 +188,12 @@ def write_shape_keys(obj, frame_start: int, local: np.ndarray) -> None:
 
 
 def _free_shape_keys(obj, rec: dict) -> None:
+    ours = _our_action(rec.get("action"))
     key = obj.data.shape_keys if obj.type == 'MESH' else None
     if key is not None:
-        ours = _our_action(rec.get("action", ""), obj.name)
         anim_data = key.animation_data
-        if anim_data is not None and (anim_data.action is None or anim_data.action == ours):
+        # An action the user assigned since the bake is theirs: leave it.
+        if anim_data is None or anim_data.action is None or anim_data.action == ours:
             actions.restore_assignment(key, rec["animation"])
         if ours is not None:
             bpy.data.actions.remove(ours)
@@ -184,10 +202,8 @@ def _free_shape_keys(obj, rec: dict) -> None:
             obj.shape_key_remove(kb)
         if rec.get("created_basis") and len(key.key_blocks) <= 1:
             obj.shape_key_clear()
-    else:
-        ours = _our_action(rec.get("action", ""), obj.name)
-        if ours is not None:
-            bpy.data.actions.remove(ours)
+    elif ours is not None:
+        bpy.data.actions.remove(ours)
     count = len(obj.data.shape_keys.key_blocks) if obj.type == 'MESH' and obj.data.shape_keys else 0
     obj.active_shape_key_index = min(rec.get("active_shape_key_index", 0), max(count - 1, 0))
 
@@ -199,14 +215,30 @@ def pc2_path(obj, cache_directory: str) -> str:
 
 
 def write_pc2_file(path: str, frame_start: int, local: np.ndarray) -> None:
-    """A PC2 file: the 32-byte header, then float32 xyz little-endian, frame after frame."""
+    """A PC2 file: the 32-byte header, then float32 xyz little-endian, frame after frame. Written
+    beside ``path`` first and moved into place, so a failed write leaves no half file."""
+    stage_pc2_file(path, frame_start, local)
+    os.replace(path + ".tmp", path)
+
+
+def stage_pc2_file(path: str, frame_start: int, local: np.ndarray) -> str:
+    """Write the PC2 file as ``path + ".tmp"``; returns that path (``write_pc2`` moves it into place).
+
+    The bake writes every file this way before it changes anything in the scene, so a disk that
+    is full or a directory that cannot be written leaves the scene and the previous bake as they
+    were."""
     frames, count = local.shape[:2]
     os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
     tmp = path + ".tmp"
-    with open(tmp, "wb") as f:
-        f.write(PC2_HEADER.pack(b"POINTCACHE2\0", 1, count, float(frame_start), 1.0, frames))
-        f.write(np.ascontiguousarray(local, dtype="<f4").tobytes())
-    os.replace(tmp, path)
+    try:
+        with open(tmp, "wb") as f:
+            f.write(PC2_HEADER.pack(b"POINTCACHE2\0", 1, count, float(frame_start), 1.0, frames))
+            f.write(np.ascontiguousarray(local, dtype="<f4").tobytes())
+    except BaseException:
+        if os.path.exists(tmp):
+            os.remove(tmp)
+        raise
+    return tmp
 
 
 def read_pc2_file(path: str) -> tuple[int, np.ndarray]:
@@ -219,10 +251,13 @@ def read_pc2_file(path: str) -> tuple[int, np.ndarray]:
     return int(start), data.reshape(frames, count, 3)
 
 
-def write_pc2(obj, frame_start: int, local: np.ndarray, cache_directory: str) -> None:
-    """The frames to a PC2 file and a Mesh Cache modifier, last in the stack, that plays it."""
+def write_pc2(obj, frame_start: int, local: np.ndarray, cache_directory: str, staged: str | None = None) -> None:
+    """The frames to a PC2 file and a Mesh Cache modifier, last in the stack, that plays it.
+    staged: the file ``stage_pc2_file`` wrote for this object, moved into place instead of writing."""
     path = pc2_path(obj, cache_directory)
-    write_pc2_file(path, frame_start, local)
+    if staged is None:
+        staged = stage_pc2_file(path, frame_start, finite_for_blender(local, f"'{obj.name}'", "a baked vertex position"))
+    os.replace(staged, path)
     mod = obj.modifiers.new(MODIFIER_NAME, 'MESH_CACHE')
     mod.cache_format = 'PC2'
     mod.filepath = bpy.path.relpath(path) if cache_directory.startswith("//") else path
@@ -232,10 +267,14 @@ def write_pc2(obj, frame_start: int, local: np.ndarray, cache_directory: str) ->
 
 
 def _free_pc2(obj, rec: dict) -> None:
-    mod = obj.modifiers.get(rec.get("modifier", ""))
-    if mod is not None and mod.type == 'MESH_CACHE':
-        obj.modifiers.remove(mod)
     path = rec.get("file", "")
+    mod = obj.modifiers.get(rec.get("modifier", ""))
+    if mod is None or mod.type != 'MESH_CACHE':
+        # Renamed by the user since: it is still the Mesh Cache modifier that plays our file.
+        mod = next((m for m in obj.modifiers if m.type == 'MESH_CACHE' and path
+                    and os.path.abspath(bpy.path.abspath(m.filepath)) == os.path.abspath(path)), None)
+    if mod is not None:
+        obj.modifiers.remove(mod)
     if path and path.endswith(".pc2") and os.path.isfile(path):
         os.remove(path)
 
@@ -255,18 +294,39 @@ def set_transform_values(obj, values) -> None:
         setattr(obj, name, value)
 
 
-def write_transform_keys(obj, frame_start: int, matrices: np.ndarray, rest: dict | None = None) -> None:
+def rotations_of(matrices: np.ndarray, scale) -> np.ndarray:
+    """Rotation matrices (frames, 3, 3) of local poses ``matrices`` (frames, 4, 4) = T R S of an
+    object whose scale property is ``scale`` (3,), negative (mirrored) axes included.
+
+    Blender composes ``matrix_basis`` as translation, rotation, scale, so R = M S^-1; the polar
+    factor (the nearest rotation) removes the rounding of float32 matrices. Normalising M's columns
+    instead would keep a mirror in R, which no rotation can show: the body baked flipped."""
+    m = np.asarray(matrices, dtype=np.float64)[:, :3, :3] / np.asarray(scale, dtype=np.float64)[None, None, :]
+    u, _, vt = np.linalg.svd(m)
+    flip = np.linalg.det(u @ vt) < 0
+    u[flip, :, 2] *= -1.0  # a reflection left over (a mirror the scale does not account for)
+    return u @ vt
+
+
+def write_transform_keys(obj, frame_start: int, matrices: np.ndarray, rest: dict | None = None,
+                         scale=None) -> None:
     """Location and rotation F-curves from ``matrices`` (frames, 4, 4), the object's local
-    (``matrix_basis``) pose on each frame, in its rotation mode; scale is left as it is.
+    (``matrix_basis``) pose on each frame, in its rotation mode; scale is left as it is. The
+    F-curves of the user's own action that these do not replace are copied into the bake's action.
 
     rest: the location and rotation values to put back when the bake is freed (or hidden while
     the scene is read for a new bake), since the keys overwrite the properties as they play;
-    default: the values the object has now (``transform_values``)."""
+    default: the values the object has now (``transform_values``); scale: the object's scale
+    property the poses were made with (default: as it is now)."""
+    where = f"'{obj.name}'"
+    matrices = np.asarray(matrices, dtype=np.float64)
+    finite_for_blender(matrices, where, "a baked location or rotation")
     frames = np.arange(frame_start, frame_start + len(matrices), dtype=np.float32)
     rec = {"output": 'TRANSFORM', "frame_start": int(frames[0]), "frame_end": int(frames[-1]),
            "animation": actions.assignment(obj), "rest": rest if rest is not None else transform_values(obj)}
+    users_curves = actions.assigned_fcurves(obj)
     mode = obj.rotation_mode
-    rotations = [Matrix(m[:3, :3].tolist()).normalized() for m in np.asarray(matrices, dtype=np.float64)]
+    rotations = [Matrix(r.tolist()) for r in rotations_of(matrices, obj.scale if scale is None else scale)]
     if mode == 'QUATERNION' or mode == 'AXIS_ANGLE':
         quats = [r.to_quaternion() for r in rotations]
         for k in range(1, len(quats)):
@@ -283,11 +343,12 @@ def write_transform_keys(obj, frame_start: int, matrices: np.ndarray, rest: dict
             eulers.append(tuple(e))
             previous = e
         path, values = "rotation_euler", np.array(eulers)
+    values = finite_for_blender(values, where, "a baked rotation")
     action, fcurves = actions.assign_new_action(obj, f"{ACTION_PREFIX}{obj.name}")
-    action[RECORD] = obj.name
-    rec["action"] = action.name
-    location = np.asarray(matrices, dtype=np.float64)[:, :3, 3]
-    for channel, data in (("location", location), (path, values)):
+    action[RECORD] = ACTION_MARK
+    rec["action"] = action
+    actions.copy_fcurves(users_curves, fcurves, skip={"location", path})
+    for channel, data in (("location", matrices[:, :3, 3]), (path, values)):
         for index in range(data.shape[1]):
             fc = fcurves.new(channel, index=index)
             actions.set_keyframes(fc, frames, data[:, index])
@@ -295,9 +356,10 @@ def write_transform_keys(obj, frame_start: int, matrices: np.ndarray, rest: dict
 
 
 def _free_transform(obj, rec: dict) -> None:
-    ours = _our_action(rec.get("action", ""), obj.name)
+    ours = _our_action(rec.get("action"))
     anim_data = obj.animation_data
-    if anim_data is not None and (anim_data.action is None or anim_data.action == ours):
+    # An action the user assigned since the bake is theirs: leave it.
+    if anim_data is None or anim_data.action is None or anim_data.action == ours:
         actions.restore_assignment(obj, rec["animation"])
         # The keys left the pose of the last frame shown in the properties: put back the object's own.
         set_transform_values(obj, rec.get("rest"))

@@ -105,7 +105,8 @@ class BodyBinding:
     rest_matrix: (4, 4) its matrix_world on the first frame (scale included); to_basis: (4, 4)
     world -> the object's ``matrix_basis`` (its parent and parent inverse, as on the first
     frame); keyed: whether the bake writes its motion (the solver moves it: dynamic and ghost;
-    kinematic bodies already follow their own animation).
+    kinematic bodies already follow their own animation); scale: (3,) its scale property on the
+    first frame (negative on a mirrored axis), which the keyed rotation leaves out.
     """
 
     object_name: str
@@ -115,6 +116,7 @@ class BodyBinding:
     rest_matrix: np.ndarray
     to_basis: np.ndarray
     keyed: bool
+    scale: tuple = (1.0, 1.0, 1.0)
 
 
 @dataclass
@@ -166,9 +168,10 @@ class SceneModel:
         return out
 
     def local_positions(self, binding: DeformableBinding, positions: np.ndarray, frame: int) -> np.ndarray:
-        """A deformable's world positions (n, 3) on ``frame`` -> its object space, float32."""
+        """A deformable's world positions (n, 3) on ``frame`` -> its object space (float64; what
+        Blender stores is float32, checked by the bake)."""
         m = binding.world_to_local[min(frame - self.frame_start, len(binding.world_to_local) - 1)]
-        return (positions[binding.particles] @ m[:3, :3].T + m[:3, 3]).astype(np.float32)
+        return positions[binding.particles] @ m[:3, :3].T + m[:3, 3]
 
 
 # -- transforms -------------------------------------------------------------------------------------
@@ -875,8 +878,10 @@ def _add_deformable(builder: ModelBuilder, obj, depsgraph, track, warnings: list
     _check_matrix(obj, m)
     world = _world(data.local, m)
     areas = _face_areas(world, data.loop_total, data.corners)
-    if areas.sum() <= 1e-12:
-        raise JakobsenError(f"{where}: all its faces have zero area")
+    size = float(np.ptp(world, axis=0).max()) if len(world) else 0.0
+    # Relative to the mesh's own size: a 1 micrometre cloth has faces of 1e-12 m^2 that are not flat.
+    if size <= 0.0 or areas.sum() <= 1e-9 * size * size:
+        raise JakobsenError(f"{where}: all its faces have zero area (its vertices lie on one line or point)")
     warnings.extend(_mesh_warnings(where, world, data.loop_total, data.corners, areas))
     if obj.jakobsen.type == 'SOFT_BODY':
         warnings.append(f"{where} is simulated as a surface with its cloth settings; "
@@ -1025,4 +1030,4 @@ def _add_rigid_body(builder: ModelBuilder, obj, depsgraph, track, frame_rate: fl
     # matrix_basis = to_basis @ matrix_world: the parent (and its inverse matrix) as on the first frame.
     to_basis = _matrix(obj.matrix_basis) @ np.linalg.inv(m) if obj.parent is not None else np.eye(4)
     return BodyBinding(object_name=obj.name, index=handle.index, mode=mode, shape=shape, rest_matrix=m,
-                       to_basis=to_basis, keyed=mode != "kinematic")
+                       to_basis=to_basis, keyed=mode != "kinematic", scale=tuple(obj.scale))

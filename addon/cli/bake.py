@@ -15,6 +15,8 @@ import sys
 import time
 from dataclasses import dataclass
 
+from ..files import cannot_write
+
 
 class BakeCommandError(Exception):
     """What the user asked for cannot be done (bad arguments, an unreadable file, a bad scene)."""
@@ -65,10 +67,11 @@ def bake_file(scene_path: str, out_path: str | None = None, *, frames: tuple[int
     import bpy
 
     from .. import register, unregister
-    from ..bake_job import BakeJob
-    from ..engine import JakobsenError
+    from ..bake_job import BakeJob, describe_failure
 
     scene_path = os.path.abspath(scene_path)
+    if os.path.isdir(scene_path):
+        raise BakeCommandError(f"{scene_path}: is a directory, not a .blend file")
     if not os.path.isfile(scene_path):
         raise BakeCommandError(f"{scene_path}: no such file")
     if not scene_path.lower().endswith(".blend"):
@@ -78,6 +81,9 @@ def bake_file(scene_path: str, out_path: str | None = None, *, frames: tuple[int
         raise BakeCommandError(f"-o {out_path}: the output must be a .blend file")
     if every < 1:
         raise BakeCommandError(f"--every: must be 1 or more, got {every}")
+    why = cannot_write(out_path)
+    if why:  # checked now, not after the whole bake has run
+        raise BakeCommandError(f"-o {out_path}: cannot write the baked file there: {why}")
 
     registered_here = not hasattr(bpy.types.Scene, "jakobsen")
     if registered_here:
@@ -102,8 +108,8 @@ def bake_file(scene_path: str, out_path: str | None = None, *, frames: tuple[int
         job = BakeJob(scene.name, frame_range=frames)
         try:
             job.start(bpy.context)
-        except JakobsenError as error:
-            raise BakeCommandError(f"{os.path.basename(scene_path)}: {error}") from None
+        except Exception as error:  # start() has left the scene as it was
+            raise BakeCommandError(f"{os.path.basename(scene_path)}: {describe_failure(error)}") from None
         sm = job.scene_model
         log(f"jakobsen bake: {scene_path}, scene '{scene.name}', frames {sm.frame_start}-{sm.frame_end} "
             f"at {sm.settings.frame_rate:g} fps, {sm.settings.substeps} substeps")
@@ -122,17 +128,25 @@ def bake_file(scene_path: str, out_path: str | None = None, *, frames: tuple[int
                     chunk_t0, chunk_frames = now, 0
                 if not more:
                     break
-        except JakobsenError as error:
+        except Exception as error:
             job.cancel()
             raise BakeCommandError(f"{os.path.basename(scene_path)}: the bake stopped at frame {job.frame + 1}: "
-                                   f"{error}") from None
+                                   f"{describe_failure(error)}") from None
         except KeyboardInterrupt:
             job.cancel()
             raise BakeCommandError(f"cancelled at frame {job.frame}; nothing was saved") from None
-        summary = job.finish(elapsed=time.perf_counter() - t0)
+        try:
+            summary = job.finish(elapsed=time.perf_counter() - t0)
+        except Exception as error:
+            raise BakeCommandError(f"{os.path.basename(scene_path)}: could not write the bake: "
+                                   f"{describe_failure(error)}") from None
         log(f"  {summary}")
-        os.makedirs(os.path.dirname(out_path), exist_ok=True)
-        bpy.ops.wm.save_as_mainfile(filepath=out_path, check_existing=False)
+        try:
+            os.makedirs(os.path.dirname(out_path), exist_ok=True)
+            bpy.ops.wm.save_as_mainfile(filepath=out_path, check_existing=False)
+        except (OSError, RuntimeError) as error:
+            raise BakeCommandError(f"-o {out_path}: Blender could not save the baked file "
+                                   f"({str(error).strip()})") from None
         seconds = time.perf_counter() - t0
         log(f"jakobsen bake: wrote {out_path} ({seconds:.1f} s in all)")
         return BakeReport(out_path=out_path, summary=summary, warnings=list(job.warnings),

@@ -4,6 +4,10 @@ Invoked from the UI the bake is modal: a window-manager timer advances the ``Bak
 per TIMER event while the viewport shows the frame just computed, the status bar the progress
 and "Esc to cancel". Executed from a script, the command line or in background mode (where no
 timer events come) it runs the whole job at once.
+
+Whatever goes wrong (a scene that cannot be baked, an unstable frame, or a fault of the add-on
+itself: any exception), the job is cancelled, which leaves the scene as it was, and the error
+is reported; the operator returns {'CANCELLED'}.
 """
 
 from __future__ import annotations
@@ -14,8 +18,7 @@ import bpy
 from bpy.types import Operator
 
 from .. import baking
-from ..bake_job import BakeJob
-from ..engine import JakobsenError
+from ..bake_job import BakeJob, describe_failure
 
 
 def _report_warnings(op, warnings) -> None:
@@ -28,10 +31,20 @@ def _finish(op, job: BakeJob, elapsed: float) -> set[str]:
     try:
         summary = job.finish(elapsed=elapsed)
     except OSError as error:  # a PC2 file that could not be written
-        op.report({'ERROR'}, f"Could not write the bake: {error}")
+        op.report({'ERROR'}, f"Could not write the bake: {error}; the scene was left as it was")
+        return {'CANCELLED'}
+    except Exception as error:
+        op.report({'ERROR'}, f"Could not write the bake: {describe_failure(error)}")
         return {'CANCELLED'}
     op.report({'INFO'}, summary)
     return {'FINISHED'}
+
+
+def _stopped(op, job: BakeJob, error: BaseException) -> set[str]:
+    """A step failed: leave the scene as it was and say why."""
+    job.cancel()
+    op.report({'ERROR'}, f"Bake stopped at frame {job.frame + 1}: {describe_failure(error)}")
+    return {'CANCELLED'}
 
 
 class JAKOBSEN_OT_bake(Operator):
@@ -53,8 +66,8 @@ class JAKOBSEN_OT_bake(Operator):
         """Start ``job``; a scene that cannot be baked is reported and nothing is changed."""
         try:
             job.start(context)
-        except JakobsenError as error:
-            self.report({'ERROR'}, str(error))
+        except Exception as error:  # start() has left the scene as it was
+            self.report({'ERROR'}, describe_failure(error))
             return False
         _report_warnings(self, job.warnings)
         return True
@@ -67,10 +80,11 @@ class JAKOBSEN_OT_bake(Operator):
         try:
             while job.step():
                 pass
-        except JakobsenError as error:
+        except Exception as error:
+            return _stopped(self, job, error)
+        except BaseException:  # KeyboardInterrupt in a script: clean up, then let it through
             job.cancel()
-            self.report({'ERROR'}, f"Bake stopped at frame {job.frame + 1}: {error}")
-            return {'CANCELLED'}
+            raise
         return _finish(self, job, time.perf_counter() - t0)
 
     def invoke(self, context, event):
@@ -99,11 +113,9 @@ class JAKOBSEN_OT_bake(Operator):
             return {'PASS_THROUGH'}
         try:
             more = job.step()
-        except JakobsenError as error:
-            job.cancel()
+        except Exception as error:
             self._end(context)
-            self.report({'ERROR'}, f"Bake stopped at frame {job.frame + 1}: {error}")
-            return {'CANCELLED'}
+            return _stopped(self, job, error)
         if more:
             self._show_progress(context)
             return {'RUNNING_MODAL'}
