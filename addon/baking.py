@@ -41,14 +41,24 @@ PC2_HEADER = struct.Struct("<12siiffi")
 ACTION_MARK = "baked by Jakobsen Physics; Free Bake removes it"
 
 
+def _record_holder(obj):
+    """Where the object's bake record is kept: on its mesh for shape keys (they belong to the mesh,
+    which outlives a deleted object until Free Bake cleans it), on the object for the others."""
+    if RECORD in obj:
+        return obj
+    if obj.type == 'MESH' and obj.data is not None and RECORD in obj.data:
+        return obj.data
+    return None
+
+
 def record_of(obj) -> dict | None:
     """The object's bake record, as a plain dict, or None if it has no bake."""
-    rec = obj.get(RECORD)
-    return None if rec is None else rec.to_dict()
+    holder = _record_holder(obj)
+    return None if holder is None else holder[RECORD].to_dict()
 
 
 def baked_objects(scene) -> list:
-    return sorted((o for o in scene.objects if RECORD in o), key=lambda o: o.name)
+    return sorted((o for o in scene.objects if _record_holder(o) is not None), key=lambda o: o.name)
 
 
 def _our_action(ref):
@@ -184,7 +194,7 @@ def write_shape_keys(obj, frame_start: int, local: np.ndarray) -> None:
         actions.set_keyframes(fc, keyed, (keyed == frame).astype(np.float32))
     rec["shape_keys"] = names
     obj.active_shape_key_index = rec["active_shape_key_index"]
-    obj[RECORD] = rec
+    obj.data[RECORD] = rec
 
 
 def _free_shape_keys(obj, rec: dict) -> None:
@@ -381,5 +391,22 @@ def free_bake(obj) -> bool:
         _free_pc2(obj, rec)
     elif output == 'TRANSFORM':
         _free_transform(obj, rec)
-    del obj[RECORD]
+    del _record_holder(obj)[RECORD]
     return True
+
+
+def free_orphans() -> list[str]:
+    """What bakes of since deleted objects left: their meshes' baked shape keys (the mesh lives on
+    without a user until the file is saved) and the bakes' actions no one uses. Returns the names
+    of the meshes cleaned."""
+    cleaned = []
+    for mesh in [m for m in bpy.data.meshes if m.users == 0 and RECORD in m]:
+        holder = bpy.data.objects.new(f"JK free {mesh.name}", mesh)  # shape keys are removed through an object
+        try:
+            free_bake(holder)
+        finally:
+            bpy.data.objects.remove(holder)
+        cleaned.append(mesh.name)
+    for action in [a for a in bpy.data.actions if a.users == 0 and a.get(RECORD)]:
+        bpy.data.actions.remove(action)
+    return cleaned

@@ -406,10 +406,12 @@ def _read_mesh(obj, depsgraph, where: str, pin_group: str = "") -> _MeshData:
         mesh.polygons.foreach_get("vertices", corners)
         weights = None
         if pin_group:
+            if obj.vertex_groups.get(pin_group) is None:
+                raise JakobsenError(f"{where}: its pin group '{pin_group}' is not one of its vertex groups "
+                                    "(Pin Group, in its Jakobsen Physics cloth settings)")
+            # The evaluated object lists only the groups that hold vertices after the modifiers.
             group = ob_eval.vertex_groups.get(pin_group)
-            if group is None:
-                raise JakobsenError(f"{where}: its pin group '{pin_group}' is not one of its vertex groups")
-            weights = vertex_group_weights(mesh, group.index)
+            weights = np.zeros(n) if group is None else vertex_group_weights(mesh, group.index)
     finally:
         ob_eval.to_mesh_clear()
     local = co.reshape(-1, 3).astype(np.float64)
@@ -531,6 +533,9 @@ RIGID_MODES = {'ON': "dynamic", 'OFF': "kinematic", 'GHOST': "ghost"}
 def solver_settings(scene) -> SolverSettings:
     """The engine's settings from ``Scene.jakobsen`` and the scene (frame rate, gravity)."""
     props = scene.jakobsen
+    check_numbers(props, f"scene '{scene.name}' (Scene > Jakobsen Physics)")
+    if props.use_scene_gravity and scene.use_gravity and not all(math.isfinite(g) for g in scene.gravity):
+        raise JakobsenError(f"scene '{scene.name}': its Gravity (Scene > Gravity) is not a finite number")
     if props.use_scene_gravity:
         gravity = tuple(scene.gravity) if scene.use_gravity else (0.0, 0.0, 0.0)
     else:
@@ -542,10 +547,61 @@ def solver_settings(scene) -> SolverSettings:
     return settings
 
 
+# Blender 4.x keeps an ID's Python-defined settings among its custom properties and creates them
+# the first time they are read: reading ``obj.jakobsen.enabled`` on every object of a scene would
+# add a 'jakobsen' property to objects that never take part. 5.0 stores them apart.
+_SETTINGS_AMONG_CUSTOM_PROPERTIES = bpy.app.version < (5, 0, 0)
+
+
+def takes_part(obj) -> bool:
+    """Whether Jakobsen Physics is enabled on ``obj``, read without creating its settings."""
+    if _SETTINGS_AMONG_CUSTOM_PROPERTIES and "jakobsen" not in obj.keys():
+        return False
+    return obj.jakobsen.enabled
+
+
 def enabled_objects(context) -> list:
     """The objects that take part, in a stable order (by name)."""
     context.view_layer.update()  # objects linked since the last update are not in the view layer before
-    return sorted((o for o in context.view_layer.objects if o.jakobsen.enabled), key=lambda o: o.name)
+    return sorted((o for o in context.view_layer.objects if takes_part(o)), key=lambda o: o.name)
+
+
+_ROLE_GROUPS = {'RIGID_BODY': "rigid_body", 'CLOTH': "cloth", 'SOFT_BODY': "cloth", 'COLLIDER': "collider",
+                'CONNECTOR': "connector", 'SPRING': "spring", 'MOTOR': "motor"}
+
+
+def role_settings(obj):
+    """The settings group of the object's role (``obj.jakobsen.cloth`` for a cloth)."""
+    return getattr(obj.jakobsen, _ROLE_GROUPS[obj.jakobsen.type])
+
+
+def _label(group, name: str) -> str:
+    """A setting as its panel shows it ("Air Drag")."""
+    return group.bl_rna.properties[name].name
+
+
+def check_numbers(group, where: str) -> None:
+    """Every number of a settings group is finite, or a ``JakobsenError`` names the setting as the
+    panel shows it. (A script can store NaN in any float setting; the engine's own messages would
+    name its internal parameters instead of the panel's.)"""
+    for prop in group.bl_rna.properties:
+        if prop.type != 'FLOAT':
+            continue
+        value = getattr(group, prop.identifier)
+        values = tuple(value) if getattr(prop, "is_array", False) and prop.array_length > 0 else (value,)
+        if not all(math.isfinite(v) for v in values):
+            shown = ", ".join(f"{v:g}" for v in values)
+            raise JakobsenError(f"{where}: its {prop.name} is not a finite number ({shown}); "
+                                "set it in Properties > Physics > Jakobsen Physics")
+
+
+def check_order(group, low: str, high: str, where: str, *, angle: bool = False) -> None:
+    """The setting ``low`` is not above ``high``, or a ``JakobsenError`` names both as the panel does."""
+    lo, hi = getattr(group, low), getattr(group, high)
+    if lo > hi:
+        unit = (lambda v: f"{math.degrees(v):g} degrees") if angle else (lambda v: f"{v:g} m")
+        raise JakobsenError(f"{where}: its {_label(group, low)} ({unit(lo)}) is above its "
+                            f"{_label(group, high)} ({unit(hi)})")
 
 
 # Connector types, as the engine's add_joint kinds.
@@ -624,8 +680,10 @@ def _joint_settings(obj, sampled: dict, frame_rate: float) -> dict:
                breaking_force=float(c.breaking_force) if c.use_breaking else math.inf,
                breaking_torque=float(c.breaking_torque) if c.use_breaking else math.inf)
     if kind in ('HINGE', 'TWIST_SLIDER') and c.use_angular_limit:
+        check_order(c, "angle_min", "angle_max", describe(obj), angle=True)
         out["angle_limits"] = (float(c.angle_min), float(c.angle_max))
     if kind in ('SLIDER', 'TWIST_SLIDER') and c.use_linear_limit:
+        check_order(c, "distance_min", "distance_max", describe(obj))
         out["distance_limits"] = (float(c.distance_min), float(c.distance_max))
     if kind == 'RAGDOLL' or (kind == 'CARDAN' and c.use_cone_limit):
         out["cone_angle"] = float(c.cone_angle)
@@ -638,6 +696,7 @@ def _joint_settings(obj, sampled: dict, frame_rate: float) -> dict:
             raise JakobsenError(f"{describe(obj)}: the Box's Lower {bad[0]} is above its Upper {bad[0]}")
         out["box_limits"] = (lower, upper)
     if kind == 'WHEEL_SUSPENSION':
+        check_order(c, "suspension_lower", "suspension_upper", describe(obj))
         out.update(steering=_setting_over_time(obj, "steering", sampled, frame_rate),
                    suspension_limits=(float(c.suspension_lower), float(c.suspension_upper)),
                    suspension_rest=float(c.suspension_rest), suspension_stiffness=float(c.suspension_stiffness),
@@ -803,6 +862,7 @@ def build(context, *, frame_range: tuple[int, int] | None = None) -> SceneModel:
                                 "Empties connectors, springs or motors")
         if obj.mode == 'EDIT':
             raise JakobsenError(f"{describe(obj)} is in Edit Mode; switch to Object Mode to bake")
+        check_numbers(role_settings(obj), describe(obj))
     warnings: list[str] = []
     _check_pairs(objects)
     fields = field_objects(context)
@@ -861,6 +921,16 @@ def _world(local: np.ndarray, m: np.ndarray) -> np.ndarray:
     return local @ m[:3, :3].T + m[:3, 3]
 
 
+def _check_invertible(obj, m: np.ndarray) -> None:
+    """A deforming object's results are written in its own space: its transform must have an inverse."""
+    lengths = np.linalg.norm(m[:3, :3], axis=0)
+    if np.any(lengths < 1e-12) or abs(np.linalg.det(m[:3, :3])) < 1e-18 * max(float(lengths.max()), 1e-300) ** 3:
+        axis = "XYZ"[int(np.argmin(lengths))]
+        raise JakobsenError(f"{describe(obj)}: its scale is zero on the {axis} axis (or its transform is flat), so "
+                            "the baked shapes could not be written in its own space; give it a non-zero scale "
+                            "(Object > Apply > Scale keeps its look)")
+
+
 def _check_matrix(obj, m: np.ndarray) -> None:
     if not np.all(np.isfinite(m)):
         raise JakobsenError(f"{describe(obj)}: its transform is not a number (check its location, "
@@ -876,6 +946,7 @@ def _add_deformable(builder: ModelBuilder, obj, depsgraph, track, warnings: list
                             "(vertices joined by edges only cannot be simulated as a surface)")
     m = _matrix(obj.evaluated_get(depsgraph).matrix_world)
     _check_matrix(obj, m)
+    _check_invertible(obj, m)
     world = _world(data.local, m)
     areas = _face_areas(world, data.loop_total, data.corners)
     size = float(np.ptp(world, axis=0).max()) if len(world) else 0.0
@@ -888,6 +959,9 @@ def _add_deformable(builder: ModelBuilder, obj, depsgraph, track, warnings: list
                         "volume preservation is not in the engine yet")
     density = (s.vertex_mass * len(world) / float(areas.sum())) if s.use_vertex_mass else s.density
     weights = data.weights
+    if weights is not None and not np.any(weights > 0.0):
+        warnings.append(f"{where}: its pin group '{s.pin_group}' is empty (no vertex has a weight in it), so "
+                        "nothing is pinned and the cloth falls free")
     if track is not None and weights is not None and np.any((weights > 0) & (weights < PIN_WEIGHT)):
         warnings.append(f"{where}: it moves, but its partly pinned vertices (weight below 1) are pulled "
                         "towards where they were on the first frame")
@@ -902,6 +976,7 @@ def _add_deformable(builder: ModelBuilder, obj, depsgraph, track, warnings: list
     if track is not None:
         for k in range(len(track)):
             _check_matrix(obj, track[k])
+            _check_invertible(obj, track[k])
     return obj.name, obj.jakobsen.type, handle, to_world, data.local
 
 

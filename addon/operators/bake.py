@@ -161,6 +161,7 @@ class JAKOBSEN_OT_free_bake(Operator):
 
     def execute(self, context):
         freed = [obj.name for obj in baking.baked_objects(context.scene) if baking.free_bake(obj)]
+        freed += [f"the mesh '{name}' of a deleted object" for name in baking.free_orphans()]
         if not freed:
             self.report({'INFO'}, "Nothing to free: no object in the scene has a Jakobsen bake")
             return {'CANCELLED'}
