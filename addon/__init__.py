@@ -1,8 +1,10 @@
 """Jakobsen Physics: the Blender add-on. Registration only.
 
 Blender imports this package under its extension name (``bl_ext.user_default.jakobsen_physics``),
-so every import inside it is relative, and the solver ships inside it as ``.engine``. The
-command line (``addon.cli``) is not part of what Blender loads.
+so every import of the add-on's own modules is relative. The solver is its own package,
+``jakobsen_engine`` (``engine/`` in the repository), which the extension ships as a wheel: one
+module identity in the repository, the tests and Blender alike. The command line, the demo and
+the benchmarks (``jakobsen_tools``, ``tools/``) are not part of what Blender loads.
 """
 
 import bpy

@@ -29,7 +29,7 @@ import numpy as np
 from mathutils import Matrix
 
 from . import baking, scene_to_model
-from .engine import JakobsenError, Solver
+from jakobsen_engine import JakobsenError, Solver
 
 PREVIEW_PROPERTY = "jakobsen_preview"
 

@@ -29,7 +29,7 @@ import numpy as np
 from mathutils import Matrix
 
 from . import actions
-from .engine import JakobsenError
+from jakobsen_engine import JakobsenError
 from .files import cannot_write
 
 RECORD = "jakobsen_bake"

@@ -45,8 +45,8 @@ import bpy
 import numpy as np
 
 from . import actions, baking
-from .engine import Box, Capsule, JakobsenError, Model, ModelBuilder, Plane, SolverSettings, Sphere, TriangleMesh
-from .engine.rigid import BodyHandle
+from jakobsen_engine import Box, Capsule, JakobsenError, Model, ModelBuilder, Plane, SolverSettings, Sphere, TriangleMesh
+from jakobsen_engine.bodies.rigid import BodyHandle
 from .properties import EMPTY_TYPES, types_for
 
 DEFORMING = ('CLOTH', 'SOFT_BODY')

@@ -1,15 +1,21 @@
 """Jakobsen Physics engine: Verlet particles, projected constraints, relaxation.
 
-numpy only; never imports bpy. The flow is ``ModelBuilder`` (lists) -> ``finalize()`` ->
-``Model`` (immutable arrays) -> ``State`` (positions that change) stepped by ``Solver``.
+Never imports bpy. The flow is ``ModelBuilder`` (lists) -> ``finalize()`` -> ``Model`` (immutable
+arrays) -> ``State`` (positions that change) stepped by ``Solver``. The packages:
+
+- ``geometry``: quaternions, meshes (triangulation, mass properties, convex hulls), shapes;
+- ``particles``: cloth topology; ``bodies``: rigid bodies; ``collision``: contacts of bodies;
+- ``constraints``: connectors, springs, motors; ``forces``: force fields;
+- ``solver``: settings and the substep loop; ``backend``: the hot loops behind one seam.
 """
 
+from .bodies.rigid import BodyHandle
+from .builder import ClothHandle, ModelBuilder
 from .errors import JakobsenError
-from .colliders import Plane, Sphere, Box, BoxInterior, Capsule, Cylinder, ConvexHull, TriangleMesh
+from .geometry import quaternions
+from .geometry.shapes import Box, BoxInterior, Capsule, ConvexHull, Cylinder, Plane, Sphere, TriangleMesh
 from .model import Model, State, StickKind
-from .builder import ModelBuilder, ClothHandle
-from .rigid import BodyHandle
-from .solver import Solver, SolverSettings
+from .solver.solver import Solver, SolverSettings
 
 __version__ = "0.1.0"
 
@@ -31,5 +37,6 @@ __all__ = [
     "BodyHandle",
     "Solver",
     "SolverSettings",
+    "quaternions",
     "__version__",
 ]

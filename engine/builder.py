@@ -8,15 +8,15 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .cloth import cloth_pairs, flatten_faces, vertex_areas
-from .colliders import ColliderShape
+from .bodies.rigid import BodyHandle, BodySpec, empty_bodies, finalize_bodies, make_body
+from .constraints.joints import check_joint, finalize_joints
+from .constraints.motors import check_motor, finalize_motors
+from .constraints.springs import check_spring, finalize_springs
 from .errors import JakobsenError
+from .forces.fields import check_force, finalize_forces
+from .geometry.shapes import ColliderShape
 from .model import Goals, Model, StickKind, Sticks, _frozen
-from .forces import check_force, finalize_forces
-from .joints import check_joint, finalize_joints
-from .motors import check_motor, finalize_motors
-from .springs import check_spring, finalize_springs
-from .rigid import BodyHandle, BodySpec, empty_bodies, finalize_bodies, make_body
+from .particles.cloth import cloth_pairs, flatten_faces, vertex_areas
 
 _KINDS = {"equal": StickKind.EQUAL, "min": StickKind.MIN, "max": StickKind.MAX}
 

@@ -10,12 +10,12 @@ from enum import IntEnum
 
 import numpy as np
 
-from .colliders import ColliderShape
-from .forces import Forces, empty_forces
-from .joints import Joints, empty_joints
-from .motors import Motors, empty_motors
-from .springs import Springs, empty_springs
-from .rigid import RigidBodies, empty_bodies
+from .bodies.rigid import RigidBodies, empty_bodies
+from .constraints.joints import Joints, empty_joints
+from .constraints.motors import Motors, empty_motors
+from .constraints.springs import Springs, empty_springs
+from .forces.fields import Forces, empty_forces
+from .geometry.shapes import ColliderShape
 
 
 class StickKind(IntEnum):

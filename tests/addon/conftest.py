@@ -41,7 +41,7 @@ def blender():
     (other tests compare counts of data-blocks against that)."""
     if bpy is None:
         pytest.skip("bpy (Blender as a Python module) is not installed")
-    import addon
+    import jakobsen_physics as addon
 
     bpy.ops.wm.read_factory_settings(use_empty=True)
     addon.register()
@@ -109,7 +109,7 @@ def _array(collection, attr: str, size: int, dtype=np.float32) -> bytes:
 def _fcurves_of(action):
     if action is None:
         return []
-    from addon import actions
+    from jakobsen_physics import actions
 
     if actions.SLOTTED:
         curves = [fc for layer in action.layers for strip in layer.strips for bag in strip.channelbags

@@ -10,7 +10,7 @@ import re
 import bpy
 import numpy as np
 
-from addon import actions
+from jakobsen_physics import actions
 
 FLT_MAX = float(np.finfo(np.float32).max)
 NAN = float("nan")

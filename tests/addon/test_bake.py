@@ -8,9 +8,9 @@ import pytest
 
 bpy = pytest.importorskip("bpy")
 
-from addon import actions, baking, scene_to_model  # noqa: E402
-from addon.bake_job import BakeJob  # noqa: E402
-from addon.engine import Solver  # noqa: E402
+from jakobsen_physics import actions, baking, scene_to_model  # noqa: E402
+from jakobsen_physics.bake_job import BakeJob  # noqa: E402
+from jakobsen_engine import Solver  # noqa: E402
 
 pytestmark = pytest.mark.blender
 

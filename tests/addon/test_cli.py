@@ -1,6 +1,6 @@
 """``jakobsen bake`` and ``jakobsen build`` from the command line, and the example scenes.
 
-The bake command runs as a real subprocess (``python -m addon.cli bake ...``) on a .blend
+The bake command runs as a real subprocess (``python -m jakobsen_tools bake ...``) on a .blend
 generated here; argument errors are checked in-process through ``main``.
 """
 
@@ -16,9 +16,9 @@ import pytest
 
 bpy = pytest.importorskip("bpy")
 
-from addon import actions, baking  # noqa: E402
-from addon.cli import main  # noqa: E402
-from addon.cli.bake import bake_file  # noqa: E402
+from jakobsen_physics import actions, baking  # noqa: E402
+from jakobsen_tools import main  # noqa: E402
+from jakobsen_tools.bake import bake_file  # noqa: E402
 
 pytestmark = pytest.mark.blender
 
@@ -33,7 +33,7 @@ def _digest(path) -> str:
 
 def _jakobsen(*args, timeout=300) -> subprocess.CompletedProcess:
     env = dict(os.environ, PYTHONPATH=REPO)
-    return subprocess.run([sys.executable, "-m", "addon.cli", *args], capture_output=True, text=True,
+    return subprocess.run([sys.executable, "-m", "jakobsen_tools", *args], capture_output=True, text=True,
                           timeout=timeout, env=env, cwd=REPO)
 
 

@@ -13,11 +13,11 @@ import pytest
 
 bpy = pytest.importorskip("bpy")
 
-from addon import scene_to_model  # noqa: E402
-from addon.bake_job import BakeJob  # noqa: E402
-from addon.engine import JakobsenError  # noqa: E402
-from addon.engine import quaternions as quat  # noqa: E402
-from addon.engine.joints import KINDS  # noqa: E402
+from jakobsen_physics import scene_to_model  # noqa: E402
+from jakobsen_physics.bake_job import BakeJob  # noqa: E402
+from jakobsen_engine import JakobsenError  # noqa: E402
+from jakobsen_engine.geometry import quaternions as quat  # noqa: E402
+from jakobsen_engine.constraints.joints import KINDS  # noqa: E402
 
 pytestmark = pytest.mark.blender
 

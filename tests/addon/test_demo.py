@@ -12,8 +12,8 @@ import pytest
 
 bpy = pytest.importorskip("bpy")
 
-from addon.cli.contact_sheet import render_contact_sheet  # noqa: E402
-from addon.cli.demo import run_demo, run_engine_demo  # noqa: E402
+from jakobsen_tools.contact_sheet import render_contact_sheet  # noqa: E402
+from jakobsen_tools.demo import run_demo, run_engine_demo  # noqa: E402
 
 pytestmark = pytest.mark.blender
 

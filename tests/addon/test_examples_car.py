@@ -22,7 +22,7 @@ import pytest
 
 bpy = pytest.importorskip("bpy")
 
-from addon.cli.bake import bake_file  # noqa: E402
+from jakobsen_tools.bake import bake_file  # noqa: E402
 
 pytestmark = [pytest.mark.blender, pytest.mark.slow]
 
@@ -70,7 +70,7 @@ def ground_height(ground_grid, x, y) -> np.ndarray:
 @pytest.fixture(scope="module")
 def car(tmp_path_factory):
     """Bake car.blend once (all its frames) and sample what the tests need on every frame."""
-    import addon
+    import jakobsen_physics as addon
 
     bpy.ops.wm.read_factory_settings(use_empty=True)
     addon.register()

@@ -23,11 +23,11 @@ import pytest
 
 bpy = pytest.importorskip("bpy")
 
-from addon import baking  # noqa: E402
-from addon.bake_job import PREVIEW_PROPERTY, BakeJob  # noqa: E402
-from addon.cli import main  # noqa: E402
-from addon.cli.bake import BakeCommandError, bake_file  # noqa: E402
-from addon.engine import JakobsenError, Solver  # noqa: E402
+from jakobsen_physics import baking  # noqa: E402
+from jakobsen_physics.bake_job import PREVIEW_PROPERTY, BakeJob  # noqa: E402
+from jakobsen_tools import main  # noqa: E402
+from jakobsen_tools.bake import BakeCommandError, bake_file  # noqa: E402
+from jakobsen_engine import JakobsenError, Solver  # noqa: E402
 
 from . import fault_scenes as fs  # noqa: E402
 

@@ -12,8 +12,8 @@ import pytest
 
 bpy = pytest.importorskip("bpy")
 
-from addon import scene_to_model  # noqa: E402
-from addon.bake_job import BakeJob  # noqa: E402
+from jakobsen_physics import scene_to_model  # noqa: E402
+from jakobsen_physics.bake_job import BakeJob  # noqa: E402
 
 from .test_connectors import _cube, _frames  # noqa: E402
 

@@ -1,5 +1,5 @@
 """The extension zip: what it holds, and that real Blender installs it with its own Install from
-Disk operator, enables it, bakes with the solver shipped inside it, disables and uninstalls it.
+Disk operator, enables it, bakes with the solver shipped in it (a wheel), disables and uninstalls it.
 
 Blender reads its user directories when bpy is first imported, so the install runs in a child
 Python whose HOME and BLENDER_USER_RESOURCES point into tmp_path: nothing is written into the
@@ -20,7 +20,7 @@ import pytest
 
 pytest.importorskip("bpy")
 
-from addon.cli import build as build_mod  # noqa: E402
+from jakobsen_tools import build as build_mod  # noqa: E402
 
 pytestmark = pytest.mark.blender
 
@@ -44,7 +44,7 @@ seen["scene_settings"] = hasattr(bpy.types.Scene, "jakobsen")
 seen["object_settings"] = hasattr(bpy.types.Object, "jakobsen")
 seen["bake_operator"] = hasattr(bpy.ops.jakobsen, "bake") and bpy.ops.jakobsen.bake.idname() == "JAKOBSEN_OT_bake"
 seen["bake_operator_module"] = bpy.types.JAKOBSEN_OT_bake.__module__
-seen["engine_file"] = sys.modules[module + ".engine"].__file__
+seen["engine_file"] = sys.modules["jakobsen_engine"].__file__
 seen["installed_files"] = sorted(os.listdir(os.path.join(repo.directory, "jakobsen_physics")))
 
 # Bake a small pinned cloth with the installed add-on (and so with the solver inside it).
@@ -58,7 +58,7 @@ cloth.jakobsen.cloth.pin_group = "pin"
 bpy.context.scene.frame_start, bpy.context.scene.frame_end = 1, 4
 seen["bake"] = sorted(bpy.ops.jakobsen.bake())
 seen["shape_keys"] = len(cloth.data.shape_keys.key_blocks) if cloth.data.shape_keys else 0
-seen["generic_engine_imported"] = "engine" in sys.modules or "addon" in sys.modules
+seen["generic_engine_imported"] = any(name in sys.modules for name in ("engine", "addon", "tools"))
 
 bpy.ops.preferences.addon_disable(module=module)
 seen["after_disable"] = [hasattr(bpy.types.Scene, "jakobsen"), hasattr(bpy.types, "JAKOBSEN_OT_bake"),
@@ -72,36 +72,48 @@ if bpy.app.version[:2] == (4, 2):
 '''
 
 
-def test_the_zip_holds_the_add_on_and_its_solver_at_its_root(tmp_path):
+def test_the_zip_holds_the_add_on_at_its_root_and_the_solver_as_a_wheel(tmp_path):
+    from jakobsen_engine import __version__
+
     path = build_mod.build(str(tmp_path))
 
-    assert os.path.basename(path) == "jakobsen_physics-0.1.0.zip"
+    assert os.path.basename(path) == f"jakobsen_physics-{__version__}.zip"
+    wheel_name = f"jakobsen_engine-{__version__}-py3-none-any.whl"
     with zipfile.ZipFile(path) as zf:
         names = zf.namelist()
         manifest = tomllib.loads(zf.read("blender_manifest.toml").decode())
-        engine_init = zf.read("engine/__init__.py").decode()
+        wheel_bytes = zf.read(f"wheels/{wheel_name}")
     tops = {name.split("/")[0] for name in names}
-    # The package files at the root; the solver inside it as engine/; nothing else at the top.
-    assert {"__init__.py", "blender_manifest.toml", "engine", "operators", "ui", "properties.py",
-            "scene_to_model.py", "baking.py", "bake_job.py"} <= tops
+    # The package files at the root, the solver's wheel in wheels/; nothing else at the top.
+    assert {"__init__.py", "blender_manifest.toml", "operators", "ui", "properties.py",
+            "scene_to_model.py", "baking.py", "bake_job.py", "wheels"} <= tops
+    assert "engine" not in tops and "tools" not in tops
     assert not any(n.startswith(("cli/", "tests/")) or "__pycache__" in n or n.endswith(".pyc") for n in names)
     assert all(not os.path.isabs(n) and ".." not in n.split("/") for n in names)
-    with open(os.path.join(REPO, "engine", "__init__.py")) as f:
-        assert engine_init == f.read()  # the symlink was followed: real files
-    assert {"engine/solver.py", "engine/builder.py", "engine/rigid.py"} <= set(names)
-
-    from engine import __version__
+    assert manifest["wheels"] == [f"./wheels/{wheel_name}"]
+    # The wheel holds the solver's files as they are in the repository, and a valid RECORD.
+    wheel = tmp_path / wheel_name
+    wheel.write_bytes(wheel_bytes)
+    with zipfile.ZipFile(wheel) as wz:
+        inside = wz.namelist()
+        with open(os.path.join(REPO, "engine", "__init__.py"), "rb") as f:
+            assert wz.read("jakobsen_engine/__init__.py") == f.read()
+        record = wz.read(f"jakobsen_engine-{__version__}.dist-info/RECORD").decode().splitlines()
+    assert {"jakobsen_engine/solver/solver.py", "jakobsen_engine/builder.py",
+            "jakobsen_engine/bodies/rigid.py"} <= set(inside)
+    assert len(record) == len(inside)
 
     assert manifest["id"] == "jakobsen_physics" and manifest["version"] == __version__
     assert manifest["type"] == "add-on" and manifest["blender_version_min"] == "4.2.0"
     assert manifest["license"] == ["SPDX:GPL-3.0-or-later"] and "Physics" in manifest["tags"]
-    # Relative imports only: no add-on module imports the package by a fixed name.
+    # Relative imports for the add-on's own modules; the solver by its one name.
     with zipfile.ZipFile(path) as zf:
         for name in names:
             if name.endswith(".py"):
                 text = zf.read(name).decode()
                 assert "import addon" not in text and "from addon" not in text, name
                 assert "from engine" not in text and "import engine\n" not in text, name
+                assert "jakobsen_physics" not in text.replace("bl_ext.user_default.jakobsen_physics", ""), name
 
     # The same input gives the same bytes.
     again = build_mod.build(str(tmp_path / "again"))
@@ -140,8 +152,9 @@ def test_install_from_disk_enable_bake_disable_uninstall_in_real_blender(tmp_pat
     assert seen["install"] == ["FINISHED"]
     assert seen["enabled"] and seen["scene_settings"] and seen["object_settings"] and seen["bake_operator"]
     assert seen["bake_operator_module"].startswith("bl_ext.user_default.jakobsen_physics")
-    assert seen["engine_file"].startswith(os.path.join(seen["repo_directory"], "jakobsen_physics", "engine"))
-    assert "engine" in seen["installed_files"] and "cli" not in seen["installed_files"]
+    # The solver came from the wheel Blender installed for the extension, not from the source tree.
+    assert seen["engine_file"].startswith(str(home)) and "site-packages" in seen["engine_file"]
+    assert "cli" not in seen["installed_files"] and "tools" not in seen["installed_files"]
     assert seen["bake"] == ["FINISHED"] and seen["shape_keys"] == 5  # the basis and frames 1-4
     assert not seen["generic_engine_imported"]
     assert seen["after_disable"] == [False, False, False]

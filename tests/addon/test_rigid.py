@@ -14,10 +14,10 @@ import pytest
 
 bpy = pytest.importorskip("bpy")
 
-from addon import baking, scene_to_model  # noqa: E402
-from addon.bake_job import BakeJob  # noqa: E402
-from addon.engine import ModelBuilder, Plane, Solver, SolverSettings, TriangleMesh  # noqa: E402
-from addon.engine.rigid import BodyMode, ShapeKind  # noqa: E402
+from jakobsen_physics import baking, scene_to_model  # noqa: E402
+from jakobsen_physics.bake_job import BakeJob  # noqa: E402
+from jakobsen_engine import ModelBuilder, Plane, Solver, SolverSettings, TriangleMesh  # noqa: E402
+from jakobsen_engine.bodies.rigid import BodyMode, ShapeKind  # noqa: E402
 
 pytestmark = pytest.mark.blender
 
@@ -110,7 +110,7 @@ def test_a_box_dropped_on_a_plane_bakes_to_the_engines_own_result_and_lands(blen
     half = (0.5, 0.4, 0.3)[up]
     assert abs(m[2, 3] - half) < 3e-3, f"the box rests at z = {m[2, 3]:.4f}, not {half} m on the plane"
     # The keys are location and rotation F-curves in the object's rotation mode (XYZ Euler).
-    from addon import actions
+    from jakobsen_physics import actions
 
     paths = sorted({(fc.data_path, fc.array_index) for fc in actions.assigned_fcurves(box)})
     assert paths == [("location", i) for i in range(3)] + [("rotation_euler", i) for i in range(3)]
@@ -147,7 +147,7 @@ def test_keys_keep_rotation_mode_scale_and_parent(blender):
         scene.frame_set(frame)
         np.testing.assert_allclose(np.array(box.matrix_world), worlds[frame - 1], atol=1e-5)
     assert tuple(box.scale) == scale_before
-    from addon import actions
+    from jakobsen_physics import actions
 
     assert {fc.data_path for fc in actions.assigned_fcurves(box)} == {"location", "rotation_quaternion"}
 
@@ -199,7 +199,7 @@ def test_a_primitive_shape_fits_the_objects_own_axes(blender):
     bodies = sm.model.bodies
     np.testing.assert_allclose(sorted(bodies.shape_params[0][:3]), [0.125, 0.25, 1.0], atol=1e-6)
     # The box's axes are the object's axes, and its half extents the object's along them.
-    from addon.engine import quaternions as quat
+    from jakobsen_engine.geometry import quaternions as quat
 
     shape_axes = quat.to_matrix(bodies.rest_orientation[:1])[0] @ bodies.shape_rotation[0]
     object_axes = _rigid_part(box.matrix_world)[:3, :3]
@@ -309,7 +309,7 @@ def test_rebake_and_free_of_a_rigid_body(blender, helpers):
     assert bpy.ops.jakobsen.bake() == {'FINISHED'}
     assert bpy.ops.jakobsen.bake() == {'FINISHED'}
     assert [a.name for a in bpy.data.actions] == ["JK_Bake Box"]
-    from addon import actions
+    from jakobsen_physics import actions
 
     assert all(len(fc.keyframe_points) == 6 for fc in actions.assigned_fcurves(box))
     assert bpy.ops.jakobsen.free_bake() == {'FINISHED'}
@@ -349,7 +349,7 @@ def test_free_and_rebake_on_a_late_frame_start_from_where_the_body_rested(blende
     # A new bake from here reads the box where it rested, not where the old keys left it.
     assert bpy.ops.jakobsen.bake() == {'FINISHED'}
     assert scene.frame_current == 12
-    from addon import actions
+    from jakobsen_physics import actions
 
     first_keys = {(fc.data_path, fc.array_index): fc.keyframe_points[0].co[1] for fc in actions.assigned_fcurves(box)}
     np.testing.assert_allclose([first_keys[("location", i)] for i in range(3)], [0.5, -0.25, 2.0], atol=1e-6)

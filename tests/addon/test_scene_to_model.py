@@ -9,8 +9,8 @@ import pytest
 
 bpy = pytest.importorskip("bpy")
 
-from addon import scene_to_model  # noqa: E402
-from addon.engine import Box, Capsule, JakobsenError, Plane, Sphere  # noqa: E402
+from jakobsen_physics import scene_to_model  # noqa: E402
+from jakobsen_engine import Box, Capsule, JakobsenError, Plane, Sphere  # noqa: E402
 
 pytestmark = pytest.mark.blender
 

@@ -9,8 +9,8 @@ import pytest
 
 bpy = pytest.importorskip("bpy")
 
-import addon  # noqa: E402
-from addon import actions, baking, operators, properties, ui  # noqa: E402
+import jakobsen_physics as addon  # noqa: E402
+from jakobsen_physics import actions, baking, operators, properties, ui  # noqa: E402
 
 pytestmark = pytest.mark.blender
 

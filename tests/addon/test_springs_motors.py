@@ -13,9 +13,9 @@ import pytest
 
 bpy = pytest.importorskip("bpy")
 
-from addon import scene_to_model  # noqa: E402
-from addon.bake_job import BakeJob  # noqa: E402
-from addon.engine import JakobsenError  # noqa: E402
+from jakobsen_physics import scene_to_model  # noqa: E402
+from jakobsen_physics.bake_job import BakeJob  # noqa: E402
+from jakobsen_engine import JakobsenError  # noqa: E402
 
 from .test_connectors import _cube, _empty, _enable, _frames  # noqa: E402
 

@@ -5,8 +5,8 @@ import math
 
 import numpy as np
 
-import engine
-from engine import quaternions as quat
+import jakobsen_engine as engine
+from jakobsen_engine.geometry import quaternions as quat
 
 from .rigid_scenes import box_mesh, rotation
 

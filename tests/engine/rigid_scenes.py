@@ -4,7 +4,7 @@ import math
 
 import numpy as np
 
-import engine
+import jakobsen_engine as engine
 
 G = 9.81
 BOX_FACES = [[0, 1, 3, 2], [4, 6, 7, 5], [0, 4, 5, 1], [2, 3, 7, 6], [0, 2, 6, 4], [1, 5, 7, 3]]

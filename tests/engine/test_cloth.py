@@ -3,9 +3,9 @@
 import numpy as np
 import pytest
 
-import engine
-from engine.cloth import cloth_pairs, flatten_faces
-from engine.primitives import grid
+import jakobsen_engine as engine
+from jakobsen_engine.particles.cloth import cloth_pairs, flatten_faces
+from jakobsen_engine.geometry.primitives import grid
 
 
 def curtain(nx=21, ny=21, size=1.0, **cloth_kwargs):

@@ -7,8 +7,8 @@ import math
 import numpy as np
 import pytest
 
-import engine
-from engine import JakobsenError
+import jakobsen_engine as engine
+from jakobsen_engine import JakobsenError
 
 from .connector_rigs import FRAME, relative, rotation_degrees, shove, swing_twist_degrees, two_boxes
 

@@ -5,7 +5,7 @@ import math
 import numpy as np
 import pytest
 
-import engine
+import jakobsen_engine as engine
 
 G = 9.81
 

@@ -6,10 +6,10 @@ import math
 import numpy as np
 import pytest
 
-import engine
-from engine import JakobsenError
-from engine import forces as fields
-from engine import quaternions as quat
+import jakobsen_engine as engine
+from jakobsen_engine import JakobsenError
+from jakobsen_engine.forces import fields
+from jakobsen_engine.geometry import quaternions as quat
 
 from .rigid_scenes import G, box_mesh, rotation
 

@@ -4,7 +4,7 @@ import math
 
 import numpy as np
 
-import engine
+import jakobsen_engine as engine
 
 G = 9.81
 

@@ -5,8 +5,8 @@ import math
 import numpy as np
 import pytest
 
-import engine
-from engine import JakobsenError
+import jakobsen_engine as engine
+from jakobsen_engine import JakobsenError
 
 from .rigid_scenes import G, box_mesh, world
 

@@ -5,10 +5,10 @@ import math
 import numpy as np
 import pytest
 
-import engine
-from engine import JakobsenError
-from engine import quaternions as quat
-from engine.rigid import embedding_weights
+import jakobsen_engine as engine
+from jakobsen_engine import JakobsenError
+from jakobsen_engine.geometry import quaternions as quat
+from jakobsen_engine.bodies.rigid import embedding_weights
 
 from .rigid_scenes import G, angular_momentum, box_mesh, energy, rotation, uv_sphere, world
 
@@ -295,7 +295,7 @@ def test_bodies_of_every_shape_pair_do_not_interpenetrate():
         solver.step_frame(state)
     b = solver.model.bodies
     # every sample point of every body is outside (or within 1 cm of the surface of) every other body
-    from engine.rigid_contacts import shape_penetration
+    from jakobsen_engine.collision.contacts import shape_penetration
     x, q = state.bodies.position, state.bodies.orientation
     for owner in range(b.count):
         pts = b.point_body == owner
@@ -314,7 +314,7 @@ def test_bodies_of_every_shape_pair_do_not_interpenetrate():
 def test_a_pyramid_of_boxes_stands_still(ground):
     """Three boxes, two straddling them, one on top (2 cm gaps, friction 0.5): a resting pile
     stays put. (Nearly dependent contact rows once launched it kilometres.)"""
-    from engine.primitives import grid
+    from jakobsen_engine.geometry.primitives import grid
     builder = engine.ModelBuilder()
     size, gap = 0.4, 0.02
     for row, count in enumerate((3, 2, 1)):

@@ -6,9 +6,9 @@ import math
 import numpy as np
 import pytest
 
-import engine
-from engine import JakobsenError
-from engine.primitives import grid
+import jakobsen_engine as engine
+from jakobsen_engine import JakobsenError
+from jakobsen_engine.geometry.primitives import grid
 
 
 def two_particles():

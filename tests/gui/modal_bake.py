@@ -12,8 +12,15 @@ import sys
 
 import bpy
 
-sys.path.insert(0, "/repo")
-import addon  # noqa: E402
+import os  # noqa: E402
+import tempfile  # noqa: E402
+
+# The checkout is mounted at /repo; its packages are importable under their installed names.
+_packages = tempfile.mkdtemp()
+for _name, _folder in (("jakobsen_physics", "addon"), ("jakobsen_engine", "engine")):
+    os.symlink(f"/repo/{_folder}", os.path.join(_packages, _name))
+sys.path.insert(0, _packages)
+import jakobsen_physics as addon  # noqa: E402
 
 addon.register()
 RESULT = {}

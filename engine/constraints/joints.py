@@ -41,10 +41,10 @@ from enum import IntEnum
 
 import numpy as np
 
-from . import quaternions as quat
-from .connector_common import check_ends, values_at
-from .errors import JakobsenError
-from .kernels_rigid import world_inverse_inertia
+from ..backend.numpy.rigid import world_inverse_inertia
+from ..constraints.common import check_ends, values_at
+from ..errors import JakobsenError
+from ..geometry import quaternions as quat
 
 
 class Lin(IntEnum):

@@ -26,8 +26,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from . import quaternions as quat
-from .errors import JakobsenError
+from ..errors import JakobsenError
+from ..geometry import quaternions as quat
 
 FALLOFFS = ("none", "inverse", "inverse_square")
 # Random Fourier modes per turbulent wind: enough for gusts that do not look periodic, few enough

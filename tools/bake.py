@@ -15,7 +15,7 @@ import sys
 import time
 from dataclasses import dataclass
 
-from ..files import cannot_write
+from jakobsen_physics.files import cannot_write
 
 
 class BakeCommandError(Exception):
@@ -66,8 +66,8 @@ def bake_file(scene_path: str, out_path: str | None = None, *, frames: tuple[int
     """
     import bpy
 
-    from .. import register, unregister
-    from ..bake_job import BakeJob, describe_failure
+    from jakobsen_physics import register, unregister
+    from jakobsen_physics.bake_job import BakeJob, describe_failure
 
     scene_path = os.path.abspath(scene_path)
     if os.path.isdir(scene_path):

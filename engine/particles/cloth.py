@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .errors import JakobsenError
+from ..errors import JakobsenError
 
 
 def flatten_faces(faces, vertex_count: int, where: str) -> tuple[np.ndarray, np.ndarray]:

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .rigid import RigidBodies, ShapeKind
+from ..bodies.rigid import RigidBodies, ShapeKind
 
 
 @dataclass

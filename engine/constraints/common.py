@@ -7,7 +7,7 @@ import math
 
 import numpy as np
 
-from .errors import JakobsenError
+from ..errors import JakobsenError
 
 
 def check_ends(where: str, a, b, body_count: int) -> None:

@@ -8,8 +8,8 @@ import time
 
 import numpy as np
 
-import engine
-from engine import quaternions as quat
+import jakobsen_engine as engine
+from jakobsen_engine.geometry import quaternions as quat
 
 BOX = 0.9  # m, edge of each box
 SPACING = 1.0  # m between box centres in the grid

@@ -9,7 +9,7 @@ import sys
 
 def main(argv: list[str] | None = None) -> int:
     """Run the command line ``argv`` (default: this program's arguments); returns the exit status."""
-    from engine import __version__
+    from jakobsen_engine import __version__
 
     parser = argparse.ArgumentParser(prog="jakobsen", description="Jakobsen Physics for Blender")
     parser.add_argument("--version", action="version", version=f"jakobsen-physics {__version__}")

@@ -9,15 +9,16 @@ from __future__ import annotations
 
 import numpy as np
 
-from . import forces, kernels, kernels_rigid
-from . import quaternions as quat
-from .model import BodyState, Model
-from .rigid import BodyMode, ShapeKind
-from .joints import bounce_limits, joint_layout, solve_joints
-from .motors import apply_motor_forces, motor_speeds, solve_motor_positions
-from .springs import apply_springs, update_springs
-from .rigid_contacts import Contacts, shape_penetration, sweep_and_prune
-
+from ..backend.numpy import particles as kernels
+from ..backend.numpy import rigid as kernels_rigid
+from ..bodies.rigid import BodyMode, ShapeKind
+from ..collision.contacts import Contacts, shape_penetration, sweep_and_prune
+from ..constraints.joints import bounce_limits, joint_layout, solve_joints
+from ..constraints.motors import apply_motor_forces, motor_speeds, solve_motor_positions
+from ..constraints.springs import apply_springs, update_springs
+from ..forces import fields as forces
+from ..geometry import quaternions as quat
+from ..model import BodyState, Model
 
 MARGIN = 5e-3
 # Sample points farther from a body's centre than its bounding radius times (1 + this) plus their

@@ -34,8 +34,8 @@ def simulate_cloth(frames=FRAME_COUNT, keep=SHEET_FRAMES):
     """Run the engine; returns (rest vertices (n, 3), quad faces (f, 4), {frame: positions (n, 3)}
     for the frames in ``keep``, seconds spent stepping). As in Blender, frame 1 is the rest pose
     and frame k the state after k - 1 steps, so ``frames`` frames take ``frames - 1`` steps."""
-    import engine
-    from engine.primitives import grid
+    import jakobsen_engine as engine
+    from jakobsen_engine.geometry.primitives import grid
 
     n = CLOTH_VERTICES
     verts, faces = grid(n, n, CLOTH_SIZE)
@@ -221,7 +221,7 @@ def render_sheet(scene, on_frame, out_path: str) -> str:
 
 # -- the add-on demo: the example scenes --------------------------------------------------------
 
-EXAMPLES_DIR = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))),
+EXAMPLES_DIR = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
                             "blend_examples")
 # Each example and the frames shown of it (one row of the sheet each).
 EXAMPLES = (("flag", (1, 12, 36, 96)), ("rigid_boxes", (1, 16, 32, 72)), ("car", (1, 40, 60, 96)))

@@ -7,8 +7,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from .cloth import flatten_faces
-from .errors import JakobsenError
+from ..errors import JakobsenError
+from ..particles.cloth import flatten_faces
 
 
 def triangulate(faces, vertex_count: int, where: str) -> np.ndarray:

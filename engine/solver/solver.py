@@ -12,11 +12,12 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from . import forces, kernels
-from . import quaternions as quat
-from .errors import JakobsenError
-from .model import Model, State
-from .rigid_solver import RigidStepper
+from ..backend.numpy import particles as kernels
+from ..errors import JakobsenError
+from ..forces import fields as forces
+from ..geometry import quaternions as quat
+from ..model import Model, State
+from ..solver.rigid_step import RigidStepper
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -11,8 +11,8 @@ import time
 
 import numpy as np
 
-import engine
-from engine.primitives import grid
+import jakobsen_engine as engine
+from jakobsen_engine.geometry.primitives import grid
 
 GRID_VERTICES = 65
 SIZE = 2.0

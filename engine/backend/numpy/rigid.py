@@ -19,7 +19,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from . import quaternions as quat
+from ...geometry import quaternions as quat
 
 cross = quat.cross
 

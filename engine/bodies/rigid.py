@@ -21,9 +21,9 @@ from enum import IntEnum
 
 import numpy as np
 
-from . import quaternions as quat
-from .errors import JakobsenError
-from .geometry import convex_hull, is_closed, mass_properties, triangulate
+from ..errors import JakobsenError
+from ..geometry import quaternions as quat
+from ..geometry.mesh import convex_hull, is_closed, mass_properties, triangulate
 
 
 class BodyMode(IntEnum):

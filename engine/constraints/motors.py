@@ -22,10 +22,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from . import quaternions as quat
-from .connector_common import check_ends, values_at
-from .errors import JakobsenError
-from .kernels_rigid import world_inverse_inertia
+from ..backend.numpy.rigid import world_inverse_inertia
+from ..constraints.common import check_ends, values_at
+from ..errors import JakobsenError
+from ..geometry import quaternions as quat
 
 MODES = ("speed", "force", "servo")
 # Servo: how fast the remaining error is closed (1/s) once it is small; farther away, the speed a

@@ -18,10 +18,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from . import quaternions as quat
-from .connector_common import check_ends
-from .errors import JakobsenError
-from .kernels_rigid import world_inverse_inertia
+from ..backend.numpy.rigid import world_inverse_inertia
+from ..constraints.common import check_ends
+from ..errors import JakobsenError
+from ..geometry import quaternions as quat
 
 _KINDS = ("linear", "angular", "both")
 

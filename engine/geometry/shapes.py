@@ -18,7 +18,7 @@ from typing import Callable, Optional
 
 import numpy as np
 
-from .errors import JakobsenError
+from ..errors import JakobsenError
 
 Motion = Callable[[float], np.ndarray]
 
@@ -254,7 +254,7 @@ class ConvexHull(_Collider):
 
     @staticmethod
     def from_points(points, where: str = "convex hull", **kwargs) -> "ConvexHull":
-        from .geometry import convex_hull
+        from ..geometry.mesh import convex_hull
 
         pts = np.asarray(points, dtype=np.float64)
         idx, tris = convex_hull(pts, where)
@@ -337,7 +337,7 @@ class TriangleMesh(_Collider):
 
     @staticmethod
     def from_mesh(vertices, faces, *, margin: float = 0.1, where: str = "triangle mesh", **kwargs) -> "TriangleMesh":
-        from .geometry import triangulate
+        from ..geometry.mesh import triangulate
 
         v = np.asarray(vertices, dtype=np.float64)
         if v.ndim != 2 or v.shape[1] != 3 or not np.all(np.isfinite(v)):

@@ -1,0 +1,1 @@
+"""The kernel seam: the hot loops, array in, array out."""

@@ -1,0 +1,1 @@
+"""Rigid bodies: mass properties, collision shapes and sample points, Jakobsen's cluster."""

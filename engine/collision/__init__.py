@@ -1,0 +1,1 @@
+"""Collision detection: broad phase and the contacts of rigid bodies."""

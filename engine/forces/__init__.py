@@ -1,0 +1,1 @@
+"""Force fields (wind, drag, attractors) and Follow Position / Rotation."""

@@ -1,0 +1,1 @@
+"""Shapes and meshes: quaternions, triangulation and mass properties, convex hulls, collider shapes."""

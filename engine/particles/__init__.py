@@ -1,0 +1,1 @@
+"""Particles and cloth: cloth topology from polygons."""

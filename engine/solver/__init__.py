@@ -1,0 +1,1 @@
+"""Stepping a model: settings, the substep loop, the rigid-body part of a step."""

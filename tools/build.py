@@ -1,0 +1,154 @@
+"""``jakobsen build``: the Blender extension zip (Blender 4.2+, Install from Disk).
+
+The zip's root is the add-on package itself: ``blender_manifest.toml``, ``__init__.py`` and the
+add-on's modules. The solver goes in as a wheel of its own package, ``jakobsen_engine`` (built
+here from ``engine/``, pure Python), listed in the manifest's ``wheels``: Blender installs it into
+the extension's site-packages, so the add-on imports ``jakobsen_engine`` by the same name as the
+repository and the tests do (one module identity), and nothing generic lands in site-packages.
+Left out: the command line (``tools/``), caches and anything that is not part of the add-on.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import os
+import re
+import tomllib
+import zipfile
+
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+ADDON_DIR = os.path.join(REPO, "addon")
+ENGINE_DIR = os.path.join(REPO, "engine")
+ENGINE_PACKAGE = "jakobsen_engine"
+MANIFEST = "blender_manifest.toml"
+# Directories that are not shipped.
+EXCLUDED_DIRS = {"__pycache__", "tests", ".pytest_cache"}
+# Files that are shipped, by extension (no compiled files, no editor or OS leftovers).
+SHIPPED_SUFFIXES = (".py", ".toml", ".txt", ".md", ".json")
+# Every file in the zips gets this time stamp: the same input gives the same bytes.
+STAMP = (2024, 1, 1, 0, 0, 0)
+
+
+class BuildError(Exception):
+    """The add-on cannot be packaged as it is (a bad manifest, a version mismatch)."""
+
+
+def read_manifest(addon_dir: str = ADDON_DIR) -> dict:
+    path = os.path.join(addon_dir, MANIFEST)
+    with open(path, "rb") as f:
+        manifest = tomllib.load(f)
+    for key in ("schema_version", "id", "version", "name", "tagline", "maintainer", "type", "license",
+                "blender_version_min"):
+        if key not in manifest:
+            raise BuildError(f"{path}: the manifest has no {key!r}")
+    return manifest
+
+
+def package_files(directory: str, prefix: str = "") -> list[tuple[str, str]]:
+    """(path on disk, path in the archive) of every shipped file under ``directory``, sorted."""
+    out = []
+    for root, dirs, files in os.walk(directory):
+        rel_root = os.path.relpath(root, directory)
+        dirs[:] = sorted(d for d in dirs if d not in EXCLUDED_DIRS and not d.startswith("."))
+        for name in sorted(files):
+            if not name.endswith(SHIPPED_SUFFIXES) or name.startswith("."):
+                continue
+            arc = os.path.normpath(os.path.join(prefix, rel_root, name)).replace(os.sep, "/")
+            out.append((os.path.join(root, name), arc))
+    return sorted(out, key=lambda item: item[1])
+
+
+def _write(zf: zipfile.ZipFile, arc: str, data: bytes) -> None:
+    info = zipfile.ZipInfo(arc, date_time=STAMP)
+    info.compress_type = zipfile.ZIP_DEFLATED
+    info.external_attr = 0o644 << 16
+    zf.writestr(info, data)
+
+
+def _record_hash(data: bytes) -> str:
+    digest = base64.urlsafe_b64encode(hashlib.sha256(data).digest()).rstrip(b"=").decode()
+    return f"sha256={digest},{len(data)}"
+
+
+def build_engine_wheel(out_dir: str, version: str, *, engine_dir: str = ENGINE_DIR) -> str:
+    """The solver as a pure-Python wheel ``jakobsen_engine-<version>-py3-none-any.whl`` (PEP 427:
+    the package, and a dist-info with METADATA, WHEEL and RECORD); returns its path."""
+    name = f"{ENGINE_PACKAGE}-{version}-py3-none-any.whl"
+    path = os.path.join(out_dir, name)
+    info = f"{ENGINE_PACKAGE}-{version}.dist-info"
+    files = [(arc, open(disk, "rb").read()) for disk, arc in package_files(engine_dir, ENGINE_PACKAGE)]
+    files.append((f"{info}/METADATA", (
+        "Metadata-Version: 2.1\n"
+        f"Name: {ENGINE_PACKAGE}\n"
+        f"Version: {version}\n"
+        "Summary: The Jakobsen Physics solver (Verlet particles, projected constraints, rigid bodies)\n"
+        "Requires-Python: >=3.11\n"
+        "Requires-Dist: numpy>=1.26\n").encode()))
+    files.append((f"{info}/WHEEL", (
+        "Wheel-Version: 1.0\nGenerator: jakobsen build\nRoot-Is-Purelib: true\nTag: py3-none-any\n").encode()))
+    files.append((f"{info}/top_level.txt", f"{ENGINE_PACKAGE}\n".encode()))
+    record = "".join(f"{arc},{_record_hash(data)}\n" for arc, data in files) + f"{info}/RECORD,,\n"
+    tmp = path + ".tmp"
+    with zipfile.ZipFile(tmp, "w") as zf:
+        for arc, data in files:
+            _write(zf, arc, data)
+        _write(zf, f"{info}/RECORD", record.encode())
+    os.replace(tmp, path)
+    return path
+
+
+def manifest_with_wheels(text: str, wheels: list[str]) -> str:
+    """The manifest's text with ``wheels = [...]`` among its top-level keys (before the first table,
+    where TOML would read it as part of that table)."""
+    entry = "wheels = [\n" + "".join(f'  "./wheels/{w}",\n' for w in wheels) + "]\n\n"
+    match = re.search(r"^\[", text, flags=re.M)
+    at = match.start() if match else len(text)
+    return text[:at] + entry + text[at:]
+
+
+def build(out_dir: str = "dist", *, addon_dir: str = ADDON_DIR, engine_dir: str = ENGINE_DIR) -> str:
+    """Write ``<id>-<version>.zip`` into ``out_dir``; returns its absolute path."""
+    from jakobsen_engine import __version__
+
+    manifest = read_manifest(addon_dir)
+    if manifest["version"] != __version__:
+        raise BuildError(f"{MANIFEST} says version {manifest['version']!r} but the engine is {__version__!r}; "
+                         "make them agree")
+    if not re.fullmatch(r"[A-Za-z][A-Za-z0-9_]*", manifest["id"]):
+        raise BuildError(f"{MANIFEST}: id {manifest['id']!r} must be a Python identifier")
+    if "wheels" in manifest:
+        raise BuildError(f"{MANIFEST}: leave 'wheels' out; the build lists the wheels it puts in the zip")
+    files = package_files(addon_dir)
+    arcs = {arc for _, arc in files}
+    for needed in (MANIFEST, "__init__.py"):
+        if needed not in arcs:
+            raise BuildError(f"the add-on at {addon_dir} has no {needed}")
+    if not os.path.isfile(os.path.join(engine_dir, "__init__.py")):
+        raise BuildError(f"the solver at {engine_dir} has no __init__.py")
+    os.makedirs(out_dir, exist_ok=True)
+    wheel = build_engine_wheel(out_dir, __version__, engine_dir=engine_dir)
+    path = os.path.abspath(os.path.join(out_dir, f"{manifest['id']}-{manifest['version']}.zip"))
+    tmp = path + ".tmp"
+    with zipfile.ZipFile(tmp, "w") as zf:
+        for disk, arc in files:
+            with open(disk, "rb") as f:
+                data = f.read()
+            if arc == MANIFEST:
+                data = manifest_with_wheels(data.decode(), [os.path.basename(wheel)]).encode()
+            _write(zf, arc, data)
+        with open(wheel, "rb") as f:
+            _write(zf, f"wheels/{os.path.basename(wheel)}", f.read())
+    os.replace(tmp, path)
+    os.remove(wheel)
+    return path
+
+
+def run_build(out_dir: str = "dist") -> str:
+    path = build(out_dir)
+    with zipfile.ZipFile(path) as zf:
+        names = zf.namelist()
+    size = os.path.getsize(path)
+    print(f"jakobsen build: {path} ({len(names)} files, {size / 1024:.0f} KB)")
+    print("  install it in Blender 4.2+: Edit > Preferences > Get Extensions > Install from Disk")
+    return path
