@@ -1,1 +1,112 @@
-"""The kernel seam: the hot loops, array in, array out."""
+"""The kernel seam: the hot loops, array in, array out, implemented twice.
+
+``backend/numba`` compiles them (the default wherever numba imports); ``backend/numpy`` is the
+reference, and the fallback where numba cannot load. Both take the same arguments and give the
+same numbers (the kernel tests hold them to that), and both are deterministic.
+
+``select(name)`` -> ``Backend``: ``name`` is "auto" (numba if it loads, else numpy), "numba" or
+"numpy". ``JAKOBSEN_BACKEND`` in the environment, or ``use(name)``, changes what "auto" means
+(the tests run every physics test on both). ``configure(cache_dir=...)`` says where numba keeps
+its compiled kernels (the add-on points it at the extension's user folder before the first bake).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import importlib
+import os
+from dataclasses import dataclass
+from types import ModuleType
+
+from ..errors import JakobsenError
+
+NAMES = ("numba", "numpy")
+# The kernel modules each backend provides, by the same names.
+MODULES = ("particles",)
+
+_default = os.environ.get("JAKOBSEN_BACKEND", "auto")
+_loaded: dict[str, "Backend"] = {}
+_numba_failure: str | None = None
+
+
+@dataclass(frozen=True)
+class Backend:
+    """The kernels of one backend: ``backend.particles.verlet_integrate(...)`` and so on.
+
+    name: "numba" or "numpy"; note: why "auto" fell back to numpy (empty if it did not)."""
+
+    name: str
+    particles: ModuleType
+    note: str = ""
+
+
+def configure(*, cache_dir: str | None = None) -> None:
+    """Where numba caches its compiled kernels (a writable folder; must be set before the first
+    kernel compiles, or numba writes beside the source, which may be read-only in an extension)."""
+    if cache_dir:
+        os.makedirs(cache_dir, exist_ok=True)
+        os.environ["NUMBA_CACHE_DIR"] = cache_dir
+        try:
+            import sys
+
+            numba = sys.modules.get("numba")
+            if numba is not None:
+                numba.config.CACHE_DIR = cache_dir
+        except AttributeError:
+            pass
+
+
+def _load(name: str) -> Backend:
+    if name not in _loaded:
+        mods = {m: importlib.import_module(f"{__name__}.{name}.{m}") for m in MODULES}
+        _loaded[name] = Backend(name=name, **mods)
+    return _loaded[name]
+
+
+def numba_problem() -> str | None:
+    """Why the numba backend cannot load here (None if it can): not installed, or broken."""
+    global _numba_failure
+    if "numba" in _loaded:
+        return None
+    if _numba_failure is None:
+        try:
+            _load("numba")
+            return None
+        except Exception as error:  # ImportError, or numba/llvmlite broken in this Python
+            _numba_failure = f"{type(error).__name__}: {error}"
+    return _numba_failure
+
+
+def select(name: str = "auto") -> Backend:
+    """The backend to step with. "auto" takes numba where it loads, else numpy (with ``note``
+    saying why); asking for "numba" where it cannot load is an error."""
+    if name == "auto":
+        name = _default
+    if name == "auto":
+        problem = numba_problem()
+        if problem is None:
+            return _load("numba")
+        numpy = _load("numpy")
+        return Backend(name="numpy", particles=numpy.particles,
+                       note=f"numba is not available ({problem}); using the numpy kernels (slower)")
+    if name not in NAMES:
+        raise JakobsenError(f"solver settings: backend must be 'auto', 'numba' or 'numpy', got {name!r}")
+    if name == "numba":
+        problem = numba_problem()
+        if problem is not None:
+            raise JakobsenError(f"solver settings: backend 'numba' cannot load here ({problem}); use 'auto' or "
+                                "'numpy'")
+    return _load(name)
+
+
+@contextlib.contextmanager
+def use(name: str):
+    """Within: "auto" means ``name`` ("numba" or "numpy")."""
+    global _default
+    if name not in NAMES + ("auto",):
+        raise ValueError(name)
+    previous, _default = _default, name
+    try:
+        yield
+    finally:
+        _default = previous

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..backend.numpy import particles as kernels
 from ..backend.numpy import rigid as kernels_rigid
 from ..bodies.rigid import BodyMode, ShapeKind
 from ..collision.contacts import Contacts, shape_penetration, sweep_and_prune
@@ -29,8 +28,9 @@ NEAR_SLACK = 0.05
 
 class RigidStepper:
     def __init__(self, model: Model, h: float, frame: float, gravity: np.ndarray, bounce_speed: float,
-                 velocity_iterations: int):
+                 velocity_iterations: int, backend):
         bodies = model.bodies
+        self.backend = backend
         self.model, self.bodies, self.h, self.frame = model, bodies, h, frame
         count = bodies.count
         self.count = count
@@ -432,5 +432,5 @@ class RigidStepper:
         surface = px[kk] - prev
         mu = np.sqrt(friction[kk] * b.friction[bb])
         e = np.sqrt(restitution[kk] * b.restitution[bb])
-        kernels.respond_to_contacts(px, pp, kk, n_world * depth[idx, None], depth[idx], surface,
-                                    np.broadcast_to(accel, px.shape)[kk], mu, e, self.h, self.bounce_speed)
+        self.backend.particles.respond_to_contacts(px, pp, kk, n_world * depth[idx, None], depth[idx], surface, accel[kk], mu,
+                                         e, self.h, self.bounce_speed)

@@ -8,65 +8,16 @@ Constraint stiffness is XPBD compliance, so a stiffness means the same at any su
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
 
 import numpy as np
 
-from ..backend.numpy import particles as kernels
 from ..errors import JakobsenError
 from ..forces import fields as forces
 from ..geometry import quaternions as quat
 from ..model import Model, State
-from ..solver.rigid_step import RigidStepper
-
-
-@dataclass(frozen=True, kw_only=True)
-class SolverSettings:
-    """How the solver steps.
-
-    frame_rate: frames per second of the animation; substeps: solver steps per frame;
-    iterations: constraint sweeps per substep; gravity: (3,) m/s^2; damping: 1/s, the fraction
-    of velocity lost per second is 1 - exp(-damping); air_velocity: (3,) m/s, the wind that drag
-    acts relative to; wind_acceleration: (3,) m/s^2 added to every movable particle;
-    sqrt_approximation: Jakobsen's first-order square root in the stick projection;
-    velocity_iterations: rigid contact restitution passes per substep; contact_iterations: rigid
-    contact projection passes per iteration. Both are Gauss-Seidel between pairs of bodies, the
-    contacts of one pair solved together, so one pass already bounces a lone box straight and
-    holds it still on a slope; bodies that touch several others need more (the stack of ten
-    boxes is tested with the four of each here).
-    """
-
-    frame_rate: float = 24.0
-    substeps: int = 10
-    iterations: int = 1
-    gravity: tuple = (0.0, 0.0, -9.81)
-    damping: float = 0.0
-    air_velocity: tuple = (0.0, 0.0, 0.0)
-    wind_acceleration: tuple = (0.0, 0.0, 0.0)
-    sqrt_approximation: bool = False
-    velocity_iterations: int = 4
-    contact_iterations: int = 4
-
-    def validate(self) -> None:
-        for name in ("substeps", "iterations", "velocity_iterations", "contact_iterations"):
-            value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1:
-                raise JakobsenError(f"solver settings: {name} must be a whole number >= 1, got {value!r}")
-            if value > 10_000:
-                raise JakobsenError(f"solver settings: {name} = {value} is absurd (at most 10000)")
-        if not (math.isfinite(self.frame_rate) and 0.0 < self.frame_rate <= 100_000.0):
-            raise JakobsenError(f"solver settings: frame_rate must be a positive number of frames per second, got {self.frame_rate}")
-        if not (math.isfinite(self.damping) and self.damping >= 0.0):
-            raise JakobsenError(f"solver settings: damping must be >= 0 (1/s), got {self.damping}")
-        for name in ("gravity", "air_velocity", "wind_acceleration"):
-            v = np.asarray(getattr(self, name), dtype=np.float64)
-            if v.shape != (3,) or not np.all(np.isfinite(v)):
-                raise JakobsenError(f"solver settings: {name} must be 3 finite numbers, got {getattr(self, name)!r}")
-
-    @property
-    def substep(self) -> float:
-        """Substep length h, s."""
-        return 1.0 / (self.frame_rate * self.substeps)
+from .. import backend as backends
+from .rigid_step import RigidStepper
+from .settings import SolverSettings
 
 
 class Solver:
@@ -84,20 +35,24 @@ class Solver:
         self._base_accel = self._gravity + np.asarray(settings.wind_acceleration, dtype=np.float64)
         self._air = np.asarray(settings.air_velocity, dtype=np.float64)
         self._decay = math.exp(-settings.damping * h)
-        self._drag_w = model.drag * inv_mass if np.any(model.drag > 0) else None
+        self._drag_w = model.drag * inv_mass if np.any(model.drag > 0) else np.zeros(0)
         self._fields = model.forces if model.forces.count else None  # wind, drag, attractors
+        self.backend = backends.select(settings.backend)
+        self.kernels = self.backend.particles
         s = model.sticks
-        # Passes: runs of colours of one level, each swept `sweeps` times per iteration.
-        self._passes: list[tuple[list[kernels.StickBatch], int]] = []
+        # The sticks' per-stick constants, and the passes: runs of colours of one level (first
+        # colour, end colour, sweeps), each swept `sweeps` times per iteration.
+        self._stick_w = (np.ascontiguousarray(inv_mass[s.i]), np.ascontiguousarray(inv_mass[s.j]))
+        self._stick_alpha = s.compliance / (h * h)
+        self._stick_kind = s.kind.astype(np.int8)
+        passes = []
         for c in range(s.colour_count):
-            a, b = s.colour_offsets[c], s.colour_offsets[c + 1]
-            batch = kernels.StickBatch(s.i[a:b], s.j[a:b], inv_mass, s.rest[a:b], s.compliance[a:b],
-                                       s.kind[a:b], h, a, b)
             key = (int(s.colour_priority[c]), int(s.colour_sweeps[c]))
             if c and key == (int(s.colour_priority[c - 1]), int(s.colour_sweeps[c - 1])):
-                self._passes[-1][0].append(batch)
+                passes[-1][1] = c + 1
             else:
-                self._passes.append(([batch], key[1]))
+                passes.append([c, c + 1, key[1]])
+        self._passes = np.array(passes, dtype=np.int64).reshape(-1, 3)
         self._lam = np.zeros(s.count)
         g = model.goals
         self._goal_w = inv_mass[g.index]
@@ -107,7 +62,7 @@ class Solver:
         # so resting contacts do not buzz.
         self._bounce_speed = max(2.0 * float(np.linalg.norm(self._gravity)) * h, 1e-4)
         self._rigid = RigidStepper(model, h, 1.0 / settings.frame_rate, self._gravity, self._bounce_speed,
-                                   settings.velocity_iterations) if model.bodies.count else None
+                                   settings.velocity_iterations, self.backend) if model.bodies.count else None
         if self._rigid:
             self._rigid.air_velocity = self._air  # the still air that body drag and winds act against
 
@@ -220,16 +175,22 @@ class Solver:
     def _substep(self, state: State) -> None:
         h = self.h
         x, xp = state.positions, state.previous_positions
-        accel = self._base_accel + state.external_accelerations
+        kernels = self.kernels
+        accel = np.empty_like(x)  # per particle, as the kernels take it
+        accel[...] = self._base_accel + state.external_accelerations
         air = self._air
         if self._fields is not None and len(x):
             # Winds only reach particles through their drag; attractors pull regardless.
             wind, pull = forces.particle_air_and_acceleration(self._fields, state.time, x,
-                                                              with_air=self._drag_w is not None)
+                                                              with_air=len(self._drag_w) > 0)
             air = air if wind is None else air + wind
-            accel = accel if pull is None else accel + pull
+            if pull is not None:
+                accel += pull
             forces.drag_particles(self._fields, h, x, xp, self.model.inverse_masses)
-        kernels.verlet_integrate(x, xp, self._movable, accel, self._decay, h, self._drag_w, air)
+        if len(self._drag_w):
+            air = np.ascontiguousarray(np.broadcast_to(air, x.shape))
+        kernels.verlet_integrate(x, xp, self._movable, accel, self._decay, h, self._drag_w,
+                                 air if len(self._drag_w) else accel)
         t_start = state.time
         state.time += h
         rigid = self._rigid
@@ -243,12 +204,11 @@ class Solver:
             if rigid:
                 for _ in range(self.settings.contact_iterations):
                     rigid.solve_positions(state.bodies)
-            if self._passes:
-                axes = np.ascontiguousarray(x.T)
-                for batches, sweeps in self._passes:
-                    for _ in range(sweeps):
-                        kernels.project_sticks(axes, batches, self._lam, self.settings.sqrt_approximation)
-                x[...] = axes.T
+            if len(self._passes):
+                s = self.model.sticks
+                kernels.project_sticks(x, s.i, s.j, self._stick_w[0], self._stick_w[1], s.rest, self._stick_alpha,
+                                       self._stick_kind, self._lam, s.colour_offsets, self._passes,
+                                       self.settings.sqrt_approximation)
             if len(g.index):
                 kernels.project_goals(x, g.index, g.target, self._goal_w, self._goal_alpha, self._goal_lam)
         self._collide(x, xp, accel, t_start, state.time)
@@ -278,5 +238,5 @@ class Solver:
                 surface = x[k] - ((q[k] @ m0[:3, :3].T) + m0[:3, 3])
             mu = np.sqrt(model.friction[k] * collider.friction)
             e = np.sqrt(model.restitution[k] * collider.restitution)
-            accel_k = np.broadcast_to(accel, x.shape)[k]
-            kernels.respond_to_contacts(x, xp, k, corr, depth[k], surface, accel_k, mu, e, self.h, self._bounce_speed)
+            self.kernels.respond_to_contacts(x, xp, k, corr, depth[k], surface, accel[k], mu, e, self.h,
+                                             self._bounce_speed)

@@ -1,0 +1,155 @@
+"""Particle kernels compiled with numba: the functions of ``backend/numpy/particles.py`` with the
+same arguments and, per item, the same arithmetic in the same order (so the same numbers).
+
+Loops run serially in the order numpy's vectorised colours would: a colour's sticks share no
+movable particle, so projecting them one after another equals projecting them at once.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from numba import njit
+
+JIT = dict(cache=True, nogil=True, error_model="numpy")
+
+
+@njit(**JIT)
+def verlet_integrate(x, x_prev, movable, accel, decay, h, drag_w, air_velocity):
+    has_drag = drag_w.shape[0] > 0
+    hh = h * h
+    for p in range(x.shape[0]):
+        d0 = x[p, 0] - x_prev[p, 0]
+        d1 = x[p, 1] - x_prev[p, 1]
+        d2 = x[p, 2] - x_prev[p, 2]
+        if has_drag:
+            a0 = air_velocity[p, 0] * h
+            a1 = air_velocity[p, 1] * h
+            a2 = air_velocity[p, 2] * h
+            r0 = d0 - a0
+            r1 = d1 - a1
+            r2 = d2 - a2
+            speed = math.sqrt(r0 * r0 + r1 * r1 + r2 * r2) / h
+            k = 1.0 + drag_w[p] * speed * h
+            d0 = r0 / k + a0
+            d1 = r1 / k + a1
+            d2 = r2 / k + a2
+        m = movable[p]
+        d0 = (d0 * decay + accel[p, 0] * hh) * m
+        d1 = (d1 * decay + accel[p, 1] * hh) * m
+        d2 = (d2 * decay + accel[p, 2] * hh) * m
+        x_prev[p, 0] = x[p, 0]
+        x_prev[p, 1] = x[p, 1]
+        x_prev[p, 2] = x[p, 2]
+        x[p, 0] += d0
+        x[p, 1] += d1
+        x[p, 2] += d2
+
+
+@njit(**JIT)
+def project_sticks(x, i, j, w_i, w_j, rest, alpha, kind, lam, colour_offsets, passes, sqrt_approximation):
+    for row in range(passes.shape[0]):
+        a = colour_offsets[passes[row, 0]]
+        b = colour_offsets[passes[row, 1]]
+        for _ in range(passes[row, 2]):
+            for s in range(a, b):
+                pi = i[s]
+                pj = j[s]
+                dx = x[pj, 0] - x[pi, 0]
+                dy = x[pj, 1] - x[pi, 1]
+                dz = x[pj, 2] - x[pi, 2]
+                dd = dx * dx + dy * dy + dz * dz
+                L = rest[s]
+                if sqrt_approximation:
+                    length = (dd + L * L) / (2.0 * L)
+                else:
+                    length = math.sqrt(dd)
+                c = length - L
+                k = kind[s]
+                if (k == 1 and c > 0.0) or (k == 2 and c < 0.0):
+                    continue
+                al = alpha[s]
+                ws = w_i[s] + w_j[s] + al
+                if al != 0.0:
+                    dlam = (-c - al * lam[s]) / ws
+                    lam[s] += dlam
+                else:
+                    dlam = -c / ws
+                sc = dlam / max(length, 1e-12)
+                si = sc * w_i[s]
+                sj = sc * w_j[s]
+                x[pi, 0] -= si * dx
+                x[pi, 1] -= si * dy
+                x[pi, 2] -= si * dz
+                x[pj, 0] += sj * dx
+                x[pj, 1] += sj * dy
+                x[pj, 2] += sj * dz
+
+
+@njit(**JIT)
+def project_goals(x, index, target, w, alpha, lam):
+    for g in range(index.shape[0]):
+        p = index[g]
+        ws = w[g] + alpha[g]
+        for d in range(3):
+            c = x[p, d] - target[g, d]
+            dlam = (-c - alpha[g] * lam[g, d]) / ws
+            lam[g, d] += dlam
+            x[p, d] += w[g] * dlam
+
+
+@njit(**JIT)
+def respond_to_contacts(x, x_prev, k, corr, depth, surface_disp, accel, mu, e, h, bounce_speed):
+    for c in range(k.shape[0]):
+        p = k[c]
+        n0 = corr[c, 0] / max(depth[c], 1e-15)
+        n1 = corr[c, 1] / max(depth[c], 1e-15)
+        n2 = corr[c, 2] / max(depth[c], 1e-15)
+        x0, x1, x2 = x[p, 0], x[p, 1], x[p, 2]
+        p0, p1, p2 = x_prev[p, 0], x_prev[p, 1], x_prev[p, 2]
+        s0, s1, s2 = surface_disp[c, 0], surface_disp[c, 1], surface_disp[c, 2]
+        moved_n = (x0 - p0 - s0) * n0 + (x1 - p1 - s1) * n1 + (x2 - p2 - s2) * n2
+        v_in = moved_n / h
+        x0 += corr[c, 0]
+        x1 += corr[c, 1]
+        x2 += corr[c, 2]
+        bounce = v_in < -bounce_speed and e[c] > 0.0
+        target_n = 0.0
+        normal_push = depth[c]
+        if bounce:
+            a_n = accel[c, 0] * n0 + accel[c, 1] * n1 + accel[c, 2] * n2
+            dn = moved_n
+            eb = e[c]
+            z0 = max(-depth[c] - dn, 0.0)
+            v0 = dn / h - 0.5 * a_n * h
+            tau = min(max(2.0 * z0 / max(-v0 + math.sqrt(max(v0 * v0 - 2.0 * a_n * z0, 0.0)), 1e-15), 0.0), h)
+            v_out = -eb * (v0 + a_n * tau)
+            rest = h - tau
+            z_end = max(v_out * rest + 0.5 * a_n * rest * rest, 0.0)
+            x0 += n0 * z_end
+            x1 += n1 * z_end
+            x2 += n2 * z_end
+            target_n = (v_out + a_n * rest - 0.5 * a_n * h) * h
+            normal_push = (1.0 + eb) * abs(v0 + a_n * tau) * h
+        l0 = x0 - p0 - s0
+        l1 = x1 - p1 - s1
+        l2 = x2 - p2 - s2
+        ln = l0 * n0 + l1 * n1 + l2 * n2
+        l0 -= n0 * ln
+        l1 -= n1 * ln
+        l2 -= n2 * ln
+        slip_len = math.sqrt(l0 * l0 + l1 * l1 + l2 * l2)
+        limit = mu[c] * normal_push
+        keep = 1.0 if slip_len <= limit else limit / max(slip_len, 1e-15)
+        x0 -= l0 * keep
+        x1 -= l1 * keep
+        x2 -= l2 * keep
+        rel_n = (x0 - p0 - s0) * n0 + (x1 - p1 - s1) * n1 + (x2 - p2 - s2) * n2
+        if not bounce:
+            target_n = min(rel_n, 0.0)
+        dp = rel_n - target_n
+        x[p, 0], x[p, 1], x[p, 2] = x0, x1, x2
+        x_prev[p, 0] = p0 + n0 * dp
+        x_prev[p, 1] = p1 + n1 * dp
+        x_prev[p, 2] = p2 + n2 * dp
