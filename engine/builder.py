@@ -8,7 +8,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .bodies.rigid import BodyHandle, BodySpec, empty_bodies, finalize_bodies, make_body
+from .bodies.rigid import BodyHandle, BodySpec, collider_body, finalize_bodies, make_body
+from .geometry.shapes import ShapeTable
 from .constraints.joints import check_joint, finalize_joints
 from .constraints.motors import check_motor, finalize_motors
 from .constraints.springs import check_spring, finalize_springs
@@ -370,7 +371,17 @@ class ModelBuilder:
         sticks = self._finalize_sticks(inv_mass)
         goals = (Goals(*(np.concatenate(c) for c in zip(*self._goals))) if self._goals
                  else Goals(np.zeros(0, np.int64), np.zeros((0, 3)), np.zeros(0)))
-        bodies = finalize_bodies(self._bodies) if self._bodies else empty_bodies()
+        # One table of shapes: the static colliders' (owned by the world), then every body's; a
+        # moving collider becomes a kinematic body that follows its motion.
+        table = ShapeTable()
+        moving = []
+        for collider in self._colliders:
+            if collider.motion is None:
+                table.add_collider(collider)
+            else:
+                moving.append(collider_body(collider, len(moving)))
+        specs = self._bodies + moving
+        bodies = finalize_bodies(specs, table)
 
         def joined(parts):
             return np.concatenate(parts) if parts else np.zeros(0)
@@ -386,11 +397,12 @@ class ModelBuilder:
             sticks=sticks,
             goals=Goals(_frozen(goals.index), _frozen(goals.target), _frozen(goals.compliance)),
             colliders=tuple(self._colliders),
+            shapes=table.finalize(),
             labels=tuple(self._labels),
             bodies=bodies,
-            joints=finalize_joints(self._joints, bodies, len(self._bodies)),
-            springs=finalize_springs(self._springs, bodies, len(self._bodies)),
-            motors=finalize_motors(self._motors, bodies, len(self._bodies)),
+            joints=finalize_joints(self._joints, bodies, bodies.count),
+            springs=finalize_springs(self._springs, bodies, bodies.count),
+            motors=finalize_motors(self._motors, bodies, bodies.count),
             forces=finalize_forces(self._forces),
         )
 

@@ -15,7 +15,7 @@ from .constraints.joints import Joints, empty_joints
 from .constraints.motors import Motors, empty_motors
 from .constraints.springs import Springs, empty_springs
 from .forces.fields import Forces, empty_forces
-from .geometry.shapes import ColliderShape
+from .geometry.shapes import ColliderShape, Shapes, empty_shapes
 
 
 class StickKind(IntEnum):
@@ -77,7 +77,9 @@ class Model:
     rest_positions: (n, 3) m, the positions the first state starts from;
     initial_velocities: (n, 3) m/s; inverse_masses: (n,) 1/kg, 0 = pinned;
     radii: (n,) m; friction, restitution: (n,) per-particle contact settings;
-    drag: (n,) kg/m, quadratic drag force -drag * |v| * v.
+    drag: (n,) kg/m, quadratic drag force -drag * |v| * v; colliders: the collider shapes as
+    given (a moving one is also a kinematic body among ``bodies``); shapes: every shape the
+    particles and bodies collide with, the static colliders' and the bodies' (``Shapes``).
     """
 
     rest_positions: np.ndarray
@@ -90,6 +92,7 @@ class Model:
     sticks: Sticks
     goals: Goals
     colliders: tuple[ColliderShape, ...]
+    shapes: Shapes = field(default_factory=empty_shapes)
     labels: tuple[tuple[str, int, int], ...] = field(default=())
     bodies: RigidBodies = field(default_factory=empty_bodies)
     joints: Joints = field(default_factory=empty_joints)

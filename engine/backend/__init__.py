@@ -22,7 +22,7 @@ from ..errors import JakobsenError
 
 NAMES = ("numba", "numpy")
 # The kernel modules each backend provides, by the same names.
-MODULES = ("particles",)
+MODULES = ("particles", "distance", "contacts", "rigid")
 
 _default = os.environ.get("JAKOBSEN_BACKEND", "auto")
 _loaded: dict[str, "Backend"] = {}
@@ -37,6 +37,9 @@ class Backend:
 
     name: str
     particles: ModuleType
+    distance: ModuleType
+    contacts: ModuleType
+    rigid: ModuleType
     note: str = ""
 
 
@@ -87,8 +90,8 @@ def select(name: str = "auto") -> Backend:
         if problem is None:
             return _load("numba")
         numpy = _load("numpy")
-        return Backend(name="numpy", particles=numpy.particles,
-                       note=f"numba is not available ({problem}); using the numpy kernels (slower)")
+        return Backend(name="numpy", particles=numpy.particles, distance=numpy.distance, contacts=numpy.contacts,
+                       rigid=numpy.rigid, note=f"numba is not available ({problem}); using the numpy kernels (slower)")
     if name not in NAMES:
         raise JakobsenError(f"solver settings: backend must be 'auto', 'numba' or 'numpy', got {name!r}")
     if name == "numba":

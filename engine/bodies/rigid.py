@@ -23,7 +23,10 @@ import numpy as np
 
 from ..errors import JakobsenError
 from ..geometry import quaternions as quat
+from ..geometry import kinds
+from ..geometry.kinds import ShapeKind
 from ..geometry.mesh import convex_hull, is_closed, mass_properties, triangulate
+from ..geometry.shapes import ShapeTable, hull_size
 
 
 class BodyMode(IntEnum):
@@ -32,14 +35,6 @@ class BodyMode(IntEnum):
     DYNAMIC = 0  # On: moved by the solver
     KINEMATIC = 1  # Off: follows its animation, pushes dynamic bodies, is not pushed back
     GHOST = 2  # Ghost: moved by the solver, collides with nothing
-
-
-class ShapeKind(IntEnum):
-    SPHERE = 0
-    BOX = 1
-    CAPSULE = 2  # along the shape's z
-    CYLINDER = 3  # along the shape's z
-    CONVEX_HULL = 4
 
 
 SAMPLE_INSET = 1e-3  # relative: 0.45 mm on a 0.9 m box
@@ -82,6 +77,8 @@ class BodySpec:
     hull_offsets: np.ndarray  # (f,)
     points: np.ndarray  # (p, 3) sample points in the body frame
     point_radius: np.ndarray  # (p,)
+    point_material: np.ndarray = None  # (p,) bool: the sample point is a fixed point of the body
+    collider: object = None  # the moving collider this body was made of (its shape row comes from it)
     motion: object = None
     drag: float = 0.0  # kg/m, quadratic air drag
     follow_position: float = 0.0  # 1/s, pull towards the animated position
@@ -182,12 +179,11 @@ def make_body(vertices, faces, *, name: str, mass=None, density=1000.0, shape="a
         points[:, 2] = np.linspace(-hh, hh, n_seg)
         radius = np.full(n_seg, r)
     elif kind == ShapeKind.CYLINDER:
+        # No fixed sample points: its rim points that meet a shape are found against that shape
+        # (``backend/*/contacts.py``), so it rolls on its true rim, not on a polygon.
         r, hh = max(half[0], half[1], 1e-6), max(half[2], 1e-6)
         params[:2] = r, hh
-        angle = np.linspace(0, 2 * np.pi, 16, endpoint=False)
-        rim = np.stack([r * np.cos(angle), r * np.sin(angle), np.zeros(16)], axis=1)
-        points = np.concatenate([rim + [0, 0, -hh], rim + [0, 0, hh]])
-        radius = np.zeros(32)
+        points, radius = np.zeros((0, 3)), np.zeros(0)
     else:
         hull_idx, hull_tris = hull if hull is not None else convex_hull(v, where)
         a, b, c = (local[hull_tris[:, k]] for k in range(3))
@@ -201,7 +197,7 @@ def make_body(vertices, faces, *, name: str, mass=None, density=1000.0, shape="a
         hull_n, hull_o = hull_n[np.sort(first)], hull_o[np.sort(first)]
         points, radius = local[hull_idx], np.zeros(len(hull_idx))
         shape_rot, offset = np.eye(3), np.zeros(3)
-    if kind in (ShapeKind.CYLINDER, ShapeKind.CONVEX_HULL):
+    if kind == ShapeKind.CONVEX_HULL:
         # Corners sit on several faces at once; pulled a hair inside, a corner resting on another
         # box's face is unambiguously inside that box's other faces' planes, whatever the rounding.
         points = points * (1.0 - SAMPLE_INSET)
@@ -215,6 +211,9 @@ def make_body(vertices, faces, *, name: str, mass=None, density=1000.0, shape="a
         restitution=float(restitution), linear_damping=float(linear_damping),
         angular_damping=float(angular_damping), shape=kind, shape_params=params, shape_rotation=shape_rot,
         shape_offset=offset, hull_normals=hull_n, hull_offsets=hull_o, points=points, point_radius=radius,
+        # Corners are fixed points of a body (their friction anchors may persist); a sphere's and a
+        # capsule's points stand for the surface nearest the other shape, which rolls along it.
+        point_material=np.full(len(points), kind in (ShapeKind.BOX, ShapeKind.CONVEX_HULL)),
         motion=motion, drag=float(drag), follow_position=float(follow_position),
         follow_rotation=float(follow_rotation))
 
@@ -302,12 +301,13 @@ class RigidBodies:
     shape_params: np.ndarray
     shape_rotation: np.ndarray
     shape_offset: np.ndarray
-    hull_normals: np.ndarray
-    hull_offsets: np.ndarray
+    shape_index: np.ndarray
     bound_radius: np.ndarray
     point_body: np.ndarray
     point_local: np.ndarray
     point_radius: np.ndarray
+    point_material: np.ndarray
+    collider: np.ndarray
     motions: tuple
     cluster: np.ndarray
     drag: np.ndarray
@@ -319,22 +319,27 @@ class RigidBodies:
         return len(self.mode)
 
 
-def finalize_bodies(specs: list[BodySpec]) -> RigidBodies:
+def finalize_bodies(specs: list[BodySpec], table: ShapeTable) -> RigidBodies:
+    """The bodies as arrays; each body's collision shape goes into ``table`` (owned by the body)."""
     count = len(specs)
-    faces = max([len(s.hull_normals) for s in specs] + [1])
-    hull_n = np.zeros((count, faces, 3))
-    hull_n[..., 2] = 1.0
-    hull_o = np.full((count, faces), np.inf)
+    shape_index = np.empty(count, np.int64)
     for k, s in enumerate(specs):
-        hull_n[k, :len(s.hull_normals)] = s.hull_normals
-        hull_o[k, :len(s.hull_offsets)] = s.hull_offsets
+        if s.collider is not None:
+            shape_index[k] = table.add_collider(s.collider, owner=k, pose=np.eye(4))
+            continue
+        planes = np.c_[s.hull_normals, s.hull_offsets] if s.shape == ShapeKind.CONVEX_HULL else None
+        params = np.array(s.shape_params, dtype=np.float64)
+        if planes is not None:
+            params[0] = hull_size(s.hull_offsets)
+        shape_index[k] = table.add(int(s.shape), params, owner=k, position=s.shape_offset,
+                                   rotation=quat.from_matrix(np.asarray(s.shape_rotation, dtype=np.float64)),
+                                   friction=s.friction, restitution=s.restitution, planes=planes, name=s.name)
     mode = np.array([s.mode for s in specs], dtype=np.int8)
     mass = np.array([s.mass for s in specs])
     inertia = np.array([s.inertia for s in specs]).reshape(count, 3)
     moving = mode != BodyMode.KINEMATIC
     points = [s.points for s in specs]
-    bound = np.array([np.linalg.norm(p, axis=1).max() + r.max() if len(p) else 0.0
-                      for p, r in zip(points, (s.point_radius for s in specs))])
+    bound = np.array([body_bound(s) for s in specs])
     return RigidBodies(
         names=tuple(s.name for s in specs), mode=mode, mass=mass,
         inverse_mass=np.where(moving, 1.0 / mass, 0.0),
@@ -350,10 +355,12 @@ def finalize_bodies(specs: list[BodySpec]) -> RigidBodies:
         shape_params=np.array([s.shape_params for s in specs]).reshape(count, 4),
         shape_rotation=np.array([s.shape_rotation for s in specs]).reshape(count, 3, 3),
         shape_offset=np.array([s.shape_offset for s in specs]).reshape(count, 3),
-        hull_normals=hull_n, hull_offsets=hull_o, bound_radius=bound,
+        shape_index=shape_index, bound_radius=bound,
         point_body=np.repeat(np.arange(count), [len(p) for p in points]),
         point_local=np.concatenate(points) if points else np.zeros((0, 3)),
         point_radius=np.concatenate([s.point_radius for s in specs]) if specs else np.zeros(0),
+        point_material=np.concatenate([s.point_material for s in specs]) if specs else np.zeros(0, bool),
+        collider=np.array([s.collider is not None for s in specs], dtype=bool),
         motions=tuple(s.motion for s in specs),
         cluster=np.array([cluster_offsets(s.mass, s.inertia) for s in specs]).reshape(count, 4, 3),
         drag=np.array([s.drag for s in specs]), follow_position=np.array([s.follow_position for s in specs]),
@@ -361,14 +368,56 @@ def finalize_bodies(specs: list[BodySpec]) -> RigidBodies:
     )
 
 
+def body_bound(s: BodySpec) -> float:
+    """The radius around the body's centre that holds its whole collision shape (inf: a plane)."""
+    kind, p, off = int(s.shape), s.shape_params, np.linalg.norm(s.shape_offset)
+    if kind in (kinds.PLANE, kinds.BOX_INTERIOR):
+        return math.inf
+    if kind == kinds.MESH:
+        return float(np.linalg.norm(s.collider.vertices, axis=1).max()) + s.collider.margin  # in its own frame
+    if kind == kinds.SPHERE:
+        return off + p[0]
+    if kind in (kinds.CAPSULE, kinds.CYLINDER):
+        return off + (p[0] + p[1] if kind == kinds.CAPSULE else math.hypot(p[0], p[1]))
+    if kind == kinds.BOX:
+        return off + float(np.linalg.norm(p[:3]))
+    points = s.points
+    return float(np.linalg.norm(points, axis=1).max() + s.point_radius.max()) if len(points) else 0.0
+
+
+def collider_body(collider, index: int) -> BodySpec:
+    """A moving collider as a kinematic body: it follows ``collider.motion`` (the world pose of the
+    collider's frame at t), pushes the bodies and cloth it meets and is not pushed back. Its body
+    frame is the collider's frame at t = 0; its sample points are what a body of its shape has."""
+    name = collider.name or f"collider {index}"
+    pose0 = np.asarray(collider.pose(0.0), dtype=np.float64)
+    inverse0 = np.linalg.inv(pose0)
+    kind, params = collider.row()
+    points, radius = np.zeros((0, 3)), np.zeros(0)
+    if kind == kinds.BOX:
+        inset = SAMPLE_INSET * params[:3].min()
+        signs = np.array([[sx, sy, sz] for sx in (-1, 1) for sy in (-1, 1) for sz in (-1, 1)], float)
+        points, radius = signs * (params[:3] - inset), np.full(8, inset)
+    elif kind == kinds.SPHERE:
+        points, radius = np.zeros((1, 3)), np.array([params[0]])
+    elif kind == kinds.CAPSULE:
+        n_seg = max(2, int(math.ceil(2 * params[1] / params[0])) + 1)
+        points = np.zeros((n_seg, 3))
+        points[:, 2] = np.linspace(-params[1], params[1], n_seg)
+        radius = np.full(n_seg, params[0])
+    elif kind == kinds.HULL:
+        points, radius = np.asarray(collider.vertices, float) * (1.0 - SAMPLE_INSET), np.zeros(len(collider.vertices))
+    motion = collider.motion
+    return BodySpec(
+        name=name, mode=BodyMode.KINEMATIC, mass=1.0, inertia=np.ones(3), position=pose0[:3, 3].copy(),
+        orientation=quat.from_matrix(pose0[:3, :3]), velocity=np.zeros(3), angular_velocity=np.zeros(3),
+        friction=float(collider.friction), restitution=float(collider.restitution), linear_damping=0.0,
+        angular_damping=0.0, shape=ShapeKind(kind), shape_params=params, shape_rotation=np.eye(3),
+        shape_offset=np.zeros(3), hull_normals=np.zeros((0, 3)), hull_offsets=np.zeros(0), points=points,
+        point_radius=radius, point_material=np.full(len(points), kind in (kinds.BOX, kinds.HULL)),
+        collider=collider, motion=lambda t, motion=motion, inverse0=inverse0: np.asarray(motion(t)) @ inverse0,
+        drag=0.0, follow_position=0.0, follow_rotation=0.0)
+
+
 def empty_bodies() -> RigidBodies:
-    z3 = np.zeros((0, 3))
-    z = np.zeros(0)
-    return RigidBodies(
-        names=(), mode=np.zeros(0, np.int8), mass=z, inverse_mass=z, inertia=z3, inverse_inertia=z3,
-        rest_position=z3, rest_orientation=np.zeros((0, 4)), initial_velocity=z3, initial_angular_velocity=z3,
-        friction=z, restitution=z, linear_damping=z, angular_damping=z, shape=np.zeros(0, np.int8),
-        shape_params=np.zeros((0, 4)), shape_rotation=np.zeros((0, 3, 3)), shape_offset=z3,
-        hull_normals=np.zeros((0, 1, 3)), hull_offsets=np.zeros((0, 1)), bound_radius=z,
-        point_body=np.zeros(0, np.int64), point_local=z3, point_radius=z, motions=(), cluster=np.zeros((0, 4, 3)),
-        drag=z, follow_position=z, follow_rotation=z)
+    return finalize_bodies([], ShapeTable())

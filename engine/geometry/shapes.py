@@ -1,13 +1,15 @@
-"""Collider shapes that particles are projected out of (or, for ``BoxInterior``, kept inside).
+"""Collider shapes, and the one table of shapes that particles and bodies collide with.
 
-Every shape is defined in its own local frame (at the origin, axis-aligned) and placed in the
-world by a rigid ``transform`` (4x4, no scale: size lives in the shape's dimensions). A moving
-(kinematic) collider gives ``motion(t) -> 4x4`` instead, evaluated by the solver at every
-substep; friction then acts relative to the moving surface.
+The collider classes (``Plane``, ``Sphere``, ``Box``, ``BoxInterior``, ``Capsule``, ``Cylinder``,
+``ConvexHull``, ``TriangleMesh``) describe a shape in its own frame (at the origin, axis-aligned),
+placed in the world by a rigid ``transform`` (4x4, no scale: size lives in the dimensions). A
+moving collider gives ``motion(t) -> 4x4`` instead: the builder makes it a kinematic body that
+follows that motion, so moving colliders and bodies are one thing to the solver.
 
-Contact queries are vectorised: ``penetration(q, r)`` takes local points ``q`` (k, 3) and radii
-``r`` (k,) and returns the local correction (k, 3) that moves each point out of the shape, and
-the penetration depth (k,) in metres (<= 0 where there is no contact).
+``Shapes`` is the table the solver uses: one row per shape (kind, parameters, owner body or the
+world, frame in the owner's frame, friction, restitution), hulls' face planes and meshes' triangles
+and lookup grids packed into shared arrays. Every row is queried by the one distance routine of
+its kind (``backend/*/distance.py``), for particles and bodies alike.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ from typing import Callable, Optional
 import numpy as np
 
 from ..errors import JakobsenError
+from . import kinds
 
 Motion = Callable[[float], np.ndarray]
 
@@ -50,15 +53,6 @@ def _check_half_extents(half_extents, where: str) -> None:
         _positive(v, "each half extent", where)
 
 
-def _unit(q: np.ndarray, fallback: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    length = np.linalg.norm(q, axis=1)
-    safe = length > 1e-12
-    n = np.empty_like(q)
-    n[safe] = q[safe] / length[safe, None]
-    n[~safe] = fallback
-    return n, length
-
-
 @dataclass(frozen=True, kw_only=True)
 class _Collider:
     friction: float = 0.5
@@ -83,7 +77,8 @@ class _Collider:
             return np.asarray(self.transform, dtype=np.float64)
         return _rigid(self.motion(t), f"collider {self.name or type(self).__name__} motion({t:g})")
 
-    def penetration(self, q: np.ndarray, r: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    def row(self) -> tuple[int, np.ndarray]:
+        """(kind, params (4,)): the shape table's description of this shape."""
         raise NotImplementedError
 
 
@@ -108,11 +103,9 @@ class Plane(_Collider):
         m[:3, 3] = np.asarray(point, dtype=np.float64)
         return Plane(transform=m, **kwargs)
 
-    def penetration(self, q, r):
-        depth = r - q[:, 2]
-        corr = np.zeros_like(q)
-        corr[:, 2] = depth
-        return corr, depth
+    def row(self):
+        return kinds.PLANE, np.zeros(4)
+
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -125,10 +118,9 @@ class Sphere(_Collider):
         super().validate(where)
         _positive(self.radius, "radius", where)
 
-    def penetration(self, q, r):
-        n, length = _unit(q, np.array([0.0, 0.0, 1.0]))
-        depth = self.radius + r - length
-        return n * depth[:, None], depth
+    def row(self):
+        return kinds.SPHERE, np.array([self.radius, 0.0, 0.0, 0.0])
+
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -144,12 +136,9 @@ class Capsule(_Collider):
         if not math.isfinite(self.half_height) or self.half_height < 0:
             raise JakobsenError(f"{where}: half_height must be >= 0, got {self.half_height}")
 
-    def penetration(self, q, r):
-        axis_point = np.zeros_like(q)
-        axis_point[:, 2] = np.clip(q[:, 2], -self.half_height, self.half_height)
-        n, length = _unit(q - axis_point, np.array([1.0, 0.0, 0.0]))
-        depth = self.radius + r - length
-        return n * depth[:, None], depth
+    def row(self):
+        return kinds.CAPSULE, np.array([self.radius, self.half_height, 0.0, 0.0])
+
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -162,28 +151,9 @@ class Box(_Collider):
         super().validate(where)
         _check_half_extents(self.half_extents, where)
 
-    def penetration(self, q, r):
-        he = np.asarray(self.half_extents, dtype=np.float64)
-        a = np.abs(q) - he
-        outside = np.any(a > 0.0, axis=1)
-        corr = np.zeros_like(q)
-        depth = np.empty(len(q))
-        # Outside: push away from the closest surface point (handles edges and corners).
-        qo = q[outside]
-        n, dist = _unit(qo - np.clip(qo, -he, he), np.array([0.0, 0.0, 1.0]))
-        depth[outside] = r[outside] - dist
-        corr[outside] = n * depth[outside, None]
-        # Inside: leave through the nearest face.
-        inside = ~outside
-        qi, ai = q[inside], a[inside]
-        k = np.argmax(ai, axis=1)
-        rows = np.arange(len(qi))
-        d_in = r[inside] - ai[rows, k]
-        ci = np.zeros_like(qi)
-        ci[rows, k] = np.where(qi[rows, k] >= 0.0, 1.0, -1.0) * d_in
-        depth[inside] = d_in
-        corr[inside] = ci
-        return corr, depth
+    def row(self):
+        return kinds.BOX, np.array([*self.half_extents, 0.0], dtype=np.float64)
+
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -196,12 +166,9 @@ class BoxInterior(_Collider):
         super().validate(where)
         _check_half_extents(self.half_extents, where)
 
-    def penetration(self, q, r):
-        he = np.asarray(self.half_extents, dtype=np.float64)
-        limit = np.maximum(he[None, :] - r[:, None], 0.0)
-        corr = np.clip(q, -limit, limit) - q
-        depth = np.linalg.norm(corr, axis=1)
-        return corr, depth
+    def row(self):
+        return kinds.BOX_INTERIOR, np.array([*self.half_extents, 0.0], dtype=np.float64)
+
 
 
 ColliderShape = _Collider
@@ -219,25 +186,9 @@ class Cylinder(_Collider):
         _positive(self.radius, "radius", where)
         _positive(self.half_height, "half_height", where)
 
-    def penetration(self, q, r):
-        radial = np.linalg.norm(q[:, :2], axis=1)
-        side = radial - self.radius  # > 0 outside the side wall
-        cap = np.abs(q[:, 2]) - self.half_height  # > 0 beyond a cap
-        rad_dir = np.zeros_like(q)
-        safe = radial > 1e-12
-        rad_dir[safe, :2] = q[safe, :2] / radial[safe, None]
-        rad_dir[~safe, 0] = 1.0
-        axial = np.zeros_like(q)
-        axial[:, 2] = np.where(q[:, 2] >= 0.0, 1.0, -1.0)
-        outside_both = (side > 0) & (cap > 0)
-        dist = np.where(outside_both, np.hypot(np.maximum(side, 0), np.maximum(cap, 0)), np.maximum(side, cap))
-        n = np.where((side > cap)[:, None], rad_dir, axial)
-        rim = outside_both
-        if np.any(rim):
-            v = rad_dir[rim] * side[rim, None] + axial[rim] * cap[rim, None]
-            n[rim] = v / np.linalg.norm(v, axis=1, keepdims=True)
-        depth = r - dist
-        return n * depth[:, None], depth
+    def row(self):
+        return kinds.CYLINDER, np.array([self.radius, self.half_height, 0.0, 0.0])
+
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -274,48 +225,9 @@ class ConvexHull(_Collider):
         if len(self.normals) < 4 or len(self.normals) != len(self.offsets):
             raise JakobsenError(f"{where}: a convex hull needs at least 4 faces")
 
-    def penetration(self, q, r):
-        dist = q @ self.normals.T - self.offsets
-        k = np.argmax(dist, axis=1)
-        d = dist[np.arange(len(q)), k]
-        depth = r - d
-        return self.normals[k] * depth[:, None], depth
+    def row(self):
+        return kinds.HULL, np.array([hull_size(self.offsets), 0.0, 0.0, 0.0])
 
-
-def closest_points_on_triangles(p, a, b, c):
-    """Closest points (k, 3) on triangles (a, b, c) (k, 3 each) to points p (k, 3) (Ericson 5.1.5)."""
-    ab, ac, ap = b - a, c - a, p - a
-    d1, d2 = np.einsum("ij,ij->i", ab, ap), np.einsum("ij,ij->i", ac, ap)
-    bp = p - b
-    d3, d4 = np.einsum("ij,ij->i", ab, bp), np.einsum("ij,ij->i", ac, bp)
-    cp = p - c
-    d5, d6 = np.einsum("ij,ij->i", ab, cp), np.einsum("ij,ij->i", ac, cp)
-    va = d3 * d6 - d5 * d4
-    vb = d5 * d2 - d1 * d6
-    vc = d1 * d4 - d3 * d2
-    denom = va + vb + vc
-    denom = np.where(np.abs(denom) < 1e-300, 1e-300, denom)
-    v = vb / denom
-    w = vc / denom
-    out = a + ab * v[:, None] + ac * w[:, None]  # inside the face
-    with np.errstate(divide="ignore", invalid="ignore"):
-        # edge bc
-        sel = (va <= 0) & (d4 - d3 >= 0) & (d5 - d6 >= 0)
-        t = (d4 - d3) / ((d4 - d3) + (d5 - d6))
-        out = np.where(sel[:, None], b + (c - b) * t[:, None], out)
-        # edge ac
-        sel = (vb <= 0) & (d2 >= 0) & (d6 <= 0)
-        t = d2 / (d2 - d6)
-        out = np.where(sel[:, None], a + ac * t[:, None], out)
-        # edge ab
-        sel = (vc <= 0) & (d1 >= 0) & (d3 <= 0)
-        t = d1 / (d1 - d3)
-        out = np.where(sel[:, None], a + ab * t[:, None], out)
-    # vertices
-    out = np.where(((d6 >= 0) & (d5 <= d6))[:, None], c, out)
-    out = np.where(((d3 >= 0) & (d4 <= d3))[:, None], b, out)
-    out = np.where(((d1 <= 0) & (d2 <= 0))[:, None], a, out)
-    return out
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -371,46 +283,142 @@ class TriangleMesh(_Collider):
         super().validate(where)
         _positive(self.margin, "margin", where)
 
-    def penetration(self, q, r):
-        k = len(q)
-        depth = np.full(k, -np.inf)
-        corr = np.zeros_like(q)
-        key = _cell_key(np.floor(q / self.cell).astype(np.int64))
-        slot = np.searchsorted(self.cell_keys, key)
-        slot = np.minimum(slot, len(self.cell_keys) - 1)
-        found = self.cell_keys[slot] == key
-        if not np.any(found):
-            return corr, depth
-        pts = np.flatnonzero(found)
-        start, stop = self.cell_starts[slot[pts]], self.cell_starts[slot[pts] + 1]
-        counts = stop - start
-        point = np.repeat(pts, counts)
-        offsets = np.arange(counts.sum()) - np.repeat(np.cumsum(counts) - counts, counts)
-        tri = self.cell_triangles[np.repeat(start, counts) + offsets]
-        a, b, c = (self.vertices[self.triangles[tri, j]] for j in range(3))
-        closest = closest_points_on_triangles(q[point], a, b, c)
-        normal = np.cross(b - a, c - a)
-        normal /= np.maximum(np.linalg.norm(normal, axis=1, keepdims=True), 1e-300)
-        offset = q[point] - closest
-        dist = np.linalg.norm(offset, axis=1)
-        signed = np.where(np.einsum("ij,ij->i", offset, normal) >= 0.0, dist, -dist)
-        # Per point, the nearest triangle decides.
-        order = np.lexsort((dist, point))
-        first = np.ones(len(order), bool)
-        first[1:] = point[order][1:] != point[order][:-1]
-        best = order[first]
-        p = point[best]
-        d = signed[best]
-        within = d > -self.margin
-        depth_p = np.where(within, r[p] - d, -np.inf)
-        # Push out along the face normal (behind a face) or away from the nearest feature (in front).
-        n = np.where((d < 1e-9)[:, None], normal[best], offset[best] / np.maximum(dist[best], 1e-300)[:, None])
-        depth[p] = depth_p
-        corr[p] = n * np.where(np.isfinite(depth_p), depth_p, 0.0)[:, None]
-        return corr, depth
+    def row(self):
+        return kinds.MESH, np.zeros(4)
+
 
 
 def _cell_key(cells: np.ndarray) -> np.ndarray:
     """One int64 per 3-D cell index (21 bits an axis, offset so negatives fit)."""
     c = cells + (1 << 20)
     return (c[..., 0] << 42) | (c[..., 1] << 21) | c[..., 2]
+
+
+def hull_size(offsets: np.ndarray) -> float:
+    """A hull's typical size, the root mean square of its face planes' distances from its origin
+    (which decides how near two faces count as equally near)."""
+    o = np.asarray(offsets, dtype=np.float64)
+    o = o[np.isfinite(o)]
+    return float(np.sqrt(max(np.mean(o * o) if len(o) else 0.0, 1e-24)))
+
+
+@dataclass(frozen=True)
+class Shapes:
+    """Every shape of a model, one row each (S shapes): what particles and bodies collide with.
+
+    kind: (S,) a ``kinds`` number; owner: (S,) the body it moves with, or -1 for the world (a
+    static collider); position (S, 3) and rotation (S, 4) (w, x, y, z): its frame in its owner's
+    body frame (the world's frame for world shapes); params: (S, 4) its dimensions (see
+    ``kinds``); friction, restitution: (S,); hull: (S, 2) (first, count) of its face planes in
+    hull_planes (H, 4) (outward normal, offset: n . q <= offset inside); mesh: (S,) its mesh or -1;
+    per mesh (M): mesh_cell (M,) the lookup grid's cell size, mesh_margin (M,) how far behind a
+    face still counts, mesh_key_start (M + 1,) its cells in cell_keys (K,) (sorted per mesh), each
+    cell's triangles cell_tris[cell_ptr[k]:cell_ptr[k + 1]], triangles (T, 3) into vertices (V, 3);
+    names: (S,) for messages.
+    """
+
+    kind: np.ndarray
+    owner: np.ndarray
+    position: np.ndarray
+    rotation: np.ndarray
+    params: np.ndarray
+    friction: np.ndarray
+    restitution: np.ndarray
+    hull: np.ndarray
+    hull_planes: np.ndarray
+    mesh: np.ndarray
+    mesh_cell: np.ndarray
+    mesh_margin: np.ndarray
+    mesh_key_start: np.ndarray
+    cell_keys: np.ndarray
+    cell_ptr: np.ndarray
+    cell_tris: np.ndarray
+    triangles: np.ndarray
+    vertices: np.ndarray
+    names: tuple
+
+    @property
+    def count(self) -> int:
+        return len(self.kind)
+
+    def kernel_arrays(self) -> tuple:
+        """The table as the kernels read it (see ``backend/numba/distance.py``)."""
+        return (self.kind, self.params, self.hull, self.hull_planes, self.owner, self.mesh, self.mesh_cell,
+                self.mesh_margin, self.mesh_key_start, self.cell_keys, self.cell_ptr, self.cell_tris, self.triangles,
+                self.vertices, self.rotation, self.position, self.friction, self.restitution)
+
+
+class ShapeTable:
+    """Collects shape rows; ``finalize()`` packs them into ``Shapes``."""
+
+    def __init__(self) -> None:
+        self.rows: list[dict] = []
+
+    def add(self, kind: int, params, *, owner: int, position, rotation, friction: float, restitution: float,
+            planes=None, mesh: "TriangleMesh | None" = None, name: str = "") -> int:
+        self.rows.append(dict(kind=int(kind), params=np.asarray(params, dtype=np.float64), owner=int(owner),
+                              position=np.asarray(position, dtype=np.float64),
+                              rotation=np.asarray(rotation, dtype=np.float64), friction=float(friction),
+                              restitution=float(restitution), planes=planes, mesh=mesh, name=name))
+        return len(self.rows) - 1
+
+    def add_collider(self, collider: _Collider, *, owner: int = -1, pose=None) -> int:
+        """A collider's row: in the world at its transform, or (owner >= 0) in its owner's frame at ``pose``."""
+        from .quaternions import from_matrix
+
+        kind, params = collider.row()
+        m = np.asarray(collider.transform if pose is None else pose, dtype=np.float64)
+        planes = None
+        if kind == kinds.HULL:
+            planes = np.c_[collider.normals, collider.offsets]
+        return self.add(kind, params, owner=owner, position=m[:3, 3], rotation=from_matrix(m[:3, :3]),
+                        friction=collider.friction, restitution=collider.restitution, planes=planes,
+                        mesh=collider if kind == kinds.MESH else None, name=collider.name)
+
+    def finalize(self) -> Shapes:
+        rows = self.rows
+        n = len(rows)
+
+        def col(key, shape, dtype=np.float64):
+            return np.array([r[key] for r in rows], dtype=dtype).reshape((n,) + shape)
+
+        hull = np.zeros((n, 2), np.int64)
+        planes = []
+        mesh = np.full(n, -1, np.int64)
+        cells, margins, key_start, keys, ptr, tris, triangles, vertices = [], [], [0], [], [0], [], [], []
+        v_off = t_off = c_off = 0
+        for k, r in enumerate(rows):
+            if r["planes"] is not None:
+                hull[k] = (sum(len(p) for p in planes), len(r["planes"]))
+                planes.append(np.asarray(r["planes"], dtype=np.float64))
+            if r["mesh"] is not None:
+                tm = r["mesh"]
+                mesh[k] = len(cells)
+                cells.append(tm.cell)
+                margins.append(tm.margin)
+                keys.append(tm.cell_keys)
+                key_start.append(key_start[-1] + len(tm.cell_keys))
+                ptr.append(np.asarray(tm.cell_starts[1:], np.int64) + c_off)
+                tris.append(tm.cell_triangles + t_off)
+                c_off += len(tm.cell_triangles)
+                triangles.append(tm.triangles + v_off)
+                vertices.append(tm.vertices)
+                v_off += len(tm.vertices)
+                t_off += len(tm.triangles)
+        ptr_all = np.concatenate([np.zeros(1, np.int64)] + [np.asarray(p, np.int64) for p in ptr[1:]])
+        return Shapes(
+            kind=col("kind", (), np.int64), owner=col("owner", (), np.int64), position=col("position", (3,)),
+            rotation=col("rotation", (4,)), params=col("params", (4,)), friction=col("friction", ()),
+            restitution=col("restitution", ()), hull=hull,
+            hull_planes=np.concatenate(planes) if planes else np.zeros((0, 4)), mesh=mesh,
+            mesh_cell=np.array(cells, dtype=np.float64), mesh_margin=np.array(margins, dtype=np.float64),
+            mesh_key_start=np.array(key_start, dtype=np.int64),
+            cell_keys=np.concatenate(keys).astype(np.int64) if keys else np.zeros(0, np.int64),
+            cell_ptr=ptr_all, cell_tris=np.concatenate(tris).astype(np.int64) if tris else np.zeros(0, np.int64),
+            triangles=np.concatenate(triangles).astype(np.int64) if triangles else np.zeros((0, 3), np.int64),
+            vertices=np.concatenate(vertices) if vertices else np.zeros((0, 3)),
+            names=tuple(r["name"] for r in rows))
+
+
+def empty_shapes() -> Shapes:
+    return ShapeTable().finalize()

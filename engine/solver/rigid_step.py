@@ -9,9 +9,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..backend.numpy import rigid as kernels_rigid
-from ..bodies.rigid import BodyMode, ShapeKind
-from ..collision.contacts import Contacts, shape_penetration, sweep_and_prune
+from ..bodies.rigid import BodyMode
+from ..collision.broadphase import sweep_and_prune
 from ..constraints.joints import bounce_limits, joint_layout, solve_joints
 from ..constraints.motors import apply_motor_forces, motor_speeds, solve_motor_positions
 from ..constraints.springs import apply_springs, update_springs
@@ -20,10 +19,74 @@ from ..geometry import quaternions as quat
 from ..model import BodyState, Model
 
 MARGIN = 5e-3
-# Sample points farther from a body's centre than its bounding radius times (1 + this) plus their
-# radius and the margins are not tested against its shape (the slack covers the corners pulled
-# in by SAMPLE_INSET and the face snapping near edges, both within 2% of the shape).
-NEAR_SLACK = 0.05
+# Gauss-Seidel sweeps over a pair's contacts in each contact pass: two hold a stack of boxes
+# dropped onto each other (one let it topple).
+CONTACT_SWEEPS = 2
+
+
+def colour_pairs(pairs: np.ndarray, movable: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Greedy colouring of pairs (Q, 2) of bodies: no movable body twice in a colour. Returns the
+    pair order (colour by colour, pairs in their order within each) and the colour bounds in it.
+    Deterministic, and shared by both backends (it runs once a frame)."""
+    count = len(pairs)
+    if not count:
+        return np.zeros(0, np.int64), np.zeros(1, np.int64)
+    used: dict[int, int] = {}
+    mov = movable.tolist()
+    colour = np.empty(count, np.int64)
+    for k, (a, b) in enumerate(pairs.tolist()):
+        taken = (used.get(a, 0) if mov[a] else 0) | (used.get(b, 0) if mov[b] else 0)
+        c = (~taken & (taken + 1)).bit_length() - 1
+        colour[k] = c
+        bit = 1 << c
+        if mov[a]:
+            used[a] = used.get(a, 0) | bit
+        if mov[b]:
+            used[b] = used.get(b, 0) | bit
+    order = np.argsort(colour, kind="stable")
+    bounds = np.searchsorted(colour[order], np.arange(int(colour.max()) + 2))
+    return order.astype(np.int64), bounds.astype(np.int64)
+
+
+class ContactBuffers:
+    """The contacts of one substep, in preallocated arrays grown as needed (c contacts).
+
+    ints (c, 4): body A (owns the point), body B (the world is B), the key of (point, target) that
+    keeps a fixed point's friction anchor from one substep to the next (-1: none), and whether the
+    point is a fixed point of A; floats (c, 3): friction, restitution, depth; local_a (c, 3) the
+    contact point on A in A's frame; local_b (c, 3) the surface point on B in B's frame (world
+    coordinates for the world); normal (c, 3), from B towards A; then the rows (see the kernels).
+    """
+
+    def __init__(self, capacity: int = 0):
+        self.grow(capacity)
+
+    def grow(self, capacity: int) -> None:
+        c = max(int(capacity), 16)
+        self.capacity = c
+        self.ints = np.zeros((c, 4), np.int64)
+        self.floats = np.zeros((c, 3))
+        self.local_a = np.zeros((c, 3))
+        self.local_b = np.zeros((c, 3))
+        self.normal = np.zeros((c, 3))
+        self.anchor = np.zeros((c, 3))
+        self.J = np.zeros((c, 3, 12))
+        self.M = np.zeros((c, 3, 12))
+        self.base = np.zeros((c, 3))
+        self.wn = np.zeros(c)
+        self.wt = np.zeros((c, 3))
+        self.lam = np.zeros(c)
+        self.lam_t = np.zeros((c, 2))
+        self.stuck = np.zeros(c, np.int64)
+        self.vJ = np.zeros((c, 3, 12))
+        self.vM = np.zeros((c, 3, 12))
+        self.vbase = np.zeros((c, 3))
+        self.vwn = np.zeros(c)
+        self.vwt = np.zeros((c, 3))
+
+    @property
+    def out(self) -> tuple:
+        return self.ints, self.floats, self.local_a, self.local_b, self.normal
 
 
 class RigidStepper:
@@ -36,6 +99,8 @@ class RigidStepper:
         self.count = count
         self.dynamic = np.zeros(count + 1, bool)
         self.dynamic[:count] = bodies.mode != BodyMode.KINEMATIC
+        self.kinematic_mask = np.zeros(count + 1, bool)
+        self.kinematic_mask[:count] = bodies.mode == BodyMode.KINEMATIC
         self.kinematic = np.flatnonzero(bodies.mode == BodyMode.KINEMATIC)
         self.solid = np.flatnonzero(bodies.mode != BodyMode.GHOST)  # bodies that collide
         self.inv_mass = np.append(bodies.inverse_mass, 0.0)
@@ -45,27 +110,40 @@ class RigidStepper:
         self.accel[:count] = gravity
         self.lin_decay = np.append(np.exp(-bodies.linear_damping * h), 1.0)
         self.ang_decay = np.append(np.exp(-bodies.angular_damping * h), 1.0)
-        self.point_start = np.searchsorted(bodies.point_body, np.arange(count + 1))
+        self.point_start = np.searchsorted(bodies.point_body, np.arange(count + 1)).astype(np.int64)
+        self.points = np.ascontiguousarray(bodies.point_local)
+        self.point_radius = np.ascontiguousarray(bodies.point_radius)
+        self.point_material = bodies.point_material.astype(np.int64)
+        self.body_shape = bodies.shape_index.astype(np.int64)
+        self.body_friction = np.append(bodies.friction, 0.0)
+        self.body_restitution = np.append(bodies.restitution, 0.0)
+        self.bound = np.append(bodies.bound_radius, 0.0)
+        shapes = model.shapes
+        self.geo = shapes.kernel_arrays()
+        self.world_shapes = np.flatnonzero(shapes.owner < 0)
         self.bounce_speed = bounce_speed
         self.velocity_iterations = velocity_iterations
-        self.seed_order = np.random.default_rng(12345).permutation(1 << 16)
-        self.queries = np.zeros((0, 3), np.int64)  # (point, owner, target) for body pairs
-        self.collider_bodies: list[np.ndarray] = []
-        self.particle_pairs = np.zeros((0, 2), np.int64)
-        self.pair_keys = np.zeros(0, np.int64)  # body pairs in contact, which the colouring is for
-        self.pair_colour = np.zeros(0, np.int64)
-        # Friction anchors of the contacts that stuck in the last substep, sorted by contact key.
+        self.buffers = ContactBuffers()
+        self.contact_count = 0
+        self.pairs = np.zeros((0, 3), np.int64)
+        self.pair_first = np.zeros(1, np.int64)
+        self.pair_order = np.zeros(0, np.int64)
+        self.colour_bounds = np.zeros(1, np.int64)
+        self.particle_candidates = np.zeros((0, 2), np.int64)
+        # The contacts that stuck in the last substep, sorted by key, and the slip they were left
+        # with (B's frame), which their next anchors take back.
         self.anchor_keys = np.zeros(0, np.int64)
-        self.anchor_points = np.zeros((0, 3))
-        self.key_stride = count + 1 + len(model.colliders)
+        self.anchor_residual = np.zeros((0, 3))
+        self.key_stride = count + 1 + shapes.count
         self.steer = np.zeros(model.joints.count)
         self.joint_impulses = np.zeros((model.joints.count, 6))
         self.joint_layout = joint_layout(model.joints, self.dynamic)
         self.limit_hits = np.zeros((model.joints.count, 6))
         # Speculative contacts: sample points this close to a surface (m) join the substep's
         # solve, which projects them only if the solve itself moves them into the surface; without
-        # them a corner just outside is free to be rotated deep in by the other contacts' corrections.
-        self.margin = np.append(np.full(count, MARGIN), 0.0)
+        # them a corner just outside is free to be rotated deep in by the other contacts'
+        # corrections. Never more than a twentieth of the body, so small bodies keep theirs.
+        self.margin = np.append(np.minimum(MARGIN, 0.05 * bodies.bound_radius), 0.0)
 
     # -- state --------------------------------------------------------------------------------
 
@@ -84,14 +162,17 @@ class RigidStepper:
     # -- per frame ----------------------------------------------------------------------------
 
     def begin_frame(self, bodies: BodyState, particles: np.ndarray, radii: np.ndarray, movable: np.ndarray) -> None:
-        """Broad phase for the coming frame: which body pairs, body-collider and particle-body
-        pairs can touch, with bounding spheres grown by one frame of motion."""
+        """Broad phase for the coming frame, with bounding spheres grown by one frame of motion:
+        which pairs of bodies and which bodies and world shapes can touch (coloured once here, so
+        that pairs of a colour share no moving body), and which particles can touch which shapes."""
         b = self.bodies
         x, q, v, w = bodies.arrays()
-        reach = b.bound_radius + (np.linalg.norm(v[:-1], axis=1) + np.linalg.norm(w[:-1], axis=1) * b.bound_radius) \
-            * self.frame * 1.5 + 0.01 * b.bound_radius + 1e-3
+        with np.errstate(invalid="ignore"):  # a plane's bound is infinite
+            reach = b.bound_radius + (np.linalg.norm(v[:-1], axis=1) + np.linalg.norm(w[:-1], axis=1)
+                                      * np.where(np.isfinite(b.bound_radius), b.bound_radius, 0.0)) \
+                * self.frame * 1.5 + 0.01 * np.where(np.isfinite(b.bound_radius), b.bound_radius, 0.0) + 1e-3
         solid = self.solid
-        pairs = sweep_and_prune(x[solid], reach[solid])
+        pairs = sweep_and_prune(x[solid], reach[solid]) if len(solid) else np.zeros((0, 2), np.int64)
         pairs = solid[pairs] if len(pairs) else pairs
         if len(pairs):
             pairs = pairs[self.dynamic[pairs[:, 0]] | self.dynamic[pairs[:, 1]]]
@@ -99,44 +180,47 @@ class RigidStepper:
         ignoring = j.ignore_collisions & np.isnan(bodies.joint_broken_at)
         if len(pairs) and np.any(ignoring):
             # Bodies joined by an intact connector with Ignore Collisions do not collide.
-            a, b = j.a[ignoring], j.b[ignoring]
-            jointed = np.minimum(a, b) * (self.count + 1) + np.maximum(a, b)
+            a, c = j.a[ignoring], j.b[ignoring]
+            jointed = np.minimum(a, c) * (self.count + 1) + np.maximum(a, c)
             keys = pairs[:, 0] * (self.count + 1) + pairs[:, 1]
             pairs = pairs[~np.isin(keys, jointed)]
-        self.queries = self._point_queries(pairs)
-        self.collider_bodies = []
-        for collider in self.model.colliders:
-            m = collider.pose(0.0) if collider.motion is None else None
-            if m is None:
-                self.collider_bodies.append(solid[self.dynamic[solid]])
-                continue
-            local = (x[solid] - m[:3, 3]) @ m[:3, :3]
-            _, depth = collider.penetration(local, reach[solid])
-            near = solid[(depth > 0.0) & self.dynamic[solid]]
-            self.collider_bodies.append(near)
-        self.particle_pairs = self._particle_pairs(x, reach, particles, radii, movable)
+        # A body whose shape has no sample points (a cylinder) meets the others through their
+        # points and its own supports: its pairs put it first, so its supports are tested.
+        body_pairs = np.zeros((0, 3), np.int64)
+        if len(pairs):
+            first_has_shape = self.body_shape[pairs[:, 0]] >= 0
+            body_pairs = np.stack([pairs[:, 0], pairs[:, 1], self.body_shape[pairs[:, 1]]], axis=1)
+            body_pairs = body_pairs[first_has_shape | (self.body_shape[pairs[:, 1]] >= 0)]
+        world_pairs = []
+        moving = solid[self.dynamic[solid]]
+        geo_owner = self.geo[4]
+        for s in self.world_shapes:
+            world_pairs.append(np.stack([moving, np.full(len(moving), self.count), np.full(len(moving), s)], axis=1))
+        all_pairs = np.concatenate([body_pairs] + world_pairs) if world_pairs else body_pairs
+        self.pairs = all_pairs.astype(np.int64)
+        self.pair_order, self.colour_bounds = colour_pairs(self.pairs[:, :2], self.dynamic)
+        self.pair_first = np.zeros(len(self.pairs) + 1, np.int64)
+        del geo_owner
+        self.particle_candidates = self._particle_candidates(x, reach, particles, radii, movable)
 
-    def _point_queries(self, pairs: np.ndarray) -> np.ndarray:
-        if not len(pairs):
-            return np.zeros((0, 3), np.int64)
-        owner = np.concatenate([pairs[:, 0], pairs[:, 1]])
-        target = np.concatenate([pairs[:, 1], pairs[:, 0]])
-        start, stop = self.point_start[owner], self.point_start[owner + 1]
-        counts = stop - start
-        point = np.repeat(start, counts) + np.arange(counts.sum()) - np.repeat(np.cumsum(counts) - counts, counts)
-        return np.stack([point, np.repeat(owner, counts), np.repeat(target, counts)], axis=1)
-
-    def _particle_pairs(self, x, reach, particles, radii, movable) -> np.ndarray:
-        if not len(particles) or not len(self.solid):
-            return np.zeros((0, 2), np.int64)
+    def _particle_candidates(self, x, reach, particles, radii, movable) -> np.ndarray:
+        """(particle, shape) pairs, sorted by particle: every movable particle against every world
+        shape, and against the shapes of the solid bodies near it."""
         free = np.flatnonzero(movable > 0)
-        out = []
+        if not len(particles) or not len(free):
+            return np.zeros((0, 2), np.int64)
+        out = [np.stack([free, np.full(len(free), s)], axis=1) for s in self.world_shapes]
         for k in self.solid:  # bodies are few next to particles; each test is vectorised
+            if self.body_shape[k] < 0:
+                continue
             d = np.linalg.norm(particles[free] - x[k], axis=1)
             near = free[d <= reach[k] + radii[free] + 0.05]
             if len(near):
-                out.append(np.stack([near, np.full(len(near), k)], axis=1))
-        return np.concatenate(out) if out else np.zeros((0, 2), np.int64)
+                out.append(np.stack([near, np.full(len(near), self.body_shape[k])], axis=1))
+        if not out:
+            return np.zeros((0, 2), np.int64)
+        cand = np.concatenate(out)
+        return cand[np.lexsort((cand[:, 1], cand[:, 0]))].astype(np.int64)
 
     # -- per substep --------------------------------------------------------------------------
 
@@ -149,8 +233,8 @@ class RigidStepper:
             x[k], q[k] = self.rest_pose_motion(int(k), t1)
         self.momentum = np.zeros_like(w)
         self.apply_forces(bodies, t1)
-        kernels_rigid.integrate_bodies(x, q, v, w, self.momentum, self.inertia, self.inv_inertia, self.dynamic,
-                                       self.accel, self.h, self.lin_decay, self.ang_decay)
+        self.backend.rigid.integrate_bodies(x, q, v, w, self.momentum, self.inertia, self.inv_inertia, self.dynamic,
+                                            self.accel, self.h, self.lin_decay, self.ang_decay)
 
     def apply_forces(self, bodies: BodyState, t1: float) -> None:
         """Force fields, springs and motors' forces: velocity changes over this substep."""
@@ -181,136 +265,65 @@ class RigidStepper:
                 self.steer = model.joints.steering_at(t1)
 
     def find_contacts(self, bodies: BodyState, t1: float) -> None:
-        x, q, v, w = bodies.arrays()
-        b = self.bodies
-        parts = []
-        rot = quat.to_matrix(q[:-1])
-        # Every sample point in the world once, then only the queries whose point is near the
-        # target's bounding sphere go to the (costly) shape test; the others cannot touch it.
-        world_point = x[b.point_body] + np.einsum("kij,kj->ki", rot[b.point_body], b.point_local)
-        if len(self.queries):
-            point, owner, target = self.queries.T
-            d = world_point[point] - x[target]
-            reach = b.bound_radius[target] * (1.0 + NEAR_SLACK) + b.point_radius[point] \
-                + self.margin[owner] + self.margin[target]
-            # (A hull's depth is the distance to its farthest face plane, which can reach past
-            # its bounding sphere off a sharp vertex: always test those.)
-            near = np.flatnonzero((np.einsum("ki,ki->k", d, d) <= reach * reach)
-                                  | (b.shape[target] == ShapeKind.CONVEX_HULL))
-            point, owner, target = point[near], owner[near], target[near]
-            rot_o = rot[owner]
-            centre = world_point[point]
-            rot_t = rot[target]
-            local = np.einsum("kji,kj->ki", rot_t, centre - x[target])
-            prefer = np.einsum("kji,kj->ki", rot_t, x[owner] - x[target])
-            radius = b.point_radius[point]
-            margin = self.margin[owner] + self.margin[target]
-            # Inflated by the margin, every sample point near the surface has a positive depth
-            # and a well-defined normal; the solve acts only on those that do penetrate.
-            normal_b, depth = shape_penetration(b, target, local, radius + margin, prefer)
-            hit = depth > 0.0
-            depth = depth - margin
-            if np.any(hit):
-                n_world = np.einsum("kij,kj->ki", rot_t[hit], normal_b[hit])
-                surface = centre[hit] - n_world * (radius[hit] - depth[hit])[:, None]
-                on_a = centre[hit] - n_world * radius[hit, None]
-                parts.append(Contacts(
-                    a=owner[hit], b=target[hit],
-                    local_a=np.einsum("kji,kj->ki", rot_o[hit], on_a - x[owner[hit]]),
-                    local_b=np.einsum("kji,kj->ki", rot_t[hit], surface - x[target[hit]]),
-                    normal=n_world,
-                    friction=np.sqrt(b.friction[owner[hit]] * b.friction[target[hit]]),
-                    restitution=np.sqrt(b.restitution[owner[hit]] * b.restitution[target[hit]]),
-                    key=point[hit] * self.key_stride + target[hit]))
-        for index, (collider, near) in enumerate(zip(self.model.colliders, self.collider_bodies)):
-            if not len(near):
-                continue
-            start, stop = self.point_start[near], self.point_start[near + 1]
-            counts = stop - start
-            point = np.repeat(start, counts) + np.arange(counts.sum()) - np.repeat(np.cumsum(counts) - counts, counts)
-            owner = b.point_body[point]
-            rot_o = rot[owner]
-            centre = world_point[point]
-            m = collider.pose(t1)
-            radius = b.point_radius[point]
-            margin = self.margin[owner]
-            corr, depth = collider.penetration((centre - m[:3, 3]) @ m[:3, :3], radius + margin)
-            hit = depth > 0.0
-            if not np.any(hit):
-                continue
-            n_world = (corr[hit] / depth[hit, None]) @ m[:3, :3].T
-            depth = depth - margin
-            surface = centre[hit] - n_world * (radius[hit] - depth[hit])[:, None]
-            on_a = centre[hit] - n_world * radius[hit, None]
-            parts.append(Contacts(
-                a=owner[hit], b=np.full(int(hit.sum()), self.count),
-                local_a=np.einsum("kji,kj->ki", rot_o[hit], on_a - x[owner[hit]]),
-                local_b=surface, normal=n_world,
-                friction=np.sqrt(b.friction[owner[hit]] * collider.friction),
-                restitution=np.sqrt(b.restitution[owner[hit]] * collider.restitution),
-                key=point[hit] * self.key_stride + self.count + 1 + index))
-        contacts = Contacts.concatenate(parts)
+        """This substep's contacts (features against shapes, at the poses after integration), their
+        friction anchors and rows, and what the restitution pass needs of the substep's start."""
+        x, q, _, _ = bodies.arrays()
+        k = self.backend.contacts
+        buf = self.buffers
+        while True:
+            count = k.find_contacts(self.geo, x, q, self.pairs, self.points, self.point_start, self.point_radius,
+                                    self.point_material, self.body_shape, self.body_friction, self.body_restitution,
+                                    self.bound, self.margin, self.count, self.key_stride, buf.out, self.pair_first)
+            if count <= buf.capacity:
+                break
+            buf.grow(2 * count)
+        self.contact_count = count
         self.S = np.zeros((len(x), 6))  # [dx, dth]: each body's correction in this substep
-        self.slices = []
-        if contacts.count:
-            n1 = self.count + 1
-            keys, pair = np.unique(np.minimum(contacts.a, contacts.b) * n1 + np.maximum(contacts.a, contacts.b),
-                                   return_inverse=True)
-            if not np.array_equal(keys, self.pair_keys):  # the colouring depends on the pairs only
-                self.pair_keys = keys
-                self.pair_colour = kernels_rigid.colour_contacts(keys // n1, keys % n1, self.dynamic,
-                                                                 self.seed_order)
-            colour = self.pair_colour
-            # Pairs in colour order (each pair a row of the padded blocks), contacts by pair (stable).
-            pair_order = np.lexsort((np.arange(len(keys)), colour))
-            pair_row = np.empty(len(keys), np.int64)
-            pair_row[pair_order] = np.arange(len(keys))
-            row = pair_row[pair.ravel()]
-            order = np.argsort(row, kind="stable")
-            contacts, row = contacts.take(order), row[order]
-            first = np.searchsorted(row, row)
-            slot = np.arange(len(row)) - first
-            self.pair_ab = np.stack([keys[pair_order] // n1, keys[pair_order] % n1], axis=1)
-            self.bounds = np.searchsorted(colour[pair_order], np.arange(colour.max() + 2))
-            self.row, self.slot, self.width = row, slot, int(slot.max()) + 1
-        self.contacts = contacts
-        if contacts.count:
-            self.anchor = self._anchors(contacts)
-            rows = kernels_rigid.contact_rows(x, q, self.x_prev, self.inv_mass, self.inv_inertia, contacts,
-                                              self.anchor)
-            blocks = kernels_rigid.pair_blocks(rows, self.pair_ab, self.row, self.slot, self.width, self.bounds)
-            P, K = blocks.valid.shape
-            # Accumulated impulses and friction scale in the padded (pair, slot) layout of the solve.
-            self.lam_pair, self.scale_pair, self.lam_t = np.zeros((P, K)), np.ones((P, K)), np.zeros((P, K, 2))
-            self.slices = kernels_rigid.colour_slices(blocks, self.lam_pair, self.lam_t, self.scale_pair)
-            # Normal speed at the substep's start, for restitution.
-            before = np.hstack([self.v_before, self.w_before])
-            self.speed_before = np.einsum("ci,ci->c", rows.J[:, 0], before[rows.ab].reshape(-1, 12))
-            # Separation at the substep's start and the relative normal acceleration, for the
-            # moment of impact within the substep.
-            a, b, n = contacts.a, contacts.b, contacts.normal
-            p1 = self.x_prev[a] + quat.rotate(self.q_prev[a], contacts.local_a)
-            p2 = self.x_prev[b] + quat.rotate(self.q_prev[b], contacts.local_b)
-            self.gap_start = np.einsum("ci,ci->c", p1 - p2, n)
-            self.accel_n = np.einsum("ci,ci->c", n, self.accel[a] * self.dynamic[a, None]
-                                     - self.accel[b] * self.dynamic[b, None])
-
-    def _anchors(self, contacts: Contacts) -> np.ndarray:
-        """Friction anchors (c, 3) in B's frame: kept from the last substep for contacts that stuck
-        there (so a resting body does not creep), else where A's point was at this substep's start."""
-        a, b = contacts.a, contacts.b
-        start = self.x_prev[a] + quat.rotate(self.q_prev[a], contacts.local_a)
+        if not count:
+            return
+        c = slice(0, count)
+        ints = buf.ints
+        a, b = ints[c, 0], ints[c, 1]
+        # Friction anchors in B's frame: where A's contact point was at this substep's start (a
+        # rolling sphere or wheel meets B at a new point of its own each substep), less the slip a
+        # contact that stuck in the last substep still had at its end. So the solver's residual is
+        # taken back instead of left to creep: a box resting on a slope stays, and so does a car
+        # parked on its wheels; for a fixed corner this is exactly the anchor it stuck to.
+        start = self.x_prev[a] + quat.rotate(self.q_prev[a], buf.local_a[c])
         anchor = quat.rotate(quat.conjugate(self.q_prev[b]), start - self.x_prev[b])
         if len(self.anchor_keys):
-            slot = np.minimum(np.searchsorted(self.anchor_keys, contacts.key), len(self.anchor_keys) - 1)
-            kept = self.anchor_keys[slot] == contacts.key
-            anchor[kept] = self.anchor_points[slot[kept]]
-        return anchor
+            key = ints[c, 2]
+            slot = np.minimum(np.searchsorted(self.anchor_keys, key), len(self.anchor_keys) - 1)
+            kept = self.anchor_keys[slot] == key
+            anchor[kept] -= self.anchor_residual[slot[kept]]
+        buf.anchor[c] = anchor
+        self.backend.rigid.contact_rows(x, q, self.x_prev, self.inv_mass, self.inv_inertia, ints, buf.local_a,
+                                        buf.local_b, buf.normal, buf.anchor, count, True, buf.J, buf.M, buf.base,
+                                        buf.wn, buf.wt)
+        buf.lam[c] = 0.0
+        buf.lam_t[c] = 0.0
+        buf.stuck[c] = 0
+        # Normal speed at the substep's start, for restitution.
+        before = np.hstack([self.v_before, self.w_before])
+        J0 = buf.J[c, 0]
+        self.speed_before = np.einsum("ci,ci->c", J0[:, :6], before[a]) + np.einsum("ci,ci->c", J0[:, 6:], before[b])
+        # Separation at the substep's start and the relative normal acceleration, for the moment
+        # of impact within the substep.
+        n = buf.normal[c]
+        p1 = self.x_prev[a] + quat.rotate(self.q_prev[a], buf.local_a[c])
+        p2 = self.x_prev[b] + quat.rotate(self.q_prev[b], buf.local_b[c])
+        self.gap_start = np.einsum("ci,ci->c", p1 - p2, n)
+        self.accel_n = np.einsum("ci,ci->c", n, self.accel[a] * self.dynamic[a, None]
+                                 - self.accel[b] * self.dynamic[b, None])
 
     def solve_positions(self, bodies: BodyState) -> None:
         x, q, _, _ = bodies.arrays()
-        if self.contacts.count:
-            kernels_rigid.solve_contact_positions(self.slices, self.S)
+        if self.contact_count:
+            buf = self.buffers
+            self.backend.rigid.solve_contact_positions(buf.ints, buf.J, buf.M, buf.base, buf.wn, buf.wt,
+                                                       buf.floats[:, 0], self.pair_first, self.pair_order,
+                                                       self.colour_bounds, buf.lam, buf.lam_t, buf.stuck, self.S,
+                                                       CONTACT_SWEEPS, q, self.inv_mass, self.inv_inertia)
         if self.model.motors.count:
             solve_motor_positions(self.model.motors, x, q, self.x_prev, self.q_prev, self.S, self.inv_mass,
                                   self.inv_inertia, self.h, self.motor_speeds, self.motor_lam)
@@ -319,35 +332,31 @@ class RigidStepper:
                          np.isnan(bodies.joint_broken_at), self.steer, self.joint_impulses, self.limit_hits)
 
     def finish_substep(self, bodies: BodyState) -> None:
-        """Apply the substep's corrections, take velocities from the poses, then restitution and friction."""
+        """Apply the substep's corrections, take velocities from the poses, then restitution."""
         x, q, v, w = bodies.arrays()
         h = self.h
-        d = np.flatnonzero(self.dynamic[:-1])
-        if self.contacts.count:
-            self.lam = self.lam_pair[self.row, self.slot]
-            self.scale = self.scale_pair[self.row, self.slot]
-            # Static friction held these in the last pass (see solve_contact_positions).
-            self.stuck = (self.scale >= 1.0) & (self.lam > 0.0)
-            order = np.argsort(self.contacts.key[self.stuck])
-            self.anchor_keys = self.contacts.key[self.stuck][order]
-            self.anchor_points = self.anchor[self.stuck][order]
+        k = self.backend.rigid
+        count = self.contact_count
+        buf = self.buffers
+        if count or self.model.joints.count or self.model.motors.count:
+            k.apply_corrections(x, q, self.S, self.momentum, self.inertia, self.dynamic, h)
+        if count:
+            # Static friction held these in the last pass: the slip they still have (B's frame)
+            # carries over to their next anchor.
+            c = slice(0, count)
+            stuck = np.flatnonzero((buf.stuck[c] == 1) & (buf.lam[c] > 0.0) & (buf.ints[c, 2] >= 0))
+            a, b = buf.ints[stuck, 0], buf.ints[stuck, 1]
+            end = x[a] + quat.rotate(q[a], buf.local_a[stuck])
+            residual = quat.rotate(quat.conjugate(q[b]), end - x[b]) - buf.anchor[stuck]
+            keys = buf.ints[stuck, 2]
+            order = np.argsort(keys, kind="stable")
+            self.anchor_keys = keys[order]
+            self.anchor_residual = residual[order]
         else:
             self.anchor_keys = np.zeros(0, np.int64)
-        if self.contacts.count or self.model.joints.count or self.model.motors.count:
-            dx, dth = self.S[d, :3], self.S[d, 3:]
-            x[d] += dx
-            rot = quat.to_matrix(q[d])
-            # The angular impulses that turned each body by dth: sum r x P = I_world dth.
-            self.momentum[d] += np.einsum("kij,kj->ki", rot, self.inertia[d] * np.einsum("kji,kj->ki", rot, dth)) / h
-            q[d] = quat.normalize(quat.multiply(quat.exp_rotation(dth), q[d]))
-        moving = np.arange(self.count)
-        v[moving] = (x[moving] - self.x_prev[moving]) / h
-        # Dynamic bodies: the angular momentum the integrator and the impulses left; kinematic
-        # ones: whatever their animation did this substep.
-        w[d] = kernels_rigid.world_inverse_inertia_times(quat.to_matrix(q[d]), self.inv_inertia[d], self.momentum[d])
-        k = self.kinematic
-        w[k] = quat.angular_velocity(q[k], self.q_prev[k], h)
-        if self.contacts.count:
+        k.velocities(x, q, v, w, self.x_prev, self.q_prev, self.momentum, self.inv_inertia, self.dynamic,
+                     self.kinematic_mask, h)
+        if count:
             self._restitution(x, q, v, w)
         self._connectors(bodies, self.t1)
 
@@ -371,18 +380,25 @@ class RigidStepper:
 
     def _restitution(self, x, q, v, w) -> None:
         h = self.h
-        # Lever arms and inverse masses at the corrected poses, so velocity impulses conserve momentum.
-        rows = kernels_rigid.contact_rows(x, q, x, self.inv_mass, self.inv_inertia, self.contacts)
-        touching = self.lam > 0.0
-        restitution = self.contacts.restitution
+        count = self.contact_count
+        buf = self.buffers
+        c = slice(0, count)
+        # Normal rows at the corrected poses (lever arms from the centres), so velocity impulses
+        # conserve momentum.
+        self.backend.rigid.contact_rows(x, q, x, self.inv_mass, self.inv_inertia, buf.ints, buf.local_a, buf.local_b,
+                                        buf.normal, buf.anchor, count, False, buf.vJ, buf.vM, buf.vbase, buf.vwn,
+                                        buf.vwt)
+        touching = buf.lam[c] > 0.0
+        restitution = buf.floats[c, 1]
         approaching = (self.speed_before < -self.bounce_speed) & (restitution > 0.0)
         bounce = touching & approaching
         # Contacts of a bouncing pair that would touch within the next substep bounce with it:
         # the corners of a face landing flat make one impact, not a sequence of corner impacts
         # that sets the body rocking (and a hair of tilt would decide which corner goes first).
-        hit = np.zeros(len(self.pair_ab), bool)
-        hit[self.row[bounce]] = True
-        soon = approaching & ~touching & hit[self.row] & (rows.base[:, 0] < -self.speed_before * h)
+        pair_of = np.repeat(np.arange(len(self.pairs)), np.diff(self.pair_first))
+        hit = np.zeros(len(self.pairs), bool)
+        hit[pair_of[bounce]] = True
+        soon = approaching & ~touching & hit[pair_of] & (buf.vbase[c, 0] < -self.speed_before * h)
         bounce |= soon
         # Bouncing contacts leave at e times the speed they hit with, at the moment of impact
         # within the substep (found from the gap at its start under constant acceleration, as for
@@ -400,37 +416,35 @@ class RigidStepper:
         # carried on by the rest of the substep; a body is not, which delays it by up to a
         # substep per bounce but keeps the energy). v is the mean velocity over a substep, the
         # speed at its end less half a substep of acceleration.
-        target = np.where(bounce, -restitution * (v0 + a_n * tau) - 0.5 * a_n * h, 0.0)
+        target = np.zeros(buf.capacity)
+        target[c] = np.where(bounce, -restitution * (v0 + a_n * tau) - 0.5 * a_n * h, 0.0)
+        solved = np.zeros(buf.capacity, bool)
+        solved[c] = touching | soon
+        if not np.any(solved):
+            return
         vw = np.hstack([v, w])
-        blocks = kernels_rigid.pair_blocks(rows, self.pair_ab, self.row, self.slot, self.width, self.bounds)
-        kernels_rigid.solve_contact_restitution(blocks, vw, touching | soon, target, self.velocity_iterations)
+        self.backend.rigid.solve_contact_restitution(buf.ints, buf.vJ, buf.vM, buf.vwn, solved, target,
+                                                     self.pair_first, self.pair_order, self.colour_bounds, vw,
+                                                     self.velocity_iterations, q, self.inv_mass, self.inv_inertia)
         v[...], w[...] = vw[:, :3], vw[:, 3:]
 
     def collide_particles(self, bodies: BodyState, px, pp, accel, friction, restitution, radii) -> None:
-        """Cloth particles against bodies, one way: the bodies are moving colliders for them."""
-        if not len(self.particle_pairs):
+        """Particles against every shape (the world's and the bodies'), one way: for the cloth the
+        bodies are moving colliders. The deepest contact of each particle is answered."""
+        cand = self.particle_candidates
+        if not len(cand):
             return
         x, q, _, _ = bodies.arrays()
-        b = self.bodies
-        k, body = self.particle_pairs.T
-        rot = quat.to_matrix(q[body])
-        local = np.einsum("kji,kj->ki", rot, px[k] - x[body])
-        normal_b, depth = shape_penetration(b, body, local, radii[k], local)
-        hit = depth > 0.0
-        if not np.any(hit):
+        n = len(cand)
+        k = np.empty(n, np.int64)
+        corr, depth, surface = np.empty((n, 3)), np.empty(n), np.empty((n, 3))
+        shape = np.empty(n, np.int64)
+        found = self.backend.contacts.particle_contacts(self.geo, x, q, self.x_prev, self.q_prev, px, radii, cand,
+                                                        len(self.geo[0]), k, corr, depth, surface, shape)
+        if not found:
             return
-        # A particle may touch two bodies; take the deeper contact this substep.
-        order = np.lexsort((-depth[hit], k[hit]))
-        idx = np.flatnonzero(hit)[order]
-        first = np.ones(len(idx), bool)
-        first[1:] = k[idx][1:] != k[idx][:-1]
-        idx = idx[first]
-        kk, bb = k[idx], body[idx]
-        n_world = np.einsum("kij,kj->ki", rot[idx], normal_b[idx])
-        # How the surface point under each particle moved with its body this substep.
-        prev = self.x_prev[bb] + quat.rotate(self.q_prev[bb], local[idx])
-        surface = px[kk] - prev
-        mu = np.sqrt(friction[kk] * b.friction[bb])
-        e = np.sqrt(restitution[kk] * b.restitution[bb])
-        self.backend.particles.respond_to_contacts(px, pp, kk, n_world * depth[idx, None], depth[idx], surface, accel[kk], mu,
-                                         e, self.h, self.bounce_speed)
+        k, corr, depth, surface, shape = k[:found], corr[:found], depth[:found], surface[:found], shape[:found]
+        mu = np.sqrt(friction[k] * self.geo[16][shape])
+        e = np.sqrt(restitution[k] * self.geo[17][shape])
+        self.backend.particles.respond_to_contacts(px, pp, k, corr, depth, surface, np.ascontiguousarray(accel[k]),
+                                                   mu, e, self.h, self.bounce_speed)

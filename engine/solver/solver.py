@@ -62,7 +62,8 @@ class Solver:
         # so resting contacts do not buzz.
         self._bounce_speed = max(2.0 * float(np.linalg.norm(self._gravity)) * h, 1e-4)
         self._rigid = RigidStepper(model, h, 1.0 / settings.frame_rate, self._gravity, self._bounce_speed,
-                                   settings.velocity_iterations, self.backend) if model.bodies.count else None
+                                   settings.velocity_iterations, self.backend) \
+            if model.bodies.count or model.shapes.count else None
         if self._rigid:
             self._rigid.air_velocity = self._air  # the still air that body drag and winds act against
 
@@ -191,7 +192,6 @@ class Solver:
             air = np.ascontiguousarray(np.broadcast_to(air, x.shape))
         kernels.verlet_integrate(x, xp, self._movable, accel, self._decay, h, self._drag_w,
                                  air if len(self._drag_w) else accel)
-        t_start = state.time
         state.time += h
         rigid = self._rigid
         if rigid:
@@ -211,32 +211,8 @@ class Solver:
                                        self.settings.sqrt_approximation)
             if len(g.index):
                 kernels.project_goals(x, g.index, g.target, self._goal_w, self._goal_alpha, self._goal_lam)
-        self._collide(x, xp, accel, t_start, state.time)
         if rigid:
             if len(x):
                 rigid.collide_particles(state.bodies, x, xp, accel, self.model.friction, self.model.restitution,
                                         self.model.radii)
             rigid.finish_substep(state.bodies)
-
-    def _collide(self, x, xp, accel, t0, t1) -> None:
-        model = self.model
-        for collider in model.colliders:
-            m1 = collider.pose(t1)
-            r1, o1 = m1[:3, :3], m1[:3, 3]
-            q = (x - o1) @ r1
-            corr_local, depth = collider.penetration(q, model.radii)
-            hit = (depth > 0.0) & (self._movable > 0)
-            if not np.any(hit):
-                continue
-            k = np.flatnonzero(hit)
-            corr = corr_local[k] @ r1.T
-            if collider.motion is None:
-                surface = np.zeros_like(corr)
-            else:
-                m0 = collider.pose(t0)
-                # Where the surface point now under the particle was one substep ago.
-                surface = x[k] - ((q[k] @ m0[:3, :3].T) + m0[:3, 3])
-            mu = np.sqrt(model.friction[k] * collider.friction)
-            e = np.sqrt(model.restitution[k] * collider.restitution)
-            self.kernels.respond_to_contacts(x, xp, k, corr, depth[k], surface, accel[k], mu, e, self.h,
-                                             self._bounce_speed)

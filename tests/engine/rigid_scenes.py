@@ -71,3 +71,53 @@ def angular_momentum(solver, state, about=(0, 0, 0)):
     spin = np.einsum("bij,bj->bi", rot, b.inertia * np.einsum("bji,bj->bi", rot, state.bodies.angular_velocity))
     orbit = np.cross(state.bodies.position - np.asarray(about), b.mass[:, None] * state.bodies.velocity)
     return (spin + orbit).sum(axis=0)
+
+
+def shape_surface(solver, state, k, count=400):
+    """Points (m, 3) on the true surface of body k's collision shape, in the world, sampled
+    densely from the shape's own description (not from the solver's contact features)."""
+    from jakobsen_engine.geometry import kinds
+
+    shapes = solver.model.shapes
+    s = solver.model.bodies.shape_index[k]
+    kind, p = int(shapes.kind[s]), shapes.params[s]
+    golden = math.pi * (3.0 - math.sqrt(5.0))
+    i = np.arange(count) + 0.5
+    z = 1.0 - 2.0 * i / count
+    ring = np.sqrt(1.0 - z * z)
+    sphere = np.stack([ring * np.cos(golden * i), ring * np.sin(golden * i), z], axis=1)
+    angle = np.linspace(0.0, 2.0 * math.pi, count, endpoint=False)
+    circle = np.stack([np.cos(angle), np.sin(angle), np.zeros(count)], axis=1)
+    if kind == kinds.SPHERE:
+        local = sphere * p[0]
+    elif kind == kinds.CAPSULE:
+        local = np.concatenate([sphere * p[0] + [0, 0, p[1]], sphere * p[0] - [0, 0, p[1]]])
+    elif kind == kinds.CYLINDER:
+        local = np.concatenate([circle * p[0] + [0, 0, p[1]], circle * p[0] - [0, 0, p[1]]])
+    elif kind == kinds.BOX:
+        local = np.array([[x, y, w] for x in (-1, 1) for y in (-1, 1) for w in (-1, 1)], float) * p[:3]
+    else:  # a hull: its vertices are its extreme points
+        b = solver.model.bodies
+        return (state.bodies.position[k] + engine.quaternions.rotate(state.bodies.orientation[k],
+                                                                     b.point_local[b.point_body == k]))
+    in_body = shapes.position[s] + engine.quaternions.rotate(np.broadcast_to(shapes.rotation[s], (len(local), 4)),
+                                                              local)
+    return state.bodies.position[k] + engine.quaternions.rotate(
+        np.broadcast_to(state.bodies.orientation[k], (len(local), 4)), in_body)
+
+
+def depth_in_body(solver, state, target, points):
+    """How deep (m) each world point lies inside body ``target``'s collision shape (< 0: outside),
+    by the numpy reference's distance routine."""
+    from jakobsen_engine import backend
+
+    shapes = solver.model.shapes
+    s = solver.model.bodies.shape_index[target]
+    x, q = state.bodies.position[target], state.bodies.orientation[target]
+    pos = x + engine.quaternions.rotate(q, shapes.position[s])
+    rot = engine.quaternions.multiply(q, shapes.rotation[s])
+    local = engine.quaternions.rotate(np.broadcast_to(engine.quaternions.conjugate(rot), (len(points), 4)),
+                                      points - pos)
+    _, depth = backend.select("numpy").distance.distance(shapes.kernel_arrays(), np.full(len(points), s), local,
+                                                         np.zeros(len(points)), np.zeros_like(local), False)
+    return depth

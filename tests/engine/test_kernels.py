@@ -115,3 +115,53 @@ def test_contact_response_agrees_for_bounces_slides_and_rests(rng):
 
     a, b = both("respond_to_contacts", "particles", args)
     assert_same(a, b)
+
+
+def shape_table():
+    """One of every shape kind, in the world at odd poses."""
+    import jakobsen_engine as engine
+    from jakobsen_engine.geometry.primitives import grid
+    from jakobsen_engine.geometry.shapes import ShapeTable
+
+    table = ShapeTable()
+    rng = np.random.default_rng(3)
+    hull_points = rng.normal(size=(30, 3)) * [0.5, 0.3, 0.4]
+    v, f = grid(9, 9, 3.0)
+    v = np.asarray(v, float)
+    v[:, 2] = 0.2 * np.sin(3 * v[:, 0]) * np.cos(2 * v[:, 1])
+    colliders = [engine.Plane(), engine.Sphere(radius=0.4), engine.Capsule(radius=0.3, half_height=0.5),
+                 engine.Box(half_extents=(0.4, 0.3, 0.2)), engine.Cylinder(radius=0.35, half_height=0.25),
+                 engine.ConvexHull.from_points(hull_points), engine.TriangleMesh.from_mesh(v, f, margin=0.15),
+                 engine.BoxInterior(half_extents=(1.0, 0.8, 0.6))]
+    for k, c in enumerate(colliders):
+        table.add_collider(c)
+    return table.finalize()
+
+
+@pytest.mark.parametrize("use_prefer", [False, True])
+def test_every_shape_kinds_distance_agrees(rng, use_prefer):
+    shapes = shape_table()
+    geo = shapes.kernel_arrays()
+    k = 4000
+    s = rng.integers(0, shapes.count, k)
+    q = rng.normal(size=(k, 3)) * 0.6
+    # Points near the features where the tie-breaks decide: on faces, edges and corners of the box.
+    box = s == 3
+    q[box] = np.clip(q[box], -1, 1) * [0.4, 0.3, 0.2] * rng.choice([1.0, 1.001, 0.999], size=(int(box.sum()), 3))
+    r = rng.random(k) * 0.05
+    prefer = rng.normal(size=(k, 3))
+    from jakobsen_engine.backend.numba import distance as nb
+    from jakobsen_engine.backend.numpy import distance as npd
+
+    n_np, d_np = npd.distance(geo, s, q, r, prefer, use_prefer)
+    n_nb, d_nb = np.zeros((k, 3)), np.zeros(k)
+    for i in range(k):
+        *n, d = nb.distance(geo, s[i], q[i, 0], q[i, 1], q[i, 2], r[i], *prefer[i], use_prefer)
+        n_nb[i], d_nb[i] = n, d
+    np.testing.assert_array_equal(d_nb, d_np)
+    hit = np.isfinite(d_np)
+    np.testing.assert_array_equal(n_nb[hit], n_np[hit])
+    # A physical check that cannot pass by agreement alone: the sphere's depth is radius + r - |q|.
+    sph = s == 1
+    np.testing.assert_allclose(d_np[sph], 0.4 + r[sph] - np.linalg.norm(q[sph], axis=1), rtol=0, atol=1e-15)
+    assert np.all(np.abs(np.linalg.norm(n_np[hit], axis=1) - 1.0) < 1e-12)

@@ -10,7 +10,7 @@ from jakobsen_engine import JakobsenError
 from jakobsen_engine.geometry import quaternions as quat
 from jakobsen_engine.bodies.rigid import embedding_weights
 
-from .rigid_scenes import G, angular_momentum, box_mesh, energy, rotation, uv_sphere, world
+from .rigid_scenes import G, angular_momentum, box_mesh, depth_in_body, energy, rotation, shape_surface, uv_sphere, world
 
 NO_GRAVITY = engine.SolverSettings(gravity=(0.0, 0.0, 0.0))
 
@@ -276,10 +276,8 @@ def test_every_shape_rests_on_the_ground_without_sinking(shape):
                              settings=engine.SolverSettings(damping=0.0))
     for _ in range(48):
         solver.step_frame(state)
-    b = solver.model.bodies
-    lowest = (state.bodies.position[0] + quat.rotate(state.bodies.orientation[0], b.point_local))[:, 2] \
-        - b.point_radius
-    assert -2e-3 < lowest.min() < 2e-3
+    lowest = shape_surface(solver, state, 0)[:, 2].min()  # from the true surface, not the contact points
+    assert -2e-3 < lowest < 2e-3
 
 
 def test_bodies_of_every_shape_pair_do_not_interpenetrate():
@@ -294,20 +292,13 @@ def test_bodies_of_every_shape_pair_do_not_interpenetrate():
     for _ in range(24 * 4):
         solver.step_frame(state)
     b = solver.model.bodies
-    # every sample point of every body is outside (or within 1 cm of the surface of) every other body
-    from jakobsen_engine.collision.contacts import shape_penetration
-    x, q = state.bodies.position, state.bodies.orientation
+    # every point of every body's true surface is outside (or within 1 cm of the surface of) every other body
     for owner in range(b.count):
-        pts = b.point_body == owner
-        centres = x[owner] + quat.rotate(q[owner], b.point_local[pts])
+        points = shape_surface(solver, state, owner)
         for target in range(b.count):
-            if target == owner:
-                continue
-            local = quat.rotate(quat.conjugate(q[target]), centres - x[target])
-            _, depth = shape_penetration(b, np.full(len(local), target), local, b.point_radius[pts],
-                                         np.tile(quat.rotate(quat.conjugate(q[target]), x[owner] - x[target]),
-                                                 (len(local), 1)))
-            assert depth.max() < 0.01, (b.names[owner], b.names[target], depth.max())
+            if target != owner:
+                depth = depth_in_body(solver, state, target, points)
+                assert depth.max() < 0.01, (b.names[owner], b.names[target], depth.max())
 
 
 @pytest.mark.parametrize("ground", ["plane", "mesh"])

@@ -1,376 +1,339 @@
-"""The hot loops of rigid bodies: integration, contact colouring, position and velocity solves.
+"""Rigid-body kernels in numpy: the reference of ``backend/numba/rigid.py`` (see there for the
+method); loops over the bodies there are vectorised here, loops over a pair's contacts run slot by
+slot over every pair of a colour at once.
 
-Extended XPBD for rigid bodies (Muller et al. 2020, *Detailed Rigid Body Simulation with
-Extended Position Based Dynamics*), vectorised over one colour of body pairs at a time, the
-contacts of each pair solved together. Within a substep the corrections are linearised: every
-body gathers a translation ``dx`` and a small rotation ``dth`` that contact projections add to,
-and each contact's lever arms, normal and generalized inverse mass are computed once when the
-substep starts (rotations within a substep are tiny). That keeps a colour's work to a few dozen
-numpy operations and two small batched pseudo-inverses.
-
-Arrays are sized B + 1: row B is the static world (inverse mass 0, identity pose), so a contact
-with a collider is a contact with body B. x: (B+1, 3) m; q: (B+1, 4); v, w: (B+1, 3);
-inv_mass: (B+1,); inv_inertia: (B+1, 3) principal, body frame. c contacts.
+Arrays are sized B + 1: row B is the static world (inverse mass 0, identity pose).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import numpy as np
 
-from ...geometry import quaternions as quat
-
-cross = quat.cross
-
-try:  # np.einsum without its Python wrapper (which only dispatches here when optimize is off)
-    from numpy._core._multiarray_umath import c_einsum as _einsum
-except ImportError:
-    try:
-        from numpy.core._multiarray_umath import c_einsum as _einsum
-    except ImportError:
-        _einsum = np.einsum
-
-
-def _dot(a, b):
-    return np.einsum("ci,ci->c", a, b)
+from . import quat as Q
 
 
 def world_inverse_inertia(rot, inv_inertia):
     """World inverse inertia matrices R diag(inv_inertia) R^T (..., 3, 3) for rotations rot
-    (..., 3, 3) and principal inverse inertias (..., 3)."""
+    (..., 3, 3) and principal inverse inertias (..., 3). (For the connectors' solves.)"""
     return (rot * inv_inertia[..., None, :]) @ np.swapaxes(rot, -1, -2)
 
 
-def world_inverse_inertia_times(rot, inv_inertia, vec):
-    """I_world^-1 vec for rotations rot (k, 3, 3), principal inverse inertia (k, 3), vectors (k, 3)."""
-    return np.einsum("kij,kj->ki", rot, inv_inertia * np.einsum("kji,kj->ki", rot, vec))
+def _dot(a, b):
+    return a[..., 0] * b[..., 0] + a[..., 1] * b[..., 1] + a[..., 2] * b[..., 2]
 
 
 def integrate_bodies(x, q, v, w, momentum, inertia, inv_inertia, dynamic, accel, h, lin_decay, ang_decay):
-    """Free motion over one substep, in place, for the bodies where ``dynamic`` (B+1,) is True.
-
-    Linear: v += a h, x += v h (Verlet in velocity form). Angular: the world angular momentum
-    L = I_world w is what free rotation conserves, so it is held fixed (``momentum`` (B+1, 3) is
-    set here and then changed only by constraint impulses) while the orientation advances at the
-    midpoint angular velocity I_world(q_mid)^-1 L; an asymmetric body then precesses and tumbles
-    as it should instead of spinning about a fixed axis.
-    """
-    d = np.flatnonzero(dynamic)
     momentum[...] = 0.0
+    d = np.flatnonzero(dynamic)
     if not len(d):
         return
     v[d] = (v[d] + accel[d] * h) * lin_decay[d, None]
     x[d] += v[d] * h
     qd = q[d]
-    rot = quat.to_matrix(qd)
-    momentum[d] = np.einsum("kij,kj->ki", rot, inertia[d] * np.einsum("kji,kj->ki", rot, w[d])) * ang_decay[d, None]
-    q_mid = quat.integrate(qd, w[d], 0.5 * h)
-    w_mid = world_inverse_inertia_times(quat.to_matrix(q_mid), inv_inertia[d], momentum[d])
-    q[d] = quat.integrate(qd, w_mid, h)
+    L = Q.inertia_times(qd, inertia[d], w[d]) * ang_decay[d, None]
+    momentum[d] = L
+    q_mid = Q.normalize(Q.multiply(Q.exp_rotation(w[d] * (0.5 * h)), qd))
+    w_mid = Q.inv_inertia_times(q_mid, inv_inertia[d], L)
+    q[d] = Q.normalize(Q.multiply(Q.exp_rotation(w_mid * h), qd))
 
 
-def colour_contacts(a, b, movable, seed_order):
-    """Colours (c,) for contacts between bodies a and b: no movable body twice in one colour.
-
-    Vectorised rounds (Luby): each round, every contact that has the highest priority among the
-    remaining contacts at both its bodies takes the round's colour. Priorities are a fixed
-    permutation (``seed_order``) so the colouring, and so the result, is deterministic.
-    """
-    count = len(a)
-    colour = np.full(count, -1, np.int64)
-    priority = seed_order[:count] if len(seed_order) >= count else np.arange(count)
-    remaining = np.arange(count)
-    nbodies = len(movable)
-    c = 0
-    while len(remaining):
-        pa, pb = a[remaining], b[remaining]
-        pr = priority[remaining]
-        best = np.full(nbodies, -1, np.int64)
-        np.maximum.at(best, pa, pr)
-        mb = movable[pb]
-        np.maximum.at(best, pb[mb], pr[mb])
-        chosen = (best[pa] == pr) & (~mb | (best[pb] == pr))
-        colour[remaining[chosen]] = c
-        remaining = remaining[~chosen]
-        c += 1
-    return colour
-
-
-@dataclass
-class ContactRows:
-    """Per-contact quantities fixed for one substep (c contacts, grouped by pair of bodies).
-
-    The solve works on each body's accumulated correction S (B+1, 6) = [dx, dth] (translation,
-    small rotation) and, for a contact, on G = [S[a], S[b]] (12,). Rows j of ``J`` (c, k, 12) are
-    the contact's constraint directions (k = 3: the normal n, B -> A, and a fixed tangent basis
-    t1, t2 of the contact plane; k = 1: the normal only): J_j . G is how far the contact point of A
-    has moved along direction j relative to B's, i.e. [d, r1 x d, -d, -(r2 x d)]. Rows of
-    ``M`` (c, k, 12) are M^-1 J_j^T, the correction an impulse of 1 along j makes (A's half
-    positive, B's negated), so G += P . M applies impulses P (c, k). Rows of ``L`` (c, k, 12) are
-    J_j times a square root F of the inverse mass (a body's is blockdiag(1/m, R I^-1 R^T) = F F^T
-    with F = blockdiag(m^-1/2, R I^-1/2)), so L L^T = J M^T is the generalized inverse mass
-    matrix, across all the contacts of a pair of bodies too; solves go through L, whose size
-    is the pair's 12 degrees of freedom however many contacts it has.
-
-    ab: (c, 2) the two bodies; base: (c, k) value of J . G at G = 0: the signed separation along
-    n at the solve's start (< 0 penetrating) and how far A's contact point is from its friction
-    anchor on B (where it stuck, or where it was when the substep started) along t1, t2; r1, r2:
-    (c, 3) lever arms (to the middle of the two surface points, so both bodies feel the impulse
-    at one place); n: (c, 3).
-    """
-
-    ab: np.ndarray
-    J: np.ndarray
-    M: np.ndarray
-    L: np.ndarray
-    base: np.ndarray
-    r1: np.ndarray
-    r2: np.ndarray
-    n: np.ndarray
-    friction: np.ndarray
-
-
-def tangent_basis(n):
-    """Two unit vectors (c, 3) each, t1 and t2 = n x t1, completing unit normals n (c, 3)."""
-    # cross n with the world axis least aligned with it
-    k = np.argmin(np.abs(n), axis=1)
+def _tangents(n):
+    a = np.abs(n)
+    pick = np.where((a[:, 0] <= a[:, 1]) & (a[:, 0] <= a[:, 2]), 0, np.where(a[:, 1] <= a[:, 2], 1, 2))
     e = np.zeros_like(n)
-    e[np.arange(len(n)), k] = 1.0
-    t1 = cross(n, e)
-    t1 /= np.sqrt(_dot(t1, t1))[:, None]
-    return t1, cross(n, t1)
+    e[np.arange(len(n)), pick] = 1.0
+    t1 = Q.cross(n, e)
+    t1 = t1 / np.sqrt(_dot(t1, t1))[:, None]
+    return t1, Q.cross(n, t1)
 
 
-def contact_rows(x, q, origin, inv_mass, inv_inertia, contacts, anchor=None) -> ContactRows:
-    """Rows for the contacts' normals, and with ``anchor`` (c, 3) (friction anchors in B's frame,
-    world for the world body) also for a tangent basis.
-
-    origin: (B+1, 3) the points lever arms are measured from. For the position solve that is
-    where each body's centre was when the substep started: v = (x - x_prev) / h turns a
-    positional impulse P into an orbital angular momentum change x_prev x P / h, so with the same
-    origin for the spin part a pair's angular momentum is conserved exactly. For the velocity
-    solve (positions fixed) it is the centre itself.
-    """
-    a, b, n = contacts.a, contacts.b, contacts.normal
-    c = len(a)
-    rot1, rot2 = quat.to_matrix(q[a]), quat.to_matrix(q[b])
-    p1 = x[a] + np.einsum("cij,cj->ci", rot1, contacts.local_a)
-    p2 = x[b] + np.einsum("cij,cj->ci", rot2, contacts.local_b)
-    mid = 0.5 * (p1 + p2)
-    r1, r2 = mid - origin[a], mid - origin[b]
-    if anchor is None:
-        dirs = n[:, None, :]
-        base = _dot(p1 - p2, n)[:, None]
-    else:
-        t1, t2 = tangent_basis(n)
-        dirs = np.stack([n, t1, t2], axis=1)
-        slip0 = p1 - (x[b] + np.einsum("cij,cj->ci", rot2, anchor))
-        base = np.stack([_dot(p1 - p2, n), _dot(slip0, t1), _dot(slip0, t2)], axis=1)
-    k = dirs.shape[1]
-    J = np.empty((c, k, 12))
-    M = np.empty((c, k, 12))
-    J[:, :, 0:3] = dirs
-    J[:, :, 3:6] = cross(r1[:, None, :], dirs)
-    J[:, :, 6:9] = -dirs
-    J[:, :, 9:12] = -cross(r2[:, None, :], dirs)
-    ma, mb = inv_mass[a], inv_mass[b]
-    M[:, :, 0:3] = ma[:, None, None] * dirs
-    M[:, :, 6:9] = -mb[:, None, None] * dirs
-    # I_world^-1 (r x d) = R diag(I^-1) R^T (r x d), for all k directions at once
-    M[:, :, 3:6] = np.einsum("cij,ckj->cki", rot1,
-                             inv_inertia[a][:, None, :] * np.einsum("cji,ckj->cki", rot1, J[:, :, 3:6]))
-    M[:, :, 9:12] = np.einsum("cij,ckj->cki", rot2,
-                              inv_inertia[b][:, None, :] * np.einsum("cji,ckj->cki", rot2, J[:, :, 9:12]))
-    L = np.empty((c, k, 12))
-    L[:, :, 0:3] = np.sqrt(ma)[:, None, None] * dirs
-    L[:, :, 6:9] = -np.sqrt(mb)[:, None, None] * dirs
-    L[:, :, 3:6] = np.sqrt(inv_inertia[a])[:, None, :] * np.einsum("cji,ckj->cki", rot1, J[:, :, 3:6])
-    L[:, :, 9:12] = np.sqrt(inv_inertia[b])[:, None, :] * np.einsum("cji,ckj->cki", rot2, J[:, :, 9:12])
-    return ContactRows(np.stack([a, b], axis=1), J, M, L, base, r1, r2, n, contacts.friction)
+def _rowdot(J, M, i, j):
+    """Sum over the 12 columns, in order, of J[:, i] M[:, j]."""
+    s = np.zeros(len(J))
+    for k in range(12):
+        s = s + J[:, i, k] * M[:, j, k]
+    return s
 
 
-# A pair's rows L are solved in the damped (Tikhonov) least-squares sense, L^T (L L^T + eps)^-1
-# with eps = (PAIR_DAMPING * the largest singular value)^2. A pair usually has more contact rows
-# than ways to move (a face's four corners, three ways to move along the normal), so its matrix
-# is singular, and the least-norm split spreads the impulse over them evenly; directions much
-# weaker than the strongest (a cylinder's rim points on a bump, a box straddling two others:
-# nearly dependent rows) get damped instead of inverted, since their exact solution is a pair of
-# huge opposite impulses, and clamping one of them at zero launched the bodies.
-PAIR_DAMPING = 0.05
+def contact_rows(x, q, origin, inv_mass, inv_inertia, ints, local_a, local_b, normal, anchor, count, with_friction,
+                 J, M, base, wn, wt):
+    c = slice(0, count)
+    a, b = ints[c, 0], ints[c, 1]
+    qa, qb = q[a], q[b]
+    p1 = x[a] + Q.rotate(qa, local_a[c])
+    p2 = x[b] + Q.rotate(qb, local_b[c])
+    mid = (p1 + p2) * 0.5
+    wa, wb = inv_mass[a], inv_mass[b]
+    total = wa + wb
+    safe = np.where(total > 0.0, total, 1.0)
+    shift = np.stack([(wa * (x[a, k] - origin[a, k]) + wb * (x[b, k] - origin[b, k])) / safe for k in range(3)], axis=1)
+    shift[total <= 0.0] = 0.0
+    r1 = mid - (origin[a] + shift)
+    r2 = mid - (origin[b] + shift)
+    n = normal[c]
+    base[c, 0] = _dot(p1 - p2, n)
+    dirs = [n]
+    if with_friction:
+        t1, t2 = _tangents(n)
+        slip0 = p1 - (x[b] + Q.rotate(qb, anchor[c]))
+        base[c, 1] = _dot(slip0, t1)
+        base[c, 2] = _dot(slip0, t2)
+        dirs += [t1, t2]
+    ia, ib = inv_inertia[a], inv_inertia[b]
+    for j, d in enumerate(dirs):
+        ra, rb = Q.cross(r1, d), Q.cross(r2, d)
+        J[c, j, 0:3] = d
+        J[c, j, 3:6] = ra
+        J[c, j, 6:9] = -d
+        J[c, j, 9:12] = -rb
+        M[c, j, 0:3] = inv_mass[a][:, None] * d
+        M[c, j, 3:6] = Q.inv_inertia_times(qa, ia, ra)
+        M[c, j, 6:9] = -inv_mass[b][:, None] * d
+        M[c, j, 9:12] = -Q.inv_inertia_times(qb, ib, rb)
+    Jc, Mc = J[c], M[c]
+    wn[c] = _rowdot(Jc, Mc, 0, 0)
+    if with_friction:
+        wt[c, 0] = _rowdot(Jc, Mc, 1, 1)
+        wt[c, 1] = _rowdot(Jc, Mc, 1, 2)
+        wt[c, 2] = _rowdot(Jc, Mc, 2, 2)
 
 
-@dataclass
-class PairBlocks:
-    """Contacts grouped by body pair (P pairs, at most K contacts each, padded), pairs in colour order.
-
-    A pair's contacts act on the same two bodies, so they are solved as one block (a least
-    squares solve over the pair) rather than one after another: the corners of a face landing
-    flat share the impulse evenly, as they would at the same instant, instead of the first one
-    tipping the body.
-
-    ab: (P, 2) the pair's bodies, lower index first (the world, B, is always second); row, slot:
-    (c,) where each contact sits in the padded arrays; valid: (P, K); J, M, L: (P, K, k, 12)
-    ``ContactRows.J``/``M``/``L`` with G = [S[ab[:, 0]], S[ab[:, 1]]] (halves swapped for contacts
-    whose point is on the second body), zero where not valid; base: (P, K, k); friction: (P, K);
-    bounds: (colours + 1,) pair row where each colour starts.
-    """
-
-    ab: np.ndarray
-    row: np.ndarray
-    slot: np.ndarray
-    valid: np.ndarray
-    J: np.ndarray
-    M: np.ndarray
-    L: np.ndarray
-    base: np.ndarray
-    friction: np.ndarray
-    bounds: np.ndarray
-
-    def pad(self, values, fill=0.0):
-        """Per-contact values (c, ...) into the padded layout (P, K, ...)."""
-        out = np.full(self.valid.shape + values.shape[1:], fill, dtype=values.dtype)
-        out[self.row, self.slot] = values
-        return out
+def _value(J, S, c, j, a, b):
+    """J_j . [S_a, S_b], the twelve terms added in order (one gather of each, then columns)."""
+    prod = J[c, j] * np.concatenate([S[a], S[b]], axis=1)
+    s = np.zeros(len(c))
+    for k in range(12):
+        s = s + prod[:, k]
+    return s
 
 
-def pair_blocks(rows: ContactRows, pair_ab, row, slot, count, bounds) -> PairBlocks:
-    """The padded per-pair layout of ``rows`` (contacts sorted by pair row).
+def _push(M, S, c, j, a, b, impulse):
+    S[a] += impulse[:, None] * M[c, j, 0:6]
+    S[b] += impulse[:, None] * M[c, j, 6:12]
 
-    pair_ab: (P, 2) lower, higher body of each pair; row, slot: (c,) each contact's pair row and
-    place in it; count: K; bounds: (colours + 1,) pair rows where the colours start.
-    """
-    P, K = len(pair_ab), count
-    swapped = rows.ab[:, 0] != pair_ab[row, 0]
-    k = rows.J.shape[1]
-    valid = np.zeros((P, K), bool)
-    valid[row, slot] = True
+
+def _colours(pair_first, pair_order, colour_bounds):
+    """Per colour: for each slot k, the contacts at slot k of the colour's pairs (those that have one)."""
     out = []
-    for m in (rows.J, rows.M, rows.L):
-        m = m.copy()
-        m[swapped] = np.roll(m[swapped], 6, axis=-1)
-        padded = np.zeros((P, K, k, 12))
-        padded[row, slot] = m
-        out.append(padded)
-    blocks = PairBlocks(pair_ab, row, slot, valid, *out, None, None, bounds)
-    blocks.base = blocks.pad(rows.base)
-    blocks.friction = blocks.pad(rows.friction)
-    return blocks
-
-
-def _pseudo_inverse(L, active, cache=None, key=None):
-    """Pseudo-inverses (P, 12, n) of rows L (P, n, 12) with only the active (P, n) ones kept.
-
-    cache: an optional dict that keeps the last result under ``key`` with its mask: L is fixed
-    for a substep, and from pass to pass the set of active contacts mostly is too.
-    """
-    if cache is not None:
-        hit = cache.get(key)
-        if hit is not None and np.array_equal(hit[0], active):
-            return hit[1]
-    u, sv, vt = np.linalg.svd(np.where(active[:, :, None], L, 0.0), full_matrices=False)
-    eps = (PAIR_DAMPING * sv[:, :1]) ** 2 + 1e-300
-    Lp = (np.swapaxes(vt, -1, -2) * (sv / (sv * sv + eps))[:, None, :]) @ np.swapaxes(u, -1, -2)
-    if cache is not None:
-        cache[key] = (active.copy(), Lp)
-    return Lp
-
-
-def _impulses(Lp, r):
-    """The least-norm impulses (P, n) that change the constraints by r (P, n): A^+ r, where for
-    A = L L^T the pseudo-inverse is A^+ = (L^+)^T L^+ and Lp (P, 12, n) is L^+."""
-    return _einsum("pki,pk->pi", Lp, _einsum("pkj,pj->pk", Lp, r))
-
-
-def colour_slices(blocks: PairBlocks, lam, lam_t, scale):
-    """Per colour (pair rows start:stop), the views the position solve reads and writes.
-
-    lam: (P, K), lam_t: (P, K, 2), scale: (P, K), all padded like ``blocks``.
-    """
-    out = []
-    K = blocks.valid.shape[1]
-    for s0, s1 in zip(blocks.bounds[:-1], blocks.bounds[1:]):
-        if s1 <= s0:
-            continue
-        s = slice(int(s0), int(s1))
-        P = s1 - s0
-        out.append((blocks.ab[s], blocks.valid[s], blocks.J[s], blocks.M[s], blocks.base[s],
-                    blocks.L[s].reshape(P, 3 * K, 12), blocks.friction[s] > 0.0, blocks.friction[s],
-                    lam[s], lam_t[s], scale[s], {}))
+    for ci in range(len(colour_bounds) - 1):
+        pairs = pair_order[colour_bounds[ci]:colour_bounds[ci + 1]]
+        first = pair_first[pairs]
+        size = pair_first[pairs + 1] - first
+        width = int(size.max()) if len(size) else 0
+        out.append([first[size > k] + k for k in range(width)])
     return out
 
 
-def solve_contact_positions(slices, S):
-    """One pass of contact projection with static friction: pair blocks, colour by colour.
-
-    S: (B+1, 6) the translation dx and small rotation dth each body has been moved by in this
-    substep so far (updated in place). Per colour (see ``colour_slices``), for each pair of
-    bodies: lam (P, K) accumulated normal positional impulses, kg m; lam_t (P, K, 2) accumulated
-    tangential (friction) positional impulses along t1, t2. First the contacts that penetrate
-    or still push take the normal impulses that bring them all to the surface at once (least
-    squares over the pair), the accumulated impulse kept >= 0 so that a contact pushed too far
-    lets go; then static friction pulls the pushing contacts back to their anchors, all at
-    once, each within mu times its normal impulse; both go out as one impulse. scale: (P, K) 1
-    where friction held the contact (it sticks if it also has a normal impulse), less where the
-    Coulomb cone cut it.
-    """
-    einsum, maximum, minimum = _einsum, np.maximum, np.minimum
-    for ab, valid, J, M, base, L, grips, mu, lam, lam_t, scale_out, cache in slices:
-        P, K = valid.shape
-        e = einsum("pkij,pj->pki", J, S[ab].reshape(P, 12))
-        e += base
-        en = e[:, :, 0]
-        active = valid & ((lam > 0.0) | (en < 0.0))
-        Ln = L[:, 0::3]
-        dlam = -_impulses(_pseudo_inverse(Ln, active, cache, "normal"), np.where(active, en, 0.0))
-        dlam = maximum(dlam, -lam)
-        lam += dlam
-        # slip along t1, t2 after the normal correction
-        e += einsum("pkij,pj->pki", J, einsum("pk,pkj->pj", dlam, M[:, :, 0]))
-        # The friction impulses that take the slip back, found with the normal rows held (the
-        # tangent rows alone would turn the body about the contact plane's axes, which only
-        # the normal rows rule out); only their tangential part is applied, so a cone-limited
-        # (sliding) contact does not leave a normal push behind.
-        holds = lam > 0.0
-        rows = np.repeat(holds[:, :, None], 3, axis=2)
-        rows[:, :, 1:] &= grips[:, :, None]
-        rhs = np.where(rows, e, 0.0)
-        rhs[:, :, 0] = 0.0
-        rows = rows.reshape(P, 3 * K)
-        dt = -_impulses(_pseudo_inverse(L, rows, cache, "friction"), rhs.reshape(P, 3 * K)).reshape(P, K, 3)[:, :, 1:]
-        # Coulomb: the accumulated tangential multiplier (a vector, summed over this substep's
-        # passes) stays within mu times the normal one. Inside the cone the contact sticks.
-        total = lam_t + dt
-        scale = minimum(mu * lam / maximum(np.sqrt(einsum("pki,pki->pk", total, total)), 1e-300), 1.0)
-        total *= scale[:, :, None]
-        impulse = np.concatenate([dlam[:, :, None], total - lam_t], axis=2)
-        lam_t[...] = total
-        scale_out[...] = scale
-        S[ab] += einsum("pki,pkij->pj", impulse, M).reshape(P, 2, 6)
+PAIR_DAMPING = 0.05
+POWER_STEPS = 6
+DOF = 12
 
 
-def solve_contact_restitution(blocks: PairBlocks, vw, solved, target, iterations):
-    """``iterations`` passes that set the normal speed of the ``solved`` contacts (c,) to ``target`` (c,).
+def _cholesky_solve(L, rhs):
+    n = L.shape[1]
+    s = rhs.copy()
+    out = np.zeros_like(rhs)
+    for k in range(n):  # forward: column by column, each row's terms in increasing k
+        out[:, k] = s[:, k] / L[:, k, k]
+        s[:, k + 1:] = s[:, k + 1:] - L[:, k + 1:, k] * out[:, k:k + 1]
+    s = out.copy()
+    for k in range(n - 1, -1, -1):  # backward: each row's terms from the far end
+        out[:, k] = s[:, k] / L[:, k, k]
+        s[:, :k] = s[:, :k] - L[:, k, :k] * out[:, k:k + 1]
+    return out
 
-    blocks: normal rows (k = 1) at the corrected poses; vw: (B+1, 6) [v, w], updated in place.
-    Each pair's contacts are solved together (least squares over the pair), pairs colour by
-    colour. The target is e times the approach speed for a bounce, 0 otherwise (which also
-    removes the separating speed that projecting a penetration out would otherwise leave behind).
-    """
-    if not np.any(solved):
+
+def _rows_a(J, q, inv_mass, inv_inertia, ints, rc, rj, swap):
+    """A = J F (P, n, 12) of the rows, in each pair's body order."""
+    A = np.zeros(rc.shape + (DOF,))
+    for u in range(2):
+        body = ints[rc, u]
+        half = np.zeros(rc.shape + (6,))
+        half[..., :3] = J[rc, rj, 6 * u:6 * u + 3] * np.sqrt(inv_mass[body])[..., None]
+        half[..., 3:] = Q.rotate_back(q[body], J[rc, rj, 6 * u + 3:6 * u + 6]) * np.sqrt(inv_inertia[body])
+        mine = np.where(swap, 1 - u, u)
+        A[..., 0:6] = np.where((mine == 0)[..., None], half, A[..., 0:6])
+        A[..., 6:12] = np.where((mine == 1)[..., None], half, A[..., 6:12])
+    return A
+
+
+def _pair_impulses(A, rhs):
+    """A (H + eps)^-2 A^T rhs for rows A (P, n, 12) (padded rows zero), H = A^T A."""
+    P, n, _ = A.shape
+    H = np.zeros((P, DOF, DOF))
+    for r in range(n):
+        H = H + A[:, r, :, None] * A[:, r, None, :]
+    lower = np.arange(DOF)[None, :] <= np.arange(DOF)[:, None]
+    Hs = np.where(lower[None], H, np.swapaxes(H, 1, 2))
+    v = np.einsum("pii->pi", H).copy()
+    top = np.zeros(P)
+    live = np.ones(P, bool)
+    for _ in range(POWER_STEPS):
+        w = np.zeros((P, DOF))
+        for k in range(DOF):
+            w = w + Hs[:, :, k] * v[:, k:k + 1]
+        ss = np.zeros(P)
+        for i in range(DOF):
+            ss = ss + w[:, i] * w[:, i]
+        t = np.sqrt(ss)
+        top = np.where(live, t, top)
+        live = live & (t > 0.0)
+        v = np.where(live[:, None], w / np.where(live, t, 1.0)[:, None], v)
+    eps = PAIR_DAMPING * PAIR_DAMPING * top + 1e-300
+    L = np.zeros_like(H)
+    for j in range(DOF):
+        col = H[:, j:, j].copy()  # column j, rows j..11
+        col[:, 0] = col[:, 0] + eps
+        for k in range(j):
+            col = col - L[:, j:, k] * L[:, j:j + 1, k]
+        d = np.sqrt(np.maximum(col[:, 0], 1e-300))
+        L[:, j, j] = d
+        L[:, j + 1:, j] = col[:, 1:] / d[:, None]
+    y = np.zeros((P, DOF))
+    for r in range(n):
+        y = y + A[:, r, :] * rhs[:, r:r + 1]
+    y = _cholesky_solve(L, _cholesky_solve(L, y))
+    out = np.zeros((P, n))
+    for i in range(DOF):
+        out = out + A[:, :, i] * y[:, i:i + 1]
+    return out
+
+
+def solve_contact_positions(ints, J, M, base, wn, wt, mu, pair_first, pair_order, colour_bounds, lam, lam_t, stuck, S,
+                            sweeps, q, inv_mass, inv_inertia):
+    for ci in range(len(colour_bounds) - 1):
+        pairs = pair_order[colour_bounds[ci]:colour_bounds[ci + 1]]
+        if not len(pairs):
+            continue
+        first = pair_first[pairs]
+        size = pair_first[pairs + 1] - first
+        width = int(size.max())
+        slots = [first[size > k] + k for k in range(width)]
+        for _ in range(sweeps):
+            for c in slots:
+                a, b = ints[c, 0], ints[c, 1]
+                e = _value(J, S, c, 0, a, b) + base[c, 0]
+                act = (lam[c] > 0.0) | (e < 0.0)
+                dl = np.where(act, np.maximum(-e / wn[c], -lam[c]), 0.0)
+                lam[c] += dl
+                _push(M, S, c, 0, a, b, dl)
+        # Each pair's friction rows, compact in the order (contact, row), padded at the end.
+        P = len(pairs)
+        n_max = 3 * width
+        rows_c = np.zeros((P, n_max), np.int64)
+        rows_j = np.zeros((P, n_max), np.int64)
+        valid = np.zeros((P, n_max), bool)
+        count = np.zeros(P, np.int64)
+        for k in range(width):
+            has = size > k
+            c = np.where(has, first + k, 0)
+            pushing = has & (lam[c] > 0.0)
+            gripping = pushing & (mu[c] > 0.0)
+            for j, on in ((0, pushing), (1, gripping), (2, gripping)):
+                r = np.flatnonzero(on)
+                rows_c[r, count[r]] = c[r]
+                rows_j[r, count[r]] = j
+                valid[r, count[r]] = True
+                count[r] += 1
+        out = np.zeros((P, n_max))
+        if np.any(valid):
+            rc = np.where(valid, rows_c, 0)
+            rj = np.where(valid, rows_j, 0)
+            rhs = np.zeros((P, n_max))
+            for i in range(n_max):
+                ok = valid[:, i] & (rj[:, i] > 0)
+                c, j = rc[:, i], rj[:, i]
+                val = _value_rows(J, S, c, j, ints) + base[c, j]
+                rhs[:, i] = np.where(ok, -val, 0.0)
+            swap = ints[rc, 0] != ints[np.where(size > 0, first, 0), 0][:, None]
+            A = np.where(valid[..., None], _rows_a(J, q, inv_mass, inv_inertia, ints, rc, rj, swap), 0.0)
+            out = _pair_impulses(A, rhs)
+        # The friction impulse of each contact: its two tangent rows' entries (0 where none).
+        d = np.zeros((P, width, 2))
+        for k in range(width):
+            has = size > k
+            c = np.where(has, first + k, 0)
+            for j in (1, 2):
+                at = (rows_c == c[:, None]) & (rows_j == j) & valid
+                any_at = at.any(axis=1) & has
+                idx = np.argmax(at, axis=1)
+                d[:, k, j - 1] = np.where(any_at, out[np.arange(P), idx], 0.0)
+        for k in range(width):
+            c = slots[k]
+            sel = size > k
+            dk = d[sel, k]
+            a, b = ints[c, 0], ints[c, 1]
+            t1 = lam_t[c, 0] + dk[:, 0]
+            t2 = lam_t[c, 1] + dk[:, 1]
+            length = np.sqrt(t1 * t1 + t2 * t2)
+            scale = np.minimum(mu[c] * lam[c] / np.maximum(length, 1e-300), 1.0)
+            t1 = t1 * scale
+            t2 = t2 * scale
+            _push(M, S, c, 1, a, b, t1 - lam_t[c, 0])
+            _push(M, S, c, 2, a, b, t2 - lam_t[c, 1])
+            lam_t[c, 0] = t1
+            lam_t[c, 1] = t2
+            stuck[c] = np.where((scale >= 1.0) & (lam[c] > 0.0), 1, 0)
+
+
+def _value_rows(J, S, c, j, ints):
+    return _value(J, S, c, j, ints[c, 0], ints[c, 1])
+
+
+def apply_corrections(x, q, S, momentum, inertia, dynamic, h):
+    d = np.flatnonzero(dynamic)
+    if not len(d):
         return
-    active = blocks.pad(solved, False)
-    Lp = _pseudo_inverse(blocks.L[:, :, 0], active)
-    tg = np.where(active, blocks.pad(target), 0.0)
-    J, M = blocks.J[:, :, 0], blocks.M[:, :, 0]
-    parts = []
-    for s0, s1 in zip(blocks.bounds[:-1], blocks.bounds[1:]):
-        s = slice(int(s0), int(s1))
-        if s1 > s0 and np.any(active[s]):
-            parts.append((blocks.ab[s], J[s], M[s], Lp[s], tg[s], active[s]))
+    dth = S[d, 3:]
+    x[d] += S[d, :3]
+    qd = q[d]
+    momentum[d] += Q.inertia_times(qd, inertia[d], dth) / h
+    q[d] = Q.normalize(Q.multiply(Q.exp_rotation(dth), qd))
+
+
+def velocities(x, q, v, w, x_prev, q_prev, momentum, inv_inertia, dynamic, kinematic, h):
+    n = len(x) - 1
+    v[:n] = (x[:n] - x_prev[:n]) / h
+    d = np.flatnonzero(dynamic[:n])
+    w[d] = Q.inv_inertia_times(q[d], inv_inertia[d], momentum[d])
+    k = np.flatnonzero(kinematic[:n])
+    w[k] = Q.log_rotation(Q.multiply(q[k], Q.conjugate(q_prev[k]))) / h
+
+
+def solve_contact_restitution(ints, J, M, wn, solved, target, pair_first, pair_order, colour_bounds, vw, iterations,
+                              q, inv_mass, inv_inertia):
     for _ in range(iterations):
-        for ab, J_c, M_c, Lp_c, t_c, act in parts:
-            n = len(ab)
-            r = np.where(act, t_c - _einsum("pkj,pj->pk", J_c, vw[ab].reshape(n, 12)), 0.0)
-            p = _impulses(Lp_c, r)
-            vw[ab] += _einsum("pk,pkj->pj", p, M_c).reshape(n, 2, 6)
+        for ci in range(len(colour_bounds) - 1):
+            pairs = pair_order[colour_bounds[ci]:colour_bounds[ci + 1]]
+            if not len(pairs):
+                continue
+            first = pair_first[pairs]
+            size = pair_first[pairs + 1] - first
+            width = int(size.max())
+            if not width:
+                continue
+            P = len(pairs)
+            rows_c = np.zeros((P, width), np.int64)
+            valid = np.zeros((P, width), bool)
+            count = np.zeros(P, np.int64)
+            for k in range(width):
+                has = size > k
+                c = np.where(has, first + k, 0)
+                r = np.flatnonzero(has & solved[c])
+                rows_c[r, count[r]] = c[r]
+                valid[r, count[r]] = True
+                count[r] += 1
+            if not np.any(valid):
+                continue
+            rc = np.where(valid, rows_c, 0)
+            rj = np.zeros_like(rc)
+            now = _value_rows(J, vw, rc.ravel(), rj.ravel(), ints).reshape(rc.shape)
+            rhs = np.where(valid, target[rc] - now, 0.0)
+            swap = ints[rc, 0] != ints[np.where(size > 0, first, 0), 0][:, None]
+            A = np.where(valid[..., None], _rows_a(J, q, inv_mass, inv_inertia, ints, rc, rj, swap), 0.0)
+            out = _pair_impulses(A, rhs)
+            for k in range(width):
+                sel = np.flatnonzero(valid[:, k])
+                if len(sel):
+                    c = rc[sel, k]
+                    _push(M, vw, c, 0, ints[c, 0], ints[c, 1], out[sel, k])

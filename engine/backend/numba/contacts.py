@@ -1,0 +1,232 @@
+"""Contact generation, compiled: rigid bodies' features against shapes, particles against shapes.
+
+The reference is ``backend/numpy/contacts.py``; both generate the same contacts in the same order.
+
+A body's features are its fixed sample points (box corners, hull vertices, a sphere's centre and
+a capsule's axis points, each with a radius) and, for a cylinder, its support points against the
+shape it meets: on each cap, the rim point farthest along the direction into that shape (found
+from the shape's normal at the cylinder's centre), so a wheel touches the ground at the true
+lowest point of its rim; near flat on a cap it adds 16 points of that cap's rim. Each feature is
+tested against the other body's shape (or a world shape) by ``distance``; the contacts of a pair
+of bodies come out together, pairs in the order given (colour by colour).
+
+Against anything but a plane a cylinder also tests 16 points of each cap's rim: where an edge of
+a box or a hull crosses its rim, neither the box's corners nor the support point against the face
+nearest its centre reach into it. (Rim points lie on the true rim, so on a smooth surface they
+never touch before the exact support does: no polygon bumps.)
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from numba import njit
+
+from ...geometry.kinds import CYLINDER, HULL, PLANE
+from .distance import distance
+from .vec import add, cross, dot, get3, get4, mul, norm, qmul, rotate, rotate_back, sub
+
+JIT = dict(cache=True, nogil=True, error_model="numpy")
+
+# Sample points farther from a body's centre than its bounding radius times (1 + this) plus their
+# radius and the margins are not tested against its shape.
+NEAR_SLACK = 0.05
+RIM_POINTS = 16
+# Each cylinder's support features get keys of their own after the fixed points: two supports and
+# the rim points of its two caps.
+SUPPORT_SLOTS = 2 + 2 * RIM_POINTS
+# Within this angle of a cap's normal the cap lies flat enough to add its rim points.
+FLAT_CAP = math.radians(3.0)
+
+
+@njit(**JIT)
+def _shape_pose(geo, s, x, q):
+    """World position and rotation of shape s (its owner's pose composed with its offset)."""
+    owner = geo[4][s]
+    pos = (geo[15][s, 0], geo[15][s, 1], geo[15][s, 2])
+    rot = (geo[14][s, 0], geo[14][s, 1], geo[14][s, 2], geo[14][s, 3])
+    if owner < 0:
+        return pos, rot
+    qo = get4(q, owner)
+    return add(get3(x, owner), rotate(qo, pos)), qmul(qo, rot)
+
+
+@njit(**JIT)
+def _emit(out, c, a, b, world, x, q, p_world, radius, n_world, depth, friction, restitution, key, material):
+    """Write contact c: A's point p_world (with radius) sits depth deep along n_world into B."""
+    surface = sub(p_world, mul(n_world, radius - depth))
+    on_a = sub(p_world, mul(n_world, radius))
+    la = rotate_back(get4(q, a), sub(on_a, get3(x, a)))
+    if b == world:
+        lb = surface
+    else:
+        lb = rotate_back(get4(q, b), sub(surface, get3(x, b)))
+    ia, fa, la_, lb_, na = out[0], out[1], out[2], out[3], out[4]
+    ia[c, 0] = a
+    ia[c, 1] = b
+    ia[c, 2] = key
+    ia[c, 3] = 1 if material else 0
+    la_[c, 0], la_[c, 1], la_[c, 2] = la
+    lb_[c, 0], lb_[c, 1], lb_[c, 2] = lb
+    na[c, 0], na[c, 1], na[c, 2] = n_world
+    fa[c, 0] = friction
+    fa[c, 1] = restitution
+    fa[c, 2] = depth
+
+
+@njit(**JIT)
+def _test_point(geo, s, spos, srot, prefer, p_world, radius, margin):
+    """(normal world, depth) of a world point with radius against shape s at (spos, srot)."""
+    local = rotate_back(srot, sub(p_world, spos))
+    n0, n1, n2, depth = distance(geo, s, local[0], local[1], local[2], radius + margin,
+                                 prefer[0], prefer[1], prefer[2], True)
+    return rotate(srot, (n0, n1, n2)), depth - margin, depth > 0.0
+
+
+@njit(**JIT)
+def _side(geo, x, q, o, t, s, world, points, point_start, point_radius, point_material, body_shape,
+          bound, margin, friction_o, restitution_o, key_stride, target_key, out, c, cap):
+    """The contacts of owner body o's features against shape s (of body t, or the world)."""
+    spos, srot = _shape_pose(geo, s, x, q)
+    xo, qo = get3(x, o), get4(q, o)
+    prefer = rotate_back(srot, sub(xo, spos))
+    m = margin[o] + (0.0 if t == world else margin[t])
+    friction = math.sqrt(friction_o * geo[16][s])
+    restitution = math.sqrt(restitution_o * geo[17][s])
+    always = geo[0][s] == HULL or t == world  # (a hull's depth reaches past its bounding sphere)
+    reach2 = 0.0
+    if not always:
+        xt = get3(x, t)
+    for p in range(point_start[o], point_start[o + 1]):
+        pw = add(xo, rotate(qo, get3(points, p)))
+        r = point_radius[p]
+        if not always:
+            d = sub(pw, xt)
+            reach = bound[t] * (1.0 + NEAR_SLACK) + r + m
+            reach2 = reach * reach
+            if dot(d, d) > reach2:
+                continue
+        n, depth, hit = _test_point(geo, s, spos, srot, prefer, pw, r, m)
+        if hit:
+            if c < cap:
+                _emit(out, c, o, t, world, x, q, pw, r, n, depth, friction, restitution,
+                      p * key_stride + target_key, point_material[p])
+            c += 1
+    so = body_shape[o]
+    if so >= 0 and geo[0][so] == CYLINDER:
+        c = _cylinder_side(geo, x, q, o, t, s, so, world, spos, srot, prefer, m, friction, restitution, out, c, cap,
+                           (points.shape[0] + o * SUPPORT_SLOTS) * key_stride + target_key, key_stride)
+    return c
+
+
+@njit(**JIT)
+def _cylinder_side(geo, x, q, o, t, s, so, world, spos, srot, prefer, m, friction, restitution, out, c, cap,
+                   key0, key_stride):
+    """A cylinder's support points against shape s: per cap, its rim point deepest along the
+    direction into s (the opposite of s's normal at the cylinder's centre); near flat on a cap,
+    that cap's rim points too."""
+    cpos, crot = _shape_pose(geo, so, x, q)
+    radius, half = geo[1][so, 0], geo[1][so, 1]
+    centre_local = rotate_back(srot, sub(cpos, spos))
+    n0, n1, n2, _ = distance(geo, s, centre_local[0], centre_local[1], centre_local[2], 0.0,
+                             prefer[0], prefer[1], prefer[2], True)
+    into = rotate_back(crot, rotate(srot, (-n0, -n1, -n2)))  # into s, in the cylinder's frame
+    perp = math.sqrt(into[0] * into[0] + into[1] * into[1])
+    total = norm(into)
+    if perp > 1e-9 * max(total, 1e-300):
+        u0, u1 = into[0] / perp, into[1] / perp
+    else:
+        u0, u1 = 1.0, 0.0
+    flat_cap = 0.0
+    if total > 0.0 and perp < math.sin(FLAT_CAP) * total:
+        flat_cap = 1.0 if into[2] > 0.0 else -1.0
+    for side in range(2):
+        cap_sign = -1.0 if side == 0 else 1.0
+        local = (radius * u0, radius * u1, cap_sign * half)
+        pw = add(cpos, rotate(crot, local))
+        n, depth, hit = _test_point(geo, s, spos, srot, prefer, pw, 0.0, m)
+        if hit:
+            if c < cap:
+                _emit(out, c, o, t, world, x, q, pw, 0.0, n, depth, friction, restitution, key0 + side * key_stride,
+                      False)
+            c += 1
+        if cap_sign == flat_cap or geo[0][s] != PLANE:
+            for k in range(RIM_POINTS):
+                angle = 2.0 * math.pi * k / RIM_POINTS
+                local = (radius * math.cos(angle), radius * math.sin(angle), cap_sign * half)
+                pw = add(cpos, rotate(crot, local))
+                n, depth, hit = _test_point(geo, s, spos, srot, prefer, pw, 0.0, m)
+                if hit:
+                    if c < cap:
+                        _emit(out, c, o, t, world, x, q, pw, 0.0, n, depth, friction, restitution,
+                              key0 + (2 + side * RIM_POINTS + k) * key_stride, False)
+                    c += 1
+    return c
+
+
+@njit(**JIT)
+def find_contacts(geo, x, q, pairs, points, point_start, point_radius, point_material, body_shape, body_friction,
+                  body_restitution, bound, margin, world, key_stride, out, pair_first):
+    """Contacts of every pair (Q, 3): (body a, body b or ``world``, shape of b). For body pairs both
+    sides are tested (a's features against b's shape, then b's against a's). Writes ``out`` (the
+    contact buffers, see ``ContactBuffers``) and ``pair_first`` (Q + 1,): pair k's contacts are
+    pair_first[k]:pair_first[k + 1]. Returns the number of contacts; if it exceeds the buffers'
+    capacity nothing beyond it is written and the caller grows them and calls again."""
+    cap = out[0].shape[0]
+    c = 0
+    for k in range(pairs.shape[0]):
+        pair_first[k] = c
+        a, b, s = pairs[k, 0], pairs[k, 1], pairs[k, 2]
+        target_key = b if b < world else world + 1 + s
+        c = _side(geo, x, q, a, b, s, world, points, point_start, point_radius, point_material, body_shape, bound,
+                  margin, body_friction[a], body_restitution[a], key_stride, target_key, out, c, cap)
+        if b < world and body_shape[a] >= 0:
+            c = _side(geo, x, q, b, a, body_shape[a], world, points, point_start, point_radius, point_material,
+                      body_shape, bound, margin, body_friction[b], body_restitution[b], key_stride, a, out, c, cap)
+    pair_first[pairs.shape[0]] = c
+    return c
+
+
+@njit(**JIT)
+def particle_contacts(geo, x, q, x_prev, q_prev, particles, radii, candidates, shape_count, out_k, out_corr,
+                      out_depth, out_surface, out_shape):
+    """Particles against shapes: for each candidate (particle, shape) (sorted by particle), the
+    deepest contact of each particle. Writes per contact the particle, its correction (world), its
+    depth, how far the surface under it moved over the substep (its owner's motion) and the shape;
+    returns the number written. World shapes do not move."""
+    c = 0
+    k = 0
+    n = candidates.shape[0]
+    while k < n:
+        p = candidates[k, 0]
+        best_depth = 0.0
+        best_s = -1
+        bn = (0.0, 0.0, 0.0)
+        pw = get3(particles, p)
+        while k < n and candidates[k, 0] == p:
+            s = candidates[k, 1]
+            spos, srot = _shape_pose(geo, s, x, q)
+            local = rotate_back(srot, sub(pw, spos))
+            n0, n1, n2, depth = distance(geo, s, local[0], local[1], local[2], radii[p], local[0], local[1],
+                                         local[2], True)
+            if depth > best_depth:
+                best_depth = depth
+                best_s = s
+                bn = rotate(srot, (n0, n1, n2))
+            k += 1
+        if best_s >= 0:
+            out_k[c] = p
+            out_corr[c, 0], out_corr[c, 1], out_corr[c, 2] = mul(bn, best_depth)
+            out_depth[c] = best_depth
+            owner = geo[4][best_s]
+            if owner < 0:
+                out_surface[c, 0], out_surface[c, 1], out_surface[c, 2] = 0.0, 0.0, 0.0
+            else:
+                # Where the surface point now under the particle was one substep ago.
+                local = rotate_back(get4(q, owner), sub(pw, get3(x, owner)))
+                before = add(get3(x_prev, owner), rotate(get4(q_prev, owner), local))
+                out_surface[c, 0], out_surface[c, 1], out_surface[c, 2] = sub(pw, before)
+            out_shape[c] = best_s
+            c += 1
+    return c

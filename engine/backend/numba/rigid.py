@@ -1,0 +1,397 @@
+"""Rigid-body kernels, compiled: integration, contact rows, the position and velocity solves.
+
+The reference is ``backend/numpy/rigid.py`` (same arguments, same arithmetic, same order).
+
+Extended XPBD (Muller et al. 2020) with the corrections of a substep linearised: every body
+gathers a translation and a small rotation S = [dx, dtheta] that contact projections add to, and
+each contact's rows (its normal and two tangents) J and the corrections per unit impulse M are
+computed once per substep. The contacts of a pair of bodies are relaxed one after another (a
+Gauss-Seidel sweep within the pair), pairs colour by colour: pairs of one colour share no moving
+body, so serially here they give exactly what the numpy reference computes for a colour at once.
+
+Arrays are sized B + 1: row B is the static world (inverse mass 0, identity pose).
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from numba import njit
+
+from .vec import (add, cross, dot, exp_rotation, get3, get4, inertia_times, inv_inertia_times, log_rotation, mul, qmul,
+                  qnormalize, rotate, rotate_back, sub)
+
+JIT = dict(cache=True, nogil=True, error_model="numpy")
+
+
+@njit(**JIT)
+def integrate_bodies(x, q, v, w, momentum, inertia, inv_inertia, dynamic, accel, h, lin_decay, ang_decay):
+    """Free motion over one substep for the dynamic bodies; momentum (B+1, 3) set to each body's
+    world angular momentum (held while the orientation advances at the midpoint angular velocity)."""
+    for b in range(x.shape[0]):
+        momentum[b, 0] = 0.0
+        momentum[b, 1] = 0.0
+        momentum[b, 2] = 0.0
+        if not dynamic[b]:
+            continue
+        for k in range(3):
+            v[b, k] = (v[b, k] + accel[b, k] * h) * lin_decay[b]
+            x[b, k] += v[b, k] * h
+        qb = get4(q, b)
+        L = mul(inertia_times(qb, get3(inertia, b), get3(w, b)), ang_decay[b])
+        momentum[b, 0], momentum[b, 1], momentum[b, 2] = L
+        q_mid = qnormalize(qmul(exp_rotation(mul(get3(w, b), 0.5 * h)), qb))
+        w_mid = inv_inertia_times(q_mid, get3(inv_inertia, b), L)
+        q[b, 0], q[b, 1], q[b, 2], q[b, 3] = qnormalize(qmul(exp_rotation(mul(w_mid, h)), qb))
+
+
+@njit(**JIT)
+def _tangents(n):
+    """t1, t2 completing the unit normal n (t1 = n x the world axis least aligned with n)."""
+    a0, a1, a2 = abs(n[0]), abs(n[1]), abs(n[2])
+    if a0 <= a1 and a0 <= a2:
+        e = (1.0, 0.0, 0.0)
+    elif a1 <= a2:
+        e = (0.0, 1.0, 0.0)
+    else:
+        e = (0.0, 0.0, 1.0)
+    t1 = cross(n, e)
+    length = math.sqrt(dot(t1, t1))
+    t1 = (t1[0] / length, t1[1] / length, t1[2] / length)
+    return t1, cross(n, t1)
+
+
+@njit(**JIT)
+def contact_rows(x, q, origin, inv_mass, inv_inertia, ints, local_a, local_b, normal, anchor, count, with_friction,
+                 J, M, base, wn, wt):
+    """Rows of contacts 0:count at poses x, q: J (c, 3, 12) the normal and tangent directions
+    [d, r1 x d, -d, -(r2 x d)], M (c, 3, 12) the correction per unit impulse along each, base
+    (c, 3) their values at S = 0 (separation along n, offset from the friction anchor along t1,
+    t2), wn (c,) the generalized inverse mass along n, wt (c, 3) the symmetric 2 x 2 one of the
+    tangents (t1 t1, t1 t2, t2 t2). ``origin`` (B+1, 3): where the bodies were at the substep's
+    start (the poses x themselves for rows at rest); lever arms reach from there (see below) to
+    the middle of the two surface points. with_friction False: the normal row only."""
+    for c in range(count):
+        a, b = ints[c, 0], ints[c, 1]
+        qa, qb = get4(q, a), get4(q, b)
+        p1 = add(get3(x, a), rotate(qa, get3(local_a, c)))
+        p2 = add(get3(x, b), rotate(qb, get3(local_b, c)))
+        mid = mul(add(p1, p2), 0.5)
+        # Lever arms from where each body was at the substep's start, both moved on by the pair's
+        # shared step s (its inverse-mass weighted travel): the shared shift keeps the pair's
+        # angular momentum exact, and with s the travel of the lighter body (all of it against
+        # the static world) a ball rolling on the ground feels no torque from its normal force.
+        wa, wb = inv_mass[a], inv_mass[b]
+        total = wa + wb
+        s0 = s1 = s2 = 0.0
+        if total > 0.0:
+            s0 = (wa * (x[a, 0] - origin[a, 0]) + wb * (x[b, 0] - origin[b, 0])) / total
+            s1 = (wa * (x[a, 1] - origin[a, 1]) + wb * (x[b, 1] - origin[b, 1])) / total
+            s2 = (wa * (x[a, 2] - origin[a, 2]) + wb * (x[b, 2] - origin[b, 2])) / total
+        r1 = sub(mid, (origin[a, 0] + s0, origin[a, 1] + s1, origin[a, 2] + s2))
+        r2 = sub(mid, (origin[b, 0] + s0, origin[b, 1] + s1, origin[b, 2] + s2))
+        n = get3(normal, c)
+        base[c, 0] = dot(sub(p1, p2), n)
+        rows = 1
+        t1 = (0.0, 0.0, 0.0)
+        t2 = (0.0, 0.0, 0.0)
+        if with_friction:
+            t1, t2 = _tangents(n)
+            slip0 = sub(p1, add(get3(x, b), rotate(qb, get3(anchor, c))))
+            base[c, 1] = dot(slip0, t1)
+            base[c, 2] = dot(slip0, t2)
+            rows = 3
+        ia, ib = get3(inv_inertia, a), get3(inv_inertia, b)
+        for j in range(rows):
+            d = n if j == 0 else (t1 if j == 1 else t2)
+            ra = cross(r1, d)
+            rb = cross(r2, d)
+            ma = inv_inertia_times(qa, ia, ra)
+            mb = inv_inertia_times(qb, ib, rb)
+            for k in range(3):
+                J[c, j, k] = d[k]
+                J[c, j, 3 + k] = ra[k]
+                J[c, j, 6 + k] = -d[k]
+                J[c, j, 9 + k] = -rb[k]
+                M[c, j, k] = inv_mass[a] * d[k]
+                M[c, j, 3 + k] = ma[k]
+                M[c, j, 6 + k] = -inv_mass[b] * d[k]
+                M[c, j, 9 + k] = -mb[k]
+        wn[c] = _rowdot(J, M, c, 0, 0)
+        if with_friction:
+            wt[c, 0] = _rowdot(J, M, c, 1, 1)
+            wt[c, 1] = _rowdot(J, M, c, 1, 2)
+            wt[c, 2] = _rowdot(J, M, c, 2, 2)
+
+
+@njit(**JIT)
+def _rowdot(J, M, c, i, j):
+    s = 0.0
+    for k in range(12):
+        s += J[c, i, k] * M[c, j, k]
+    return s
+
+
+@njit(**JIT)
+def _value(J, S, c, j, a, b):
+    """J_j . [S_a, S_b]: how far the contact has moved along row j by the corrections so far."""
+    s = 0.0
+    for k in range(6):
+        s += J[c, j, k] * S[a, k]
+    for k in range(6):
+        s += J[c, j, 6 + k] * S[b, k]
+    return s
+
+
+@njit(**JIT)
+def _push(M, S, c, j, a, b, impulse):
+    for k in range(6):
+        S[a, k] += impulse * M[c, j, k]
+        S[b, k] += impulse * M[c, j, 6 + k]
+
+
+# The friction block of a pair is solved in the damped least-squares sense with the damping
+# eps = (PAIR_DAMPING * its largest singular value)^2: a face's corners give more rows than the
+# two bodies have ways to move, and nearly dependent rows (a box straddling two others) get
+# damped rather than inverted, whose exact solution would be a pair of huge opposite impulses.
+# With A = J F (F F^T the inverse mass matrix, F = diag(m^-1/2, R I^-1/2) per body) the impulses
+# G (G + eps)^-2 r of G = A A^T are A (H + eps)^-2 A^T r with H = A^T A: a 12 x 12 system for the
+# pair's 12 ways to move, however many rows its contacts give.
+PAIR_DAMPING = 0.05
+POWER_STEPS = 6
+DOF = 12
+
+
+@njit(**JIT)
+def _row_a(J, q, inv_mass, inv_inertia, ints, c, j, swap, out):
+    """A = J F of row j of contact c, in the pair's body order (swap: the contact's A is the pair's B)."""
+    for u in range(2):
+        body = ints[c, u]
+        at = 6 * (1 - u) if swap else 6 * u
+        sm = math.sqrt(inv_mass[body])
+        for k in range(3):
+            out[at + k] = J[c, j, 6 * u + k] * sm
+        r = rotate_back(get4(q, body), (J[c, j, 6 * u + 3], J[c, j, 6 * u + 4], J[c, j, 6 * u + 5]))
+        for k in range(3):
+            out[at + 3 + k] = r[k] * math.sqrt(inv_inertia[body, k])
+
+
+@njit(**JIT)
+def _cholesky_solve(L, rhs, out):
+    n = L.shape[0]
+    for i in range(n):
+        s = rhs[i]
+        for k in range(i):
+            s -= L[i, k] * out[k]
+        out[i] = s / L[i, i]
+    for i in range(n - 1, -1, -1):
+        s = out[i]
+        for k in range(n - 1, i, -1):  # (from the far end, as the numpy reference's column sweep)
+            s -= L[k, i] * out[k]
+        out[i] = s / L[i, i]
+
+
+@njit(**JIT)
+def _pair_impulses(A, n, rhs, H, L, v, w, y, z, out):
+    """out[:n] = A (H + eps)^-2 A^T rhs for rows A (n, 12)."""
+    for i in range(DOF):
+        for k in range(DOF):
+            H[i, k] = 0.0
+    for r in range(n):
+        for i in range(DOF):
+            for k in range(i + 1):
+                H[i, k] += A[r, i] * A[r, k]
+    for i in range(DOF):
+        v[i] = H[i, i]
+    top = 0.0
+    for _ in range(POWER_STEPS):  # the largest eigenvalue of H (A's largest singular value squared)
+        for i in range(DOF):
+            s = 0.0
+            for k in range(DOF):
+                s += (H[i, k] if k <= i else H[k, i]) * v[k]
+            w[i] = s
+        s = 0.0
+        for i in range(DOF):
+            s += w[i] * w[i]
+        top = math.sqrt(s)
+        if top <= 0.0:
+            break
+        for i in range(DOF):
+            v[i] = w[i] / top
+    eps = PAIR_DAMPING * PAIR_DAMPING * top + 1e-300
+    for j in range(DOF):  # Cholesky of H + eps I
+        s = H[j, j] + eps
+        for k in range(j):
+            s -= L[j, k] * L[j, k]
+        d = math.sqrt(max(s, 1e-300))
+        L[j, j] = d
+        for i in range(j + 1, DOF):
+            s = H[i, j]
+            for k in range(j):
+                s -= L[i, k] * L[j, k]
+            L[i, j] = s / d
+    for i in range(DOF):
+        s = 0.0
+        for r in range(n):
+            s += A[r, i] * rhs[r]
+        y[i] = s
+    _cholesky_solve(L, y, z)
+    _cholesky_solve(L, z, y)
+    for r in range(n):
+        s = 0.0
+        for i in range(DOF):
+            s += A[r, i] * y[i]
+        out[r] = s
+
+
+@njit(**JIT)
+def solve_contact_positions(ints, J, M, base, wn, wt, mu, pair_first, pair_order, colour_bounds, lam, lam_t, stuck, S,
+                            sweeps, q, inv_mass, inv_inertia):
+    """One pass of contact projection with static friction over the pairs in ``pair_order``
+    (colour by colour), on S (B+1, 6). colour_bounds: where each colour starts in ``pair_order``
+    (the numpy reference solves a colour at once).
+
+    Per pair: ``sweeps`` Gauss-Seidel sweeps over its contacts, each taking the normal impulse
+    that brings it to the surface (the accumulated impulse kept >= 0, so a contact pushed too far
+    lets go); then the friction impulses of all its pushing contacts at once, found with their
+    normal rows held (friction at one corner alone would mostly turn the body, and the corners'
+    fixes fight each other), each within mu times its normal impulse (accumulated over the passes
+    of the substep: inside the cone it sticks, ``stuck`` 1, else it slides, 0). Only the
+    tangential part is applied."""
+    width = 0
+    for p in pair_order:
+        width = max(width, pair_first[p + 1] - pair_first[p])
+    n_max = 3 * width
+    A = np.zeros((max(n_max, 1), DOF))
+    rhs = np.zeros(max(n_max, 1))
+    out = np.zeros(max(n_max, 1))
+    H = np.zeros((DOF, DOF))
+    L = np.zeros((DOF, DOF))
+    v = np.zeros(DOF)
+    w = np.zeros(DOF)
+    y = np.zeros(DOF)
+    z = np.zeros(DOF)
+    for p in pair_order:
+        first, end = pair_first[p], pair_first[p + 1]
+        if end <= first:
+            continue
+        for _ in range(sweeps):
+            for c in range(first, end):
+                a, b = ints[c, 0], ints[c, 1]
+                e = _value(J, S, c, 0, a, b) + base[c, 0]
+                if lam[c] > 0.0 or e < 0.0:
+                    dl = max(-e / wn[c], -lam[c])
+                    lam[c] += dl
+                    _push(M, S, c, 0, a, b, dl)
+        pair_a = ints[first, 0]
+        n = 0
+        for c in range(first, end):
+            if lam[c] > 0.0:
+                swap = ints[c, 0] != pair_a
+                _row_a(J, q, inv_mass, inv_inertia, ints, c, 0, swap, A[n])
+                rhs[n] = 0.0
+                n += 1
+                if mu[c] > 0.0:
+                    a, b = ints[c, 0], ints[c, 1]
+                    for j in (1, 2):
+                        _row_a(J, q, inv_mass, inv_inertia, ints, c, j, swap, A[n])
+                        rhs[n] = -(_value(J, S, c, j, a, b) + base[c, j])
+                        n += 1
+        if n:
+            _pair_impulses(A, n, rhs, H, L, v, w, y, z, out)
+        k = 0
+        for c in range(first, end):
+            a, b = ints[c, 0], ints[c, 1]
+            d1 = d2 = 0.0
+            if lam[c] > 0.0:
+                k += 1
+                if mu[c] > 0.0:
+                    d1, d2 = out[k], out[k + 1]
+                    k += 2
+            # Coulomb: the accumulated tangential impulse stays within mu times the normal one.
+            t1 = lam_t[c, 0] + d1
+            t2 = lam_t[c, 1] + d2
+            length = math.sqrt(t1 * t1 + t2 * t2)
+            scale = min(mu[c] * lam[c] / max(length, 1e-300), 1.0)
+            t1 *= scale
+            t2 *= scale
+            _push(M, S, c, 1, a, b, t1 - lam_t[c, 0])
+            _push(M, S, c, 2, a, b, t2 - lam_t[c, 1])
+            lam_t[c, 0] = t1
+            lam_t[c, 1] = t2
+            stuck[c] = 1 if (scale >= 1.0 and lam[c] > 0.0) else 0
+
+
+@njit(**JIT)
+def apply_corrections(x, q, S, momentum, inertia, dynamic, h):
+    """The substep's corrections into the poses of the dynamic bodies; the angular impulses that
+    turned each body by dtheta into its angular momentum (sum r x P = I_world dtheta / h)."""
+    for b in range(x.shape[0]):
+        if not dynamic[b]:
+            continue
+        dth = (S[b, 3], S[b, 4], S[b, 5])
+        for k in range(3):
+            x[b, k] += S[b, k]
+        qb = get4(q, b)
+        L = inertia_times(qb, get3(inertia, b), dth)
+        for k in range(3):
+            momentum[b, k] += L[k] / h
+        q[b, 0], q[b, 1], q[b, 2], q[b, 3] = qnormalize(qmul(exp_rotation(dth), qb))
+
+
+@njit(**JIT)
+def velocities(x, q, v, w, x_prev, q_prev, momentum, inv_inertia, dynamic, kinematic, h):
+    """Velocities after a substep: linear from the poses; angular from the momentum for dynamic
+    bodies (so spin is kept exactly), from the orientations for kinematic ones."""
+    for b in range(x.shape[0] - 1):
+        for k in range(3):
+            v[b, k] = (x[b, k] - x_prev[b, k]) / h
+        if dynamic[b]:
+            w[b, 0], w[b, 1], w[b, 2] = inv_inertia_times(get4(q, b), get3(inv_inertia, b), get3(momentum, b))
+        elif kinematic[b]:
+            r = log_rotation(qmul(get4(q, b), (q_prev[b, 0], -q_prev[b, 1], -q_prev[b, 2], -q_prev[b, 3])))
+            w[b, 0], w[b, 1], w[b, 2] = r[0] / h, r[1] / h, r[2] / h
+
+
+@njit(**JIT)
+def solve_contact_restitution(ints, J, M, wn, solved, target, pair_first, pair_order, colour_bounds, vw, iterations,
+                              q, inv_mass, inv_inertia):
+    """``iterations`` passes setting the normal speed of the ``solved`` contacts to ``target`` (e
+    times the approach speed for a bounce, 0 for a resting contact), pairs colour by colour, each
+    pair's contacts at once (the damped least-squares impulses, as for friction): a face landing
+    flat shares its impulse evenly over its corners instead of tipping. J, M are the normal rows
+    at the corrected poses (lever arms from the centres); vw (B+1, 6) [v, w], in place."""
+    width = 0
+    for p in pair_order:
+        width = max(width, pair_first[p + 1] - pair_first[p])
+    A = np.zeros((max(width, 1), DOF))
+    rhs = np.zeros(max(width, 1))
+    out = np.zeros(max(width, 1))
+    H = np.zeros((DOF, DOF))
+    L = np.zeros((DOF, DOF))
+    v = np.zeros(DOF)
+    w = np.zeros(DOF)
+    y = np.zeros(DOF)
+    z = np.zeros(DOF)
+    for _ in range(iterations):
+        for p in pair_order:
+            first, end = pair_first[p], pair_first[p + 1]
+            if end <= first:
+                continue
+            pair_a = ints[first, 0]
+            n = 0
+            for c in range(first, end):
+                if solved[c]:
+                    a, b = ints[c, 0], ints[c, 1]
+                    _row_a(J, q, inv_mass, inv_inertia, ints, c, 0, ints[c, 0] != pair_a, A[n])
+                    rhs[n] = target[c] - _value(J, vw, c, 0, a, b)
+                    n += 1
+            if not n:
+                continue
+            _pair_impulses(A, n, rhs, H, L, v, w, y, z, out)
+            k = 0
+            for c in range(first, end):
+                if solved[c]:
+                    _push(M, vw, c, 0, ints[c, 0], ints[c, 1], out[k])
+                    k += 1

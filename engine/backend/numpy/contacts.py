@@ -1,0 +1,180 @@
+"""Contact generation in numpy: the reference of ``backend/numba/contacts.py`` (the same contacts
+in the same order; see there for what the features are)."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from ...geometry.kinds import CYLINDER, HULL, PLANE
+from . import quat as Q
+from .distance import distance
+
+NEAR_SLACK = 0.05
+RIM_POINTS = 16
+SUPPORT_SLOTS = 2 + 2 * RIM_POINTS
+FLAT_CAP = math.radians(3.0)
+
+
+def _shape_pose(geo, s, x, q):
+    """World positions (k, 3) and rotations (k, 4) of shapes s (k,)."""
+    owner = geo[4][s]
+    pos, rot = geo[15][s].copy(), geo[14][s].copy()
+    moving = owner >= 0
+    if np.any(moving):
+        o = owner[moving]
+        pos[moving] = x[o] + Q.rotate(q[o], pos[moving])
+        rot[moving] = Q.multiply(q[o], rot[moving])
+    return pos, rot
+
+
+def _test(geo, s, spos, srot, prefer, pw, radius, margin):
+    local = Q.rotate_back(srot, pw - spos)
+    n, depth = distance(geo, s, local, radius + margin, prefer, True)
+    return Q.rotate(srot, n), depth - margin, depth > 0.0
+
+
+def find_contacts(geo, x, q, pairs, points, point_start, point_radius, point_material, body_shape, body_friction,
+                  body_restitution, bound, margin, world, key_stride, out, pair_first):
+    Qn = len(pairs)
+    # Every (pair, side): owner, target body, target shape, the key of the target.
+    a, b, s = pairs[:, 0], pairs[:, 1], pairs[:, 2]
+    second = (b < world) & (body_shape[a] >= 0)
+    side_pair = np.concatenate([np.arange(Qn), np.flatnonzero(second)])
+    side_index = np.concatenate([np.zeros(Qn, np.int64), np.ones(int(second.sum()), np.int64)])
+    owner = np.where(side_index == 0, a[side_pair], b[side_pair])
+    target = np.where(side_index == 0, b[side_pair], a[side_pair])
+    shape = np.where(side_index == 0, s[side_pair], body_shape[np.minimum(a[side_pair], len(body_shape) - 1)])
+    target_key = np.where(side_index == 0, np.where(b[side_pair] < world, b[side_pair], world + 1 + s[side_pair]),
+                          a[side_pair])
+    spos, srot = _shape_pose(geo, shape, x, q)
+    prefer = Q.rotate_back(srot, x[owner] - spos)
+    m = margin[owner] + np.where(target == world, 0.0, margin[np.minimum(target, len(margin) - 1)])
+    friction = np.sqrt(body_friction[owner] * geo[16][shape])
+    restitution = np.sqrt(body_restitution[owner] * geo[17][shape])
+    always = (geo[0][shape] == HULL) | (target == world)
+    order_side = side_pair * 2 + side_index  # the order the compiled kernel visits them in
+
+    cand = []  # per candidate: (side row, ordinal within the side, world point, radius, key, material)
+    # Fixed features.
+    counts = point_start[owner + 1] - point_start[owner]
+    rows = np.repeat(np.arange(len(owner)), counts)
+    within = np.arange(counts.sum()) - np.repeat(np.cumsum(counts) - counts, counts)
+    p = point_start[owner][rows] + within
+    pw = x[owner[rows]] + Q.rotate(q[owner[rows]], points[p])
+    r = point_radius[p]
+    d = pw - x[np.minimum(target[rows], len(x) - 1)]
+    reach = bound[np.minimum(target[rows], len(bound) - 1)] * (1.0 + NEAR_SLACK) + r + m[rows]
+    near = always[rows] | ((d[:, 0] * d[:, 0] + d[:, 1] * d[:, 1] + d[:, 2] * d[:, 2]) <= reach * reach)
+    rows, within, p, pw, r = rows[near], within[near], p[near], pw[near], r[near]
+    cand.append((rows, within, pw, r, p * key_stride + target_key[rows], point_material[p].astype(bool)))
+    # Cylinder supports.
+    so = body_shape[owner]
+    cyl = np.flatnonzero((so >= 0) & (geo[0][np.maximum(so, 0)] == CYLINDER))
+    if len(cyl):
+        cs = so[cyl]
+        cpos, crot = _shape_pose(geo, cs, x, q)
+        radius, half = geo[1][cs, 0], geo[1][cs, 1]
+        centre_local = Q.rotate_back(srot[cyl], cpos - spos[cyl])
+        n_s, _ = distance(geo, shape[cyl], centre_local, np.zeros(len(cyl)), prefer[cyl], True)
+        into = Q.rotate_back(crot, Q.rotate(srot[cyl], -n_s))
+        perp = np.sqrt(into[:, 0] * into[:, 0] + into[:, 1] * into[:, 1])
+        total = np.sqrt(into[:, 0] * into[:, 0] + into[:, 1] * into[:, 1] + into[:, 2] * into[:, 2])
+        ok = perp > 1e-9 * np.maximum(total, 1e-300)
+        u0 = np.where(ok, into[:, 0] / np.where(ok, perp, 1.0), 1.0)
+        u1 = np.where(ok, into[:, 1] / np.where(ok, perp, 1.0), 0.0)
+        flat = (total > 0.0) & (perp < math.sin(FLAT_CAP) * total)
+        flat_cap = np.where(flat, np.where(into[:, 2] > 0.0, 1.0, -1.0), 0.0)
+        base_ordinal = counts[cyl]
+        items = []  # (cylinder row, ordinal, local point, feature slot)
+        ordinal = np.zeros(len(cyl), np.int64)
+        angles = 2.0 * math.pi * np.arange(RIM_POINTS) / RIM_POINTS
+        for side, cap_sign in enumerate((-1.0, 1.0)):
+            local = np.stack([radius * u0, radius * u1, cap_sign * half], axis=1)
+            items.append((np.arange(len(cyl)), base_ordinal + ordinal, local, np.full(len(cyl), side)))
+            ordinal = ordinal + 1
+            on = np.flatnonzero((flat_cap == cap_sign) | (geo[0][shape[cyl]] != PLANE))
+            if len(on):
+                for k in range(RIM_POINTS):
+                    local = np.stack([radius[on] * math.cos(angles[k]), radius[on] * math.sin(angles[k]),
+                                      cap_sign * half[on]], axis=1)
+                    items.append((on, base_ordinal[on] + ordinal[on] + k, local,
+                                  np.full(len(on), 2 + side * RIM_POINTS + k)))
+                ordinal = ordinal + np.where((flat_cap == cap_sign) | (geo[0][shape[cyl]] != PLANE), RIM_POINTS, 0)
+        ci = np.concatenate([i for i, _, _, _ in items])
+        co = np.concatenate([o for _, o, _, _ in items])
+        cl = np.concatenate([l for _, _, l, _ in items])
+        slot = np.concatenate([k for _, _, _, k in items])
+        cw = cpos[ci] + Q.rotate(crot[ci], cl)
+        rows_c = cyl[ci]
+        keys = (len(points) + owner[rows_c] * SUPPORT_SLOTS + slot) * key_stride + target_key[rows_c]
+        cand.append((rows_c, co, cw, np.zeros(len(ci)), keys.astype(np.int64), np.zeros(len(ci), bool)))
+    rows = np.concatenate([c[0] for c in cand])
+    ordinal = np.concatenate([c[1] for c in cand])
+    pw = np.concatenate([c[2] for c in cand])
+    r = np.concatenate([c[3] for c in cand])
+    key = np.concatenate([c[4] for c in cand])
+    material = np.concatenate([c[5] for c in cand])
+    n, depth, hit = _test(geo, shape[rows], spos[rows], srot[rows], prefer[rows], pw, r, m[rows])
+    order = np.lexsort((ordinal, order_side[rows]))
+    order = order[hit[order]]
+    count = len(order)
+    cap = out[0].shape[0]
+    if count <= cap:
+        ro = rows[order]
+        o, t = owner[ro], target[ro]
+        nw, dep, rr, pp = n[order], depth[order], r[order], pw[order]
+        surface = pp - nw * (rr - dep)[:, None]
+        on_a = pp - nw * rr[:, None]
+        la = Q.rotate_back(q[o], on_a - x[o])
+        lb = surface.copy()
+        body = t != world
+        lb[body] = Q.rotate_back(q[t[body]], surface[body] - x[t[body]])
+        ints, floats, local_a, local_b, normal = out[0], out[1], out[2], out[3], out[4]
+        ints[:count, 0], ints[:count, 1], ints[:count, 2] = o, t, key[order]
+        ints[:count, 3] = material[order]
+        floats[:count, 0], floats[:count, 1], floats[:count, 2] = friction[ro], restitution[ro], dep
+        local_a[:count], local_b[:count], normal[:count] = la, lb, nw
+    per_pair = np.bincount(side_pair[rows[order]], minlength=Qn)
+    pair_first[0] = 0
+    pair_first[1:Qn + 1] = np.cumsum(per_pair)
+    return count
+
+
+def particle_contacts(geo, x, q, x_prev, q_prev, particles, radii, candidates, shape_count, out_k, out_corr,
+                      out_depth, out_surface, out_shape):
+    if not len(candidates):
+        return 0
+    p, s = candidates[:, 0], candidates[:, 1]
+    spos, srot = _shape_pose(geo, s, x, q)
+    local = Q.rotate_back(srot, particles[p] - spos)
+    n, depth = distance(geo, s, local, radii[p], local, True)
+    # The deepest of each particle's candidates (the first of equals), if it is a contact.
+    first = np.ones(len(p), bool)
+    first[1:] = p[1:] != p[:-1]
+    group = np.cumsum(first) - 1
+    # Vectorised: the largest depth per group, ties to the earliest candidate.
+    order = np.lexsort((np.arange(len(p)), -depth, group))
+    lead = np.ones(len(order), bool)
+    lead[1:] = group[order][1:] != group[order][:-1]
+    pick = order[lead]
+    best_depth = depth[pick]
+    keep = best_depth > 0.0
+    pick = pick[keep]
+    count = len(pick)
+    out_k[:count] = p[pick]
+    nw = Q.rotate(srot[pick], n[pick])
+    out_corr[:count] = nw * depth[pick][:, None]
+    out_depth[:count] = depth[pick]
+    owner = geo[4][s[pick]]
+    surface = np.zeros((count, 3))
+    moving = owner >= 0
+    if np.any(moving):
+        o = owner[moving]
+        pw = particles[p[pick][moving]]
+        lo = Q.rotate_back(q[o], pw - x[o])
+        surface[moving] = pw - (x_prev[o] + Q.rotate(q_prev[o], lo))
+    out_surface[:count] = surface
+    out_shape[:count] = s[pick]
+    return count

@@ -1,0 +1,31 @@
+"""The shape kinds: one number each, shared by the shape table, the distance routines of both
+backends and the add-on's list of shapes. Adding a kind means a number here, its parameters in
+``shapes.py``, its distance routine (both backends) and its entry in the add-on's shape list."""
+
+from enum import IntEnum
+
+# Plain ints, so that compiled kernels read them as constants.
+PLANE = 0  # z = 0 of its frame, solid below
+SPHERE = 1  # params: radius
+CAPSULE = 2  # params: radius, half height of the segment along z
+BOX = 3  # params: half extents x, y, z
+CYLINDER = 4  # params: radius, half height along z
+HULL = 5  # a convex polytope, its face planes in the table's hull planes; params: a typical size
+MESH = 6  # a triangle mesh (terrain, a static table); behind a face counts as inside within a margin
+BOX_INTERIOR = 7  # the inside of a box (Jakobsen's cube world); params: half extents
+
+# A point this near an edge of a box (relative to its smallest half extent) takes the plane of the
+# face that faces its owner rather than the edge's rounded normal, which swings with every
+# micrometre it moves.
+EDGE_SNAP = 0.02
+
+
+class ShapeKind(IntEnum):
+    PLANE = PLANE
+    SPHERE = SPHERE
+    CAPSULE = CAPSULE
+    BOX = BOX
+    CYLINDER = CYLINDER
+    CONVEX_HULL = HULL
+    MESH = MESH
+    BOX_INTERIOR = BOX_INTERIOR
