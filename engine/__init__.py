@@ -16,6 +16,7 @@ from .geometry import quaternions
 from .geometry.shapes import Box, BoxInterior, Capsule, ConvexHull, Cylinder, Plane, Sphere, TriangleMesh
 from .model import Model, State, StickKind
 from .solver.solver import Solver, SolverSettings
+from .tracks import Track
 
 __version__ = "0.1.0"
 
@@ -38,5 +39,6 @@ __all__ = [
     "Solver",
     "SolverSettings",
     "quaternions",
+    "Track",
     "__version__",
 ]

@@ -75,7 +75,15 @@ class ModelBuilder:
     Every ``add_*`` checks its input and raises ``JakobsenError`` naming the object and index.
     """
 
-    def __init__(self) -> None:
+    def __init__(self, *, track_rate: float = 240.0, track_duration: float = 60.0) -> None:
+        """track_rate (samples/s) and track_duration (s): how finely and how far ahead motions,
+        steering angles and motor targets given as functions of time are sampled into tracks
+        when the model is finalized (after the duration the last sample holds; give an
+        ``engine.Track`` to control that yourself)."""
+        for what, value in (("track_rate", track_rate), ("track_duration", track_duration)):
+            if not (math.isfinite(value) and value > 0.0):
+                raise JakobsenError(f"model builder: {what} must be a positive number, got {value!r}")
+        self.track_rate, self.track_duration = float(track_rate), float(track_duration)
         self._pos: list[np.ndarray] = []
         self._vel: list[np.ndarray] = []
         self._inv_mass: list[np.ndarray] = []
@@ -381,7 +389,7 @@ class ModelBuilder:
             else:
                 moving.append(collider_body(collider, len(moving)))
         specs = self._bodies + moving
-        bodies = finalize_bodies(specs, table)
+        bodies = finalize_bodies(specs, table, self.track_rate, self.track_duration)
 
         def joined(parts):
             return np.concatenate(parts) if parts else np.zeros(0)

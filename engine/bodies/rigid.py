@@ -27,6 +27,7 @@ from ..geometry import kinds
 from ..geometry.kinds import ShapeKind
 from ..geometry.mesh import convex_hull, is_closed, mass_properties, triangulate
 from ..geometry.shapes import ShapeTable, hull_size
+from ..tracks import BodyTracks, Track, body_tracks
 
 
 class BodyMode(IntEnum):
@@ -119,8 +120,8 @@ def make_body(vertices, faces, *, name: str, mass=None, density=1000.0, shape="a
                               ("follow rotation", follow_rotation, 1e6)):
         if not (math.isfinite(value) and 0.0 <= value <= high):
             raise JakobsenError(f"{where}: {what} must be between 0 and {high:g}, got {value}")
-    if motion is not None and not callable(motion):
-        raise JakobsenError(f"{where}: motion must be a callable t -> 4x4 transform")
+    if motion is not None and not callable(motion) and not isinstance(motion, Track):
+        raise JakobsenError(f"{where}: motion must be a Track of 4x4 transforms or a function t -> 4x4 transform")
     tris = triangulate(faces, len(v), where) if faces is not None and len(faces) else np.zeros((0, 3), np.int64)
 
     # Mass properties from the closed mesh; an open or degenerate one falls back to its convex hull.
@@ -277,8 +278,8 @@ class RigidBodies:
     angular_damping (1/s): (B,); shape: (B,) ``ShapeKind``; shape_params: (B, 4);
     shape_rotation: (B, 3, 3) shape -> body frame; shape_offset: (B, 3); hull_normals: (B, F, 3)
     and hull_offsets: (B, F) padded with offset +inf; bound_radius: (B,) m around the centre of
-    mass; point_body: (P,); point_local: (P, 3) body frame; point_radius: (P,); motions: per body
-    a callable t -> 4x4 (rest -> current pose) or None; cluster: (B, 4, 3) Jakobsen's particles;
+    mass; point_body: (P,); point_local: (P, 3) body frame; point_radius: (P,); tracks: the sampled
+    poses of the bodies that follow an animation (``BodyTracks``); cluster: (B, 4, 3) Jakobsen's particles;
     drag: (B,) kg/m quadratic air drag; follow_position, follow_rotation: (B,) 1/s pulls of a
     moving body towards its animated pose.
     """
@@ -308,7 +309,7 @@ class RigidBodies:
     point_radius: np.ndarray
     point_material: np.ndarray
     collider: np.ndarray
-    motions: tuple
+    tracks: BodyTracks
     cluster: np.ndarray
     drag: np.ndarray
     follow_position: np.ndarray
@@ -319,8 +320,10 @@ class RigidBodies:
         return len(self.mode)
 
 
-def finalize_bodies(specs: list[BodySpec], table: ShapeTable) -> RigidBodies:
-    """The bodies as arrays; each body's collision shape goes into ``table`` (owned by the body)."""
+def finalize_bodies(specs: list[BodySpec], table: ShapeTable, track_rate: float = 240.0,
+                    track_duration: float = 60.0) -> RigidBodies:
+    """The bodies as arrays; each body's collision shape goes into ``table`` (owned by the body);
+    motions given as functions are sampled at ``track_rate`` over ``track_duration`` seconds."""
     count = len(specs)
     shape_index = np.empty(count, np.int64)
     for k, s in enumerate(specs):
@@ -361,7 +364,9 @@ def finalize_bodies(specs: list[BodySpec], table: ShapeTable) -> RigidBodies:
         point_radius=np.concatenate([s.point_radius for s in specs]) if specs else np.zeros(0),
         point_material=np.concatenate([s.point_material for s in specs]) if specs else np.zeros(0, bool),
         collider=np.array([s.collider is not None for s in specs], dtype=bool),
-        motions=tuple(s.motion for s in specs),
+        tracks=body_tracks([s.motion for s in specs], np.array([s.position for s in specs]).reshape(count, 3),
+                           np.array([s.orientation for s in specs]).reshape(count, 4), [s.name for s in specs],
+                           track_rate, track_duration),
         cluster=np.array([cluster_offsets(s.mass, s.inertia) for s in specs]).reshape(count, 4, 3),
         drag=np.array([s.drag for s in specs]), follow_position=np.array([s.follow_position for s in specs]),
         follow_rotation=np.array([s.follow_rotation for s in specs]),
@@ -408,6 +413,11 @@ def collider_body(collider, index: int) -> BodySpec:
     elif kind == kinds.HULL:
         points, radius = np.asarray(collider.vertices, float) * (1.0 - SAMPLE_INSET), np.zeros(len(collider.vertices))
     motion = collider.motion
+    if isinstance(motion, Track):  # world poses of the collider's frame: as transforms from t = 0's
+        rest_motion = Track(rate=motion.rate, values=motion.values @ inverse0)
+    else:
+        def rest_motion(t, motion=motion, inverse0=inverse0):
+            return np.asarray(motion(t), dtype=np.float64) @ inverse0
     return BodySpec(
         name=name, mode=BodyMode.KINEMATIC, mass=1.0, inertia=np.ones(3), position=pose0[:3, 3].copy(),
         orientation=quat.from_matrix(pose0[:3, :3]), velocity=np.zeros(3), angular_velocity=np.zeros(3),
@@ -415,7 +425,7 @@ def collider_body(collider, index: int) -> BodySpec:
         angular_damping=0.0, shape=ShapeKind(kind), shape_params=params, shape_rotation=np.eye(3),
         shape_offset=np.zeros(3), hull_normals=np.zeros((0, 3)), hull_offsets=np.zeros(0), points=points,
         point_radius=radius, point_material=np.full(len(points), kind in (kinds.BOX, kinds.HULL)),
-        collider=collider, motion=lambda t, motion=motion, inverse0=inverse0: np.asarray(motion(t)) @ inverse0,
+        collider=collider, motion=rest_motion,
         drag=0.0, follow_position=0.0, follow_rotation=0.0)
 
 

@@ -313,17 +313,16 @@ def apply_to_bodies(forces: Forces, bodies, t: float, h: float, x, q, v, w, inv_
     _follow(bodies, moving, t, h, x, q, v, w, accel)
 
 
-def animated_pose(bodies, k: int, t: float):
-    """Pose (centre (3,) m, orientation (4,)) that body k's ``motion(t)`` gives it; its rest
-    pose without a motion."""
-    motion = bodies.motions[k]
-    if motion is None:
-        return bodies.rest_position[k], bodies.rest_orientation[k]
-    m = np.asarray(motion(t), dtype=np.float64)
-    if m.shape != (4, 4) or not np.all(np.isfinite(m)):
-        raise JakobsenError(f"rigid body '{bodies.names[k]}': motion({t:g}) must return a finite 4x4 matrix")
-    rot = m[:3, :3]
-    return rot @ bodies.rest_position[k] + m[:3, 3], quat.multiply(quat.from_matrix(rot), bodies.rest_orientation[k])
+def animated_poses(bodies, ks: np.ndarray, t: float) -> tuple[np.ndarray, np.ndarray]:
+    """Poses (centres (k, 3) m, orientations (k, 4)) that bodies ``ks`` have at t by their tracks;
+    their rest poses where they have none."""
+    x = np.array(bodies.rest_position[ks], dtype=np.float64).reshape(-1, 3)
+    q = np.array(bodies.rest_orientation[ks], dtype=np.float64).reshape(-1, 4)
+    tracks = bodies.tracks
+    with_track = np.array([tracks.has(int(k)) for k in ks], dtype=bool)
+    if np.any(with_track):
+        x[with_track], q[with_track] = tracks.poses(np.asarray(ks)[with_track], t)
+    return x, q
 
 
 def _follow(bodies, moving, t, h, x, q, v, w, accel=None) -> None:
@@ -344,11 +343,8 @@ def _follow(bodies, moving, t, h, x, q, v, w, accel=None) -> None:
         return
     ks = moving[active]
     sp, sr = sp[active], sr[active]
-    # A body's animation is a Python callable: one call per body at each end of the substep.
-    poses0 = [animated_pose(bodies, int(k), t - h) for k in ks]
-    poses1 = [animated_pose(bodies, int(k), t) for k in ks]
-    x0, q0 = np.array([p[0] for p in poses0]), np.array([p[1] for p in poses0])
-    x1, q1 = np.array([p[0] for p in poses1]), np.array([p[1] for p in poses1])
+    x0, q0 = animated_poses(bodies, ks, t - h)
+    x1, q1 = animated_poses(bodies, ks, t)
     v_target = (x1 - x0) / h
     w_target = quat.angular_velocity(q1, q0, h)
     error = quat.log_rotation(quat.multiply(q1, quat.conjugate(q[ks])))

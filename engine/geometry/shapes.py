@@ -3,8 +3,9 @@
 The collider classes (``Plane``, ``Sphere``, ``Box``, ``BoxInterior``, ``Capsule``, ``Cylinder``,
 ``ConvexHull``, ``TriangleMesh``) describe a shape in its own frame (at the origin, axis-aligned),
 placed in the world by a rigid ``transform`` (4x4, no scale: size lives in the dimensions). A
-moving collider gives ``motion(t) -> 4x4`` instead: the builder makes it a kinematic body that
-follows that motion, so moving colliders and bodies are one thing to the solver.
+moving collider gives ``motion`` instead, its world pose over time (an ``engine.Track`` of 4x4
+transforms, or a function t -> 4x4 that the builder samples): the builder makes it a kinematic
+body that follows that motion, so moving colliders and bodies are one thing to the solver.
 
 ``Shapes`` is the table the solver uses: one row per shape (kind, parameters, owner body or the
 world, frame in the owner's frame, friction, restitution), hulls' face planes and meshes' triangles
@@ -68,13 +69,18 @@ class _Collider:
         if self.restitution > 1.0:
             raise JakobsenError(f"{where}: restitution must be <= 1, got {self.restitution}")
         _rigid(self.transform, where)
-        if self.motion is not None and not callable(self.motion):
-            raise JakobsenError(f"{where}: motion must be a callable t -> 4x4 transform")
+        from ..tracks import Track
+
+        if self.motion is not None and not callable(self.motion) and not isinstance(self.motion, Track):
+            raise JakobsenError(f"{where}: motion must be a Track of 4x4 world poses or a function t -> 4x4")
 
     def pose(self, t: float) -> np.ndarray:
         """World transform (4, 4) at time ``t`` seconds."""
         if self.motion is None:
             return np.asarray(self.transform, dtype=np.float64)
+        if not callable(self.motion):  # a Track: the nearest sample at or before t
+            values = self.motion.values
+            return values[min(max(int(t * self.motion.rate + 1e-9), 0), len(values) - 1)]
         return _rigid(self.motion(t), f"collider {self.name or type(self).__name__} motion({t:g})")
 
     def row(self) -> tuple[int, np.ndarray]:

@@ -155,10 +155,6 @@ class RigidStepper:
         state.spring_broken_at = np.full(m.springs.count, np.nan)
         return state
 
-    def rest_pose_motion(self, k: int, t: float):
-        """Pose (centre, orientation) of kinematic body k at time t from its motion callable."""
-        return forces.animated_pose(self.bodies, k, t)
-
     # -- per frame ----------------------------------------------------------------------------
 
     def begin_frame(self, bodies: BodyState, particles: np.ndarray, radii: np.ndarray, movable: np.ndarray) -> None:
@@ -229,8 +225,8 @@ class RigidStepper:
         self.t1 = t1
         self.x_prev, self.q_prev = x.copy(), q.copy()
         self.v_before, self.w_before = v.copy(), w.copy()
-        for k in self.kinematic:
-            x[k], q[k] = self.rest_pose_motion(int(k), t1)
+        if len(self.kinematic):
+            x[self.kinematic], q[self.kinematic] = forces.animated_poses(self.bodies, self.kinematic, t1)
         self.momentum = np.zeros_like(w)
         self.apply_forces(bodies, t1)
         self.backend.rigid.integrate_bodies(x, q, v, w, self.momentum, self.inertia, self.inv_inertia, self.dynamic,
