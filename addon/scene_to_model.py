@@ -25,7 +25,7 @@ from the Connector panel. Spring Empties become springs between the origins of O
 Object B (an empty slot: the Empty's location). Motor Empties drive Object A about or along the
 Empty's Z axis, relative to Object B or the world. Settings a user animates (the wheel's
 steering angle, a motor's target) are sampled on every frame of the bake and interpolated
-linearly in between (``FrameTrack``).
+linearly in between (engine ``Track``s, as the motions of animated objects are).
 
 Blender's own force fields (Add > Force Field) in the view layer act too: Wind, Force and Drag
 map to the engine's wind, attractor and drag fields (see ``_add_force_field``); other field
@@ -45,7 +45,8 @@ import bpy
 import numpy as np
 
 from . import actions, baking
-from jakobsen_engine import Box, Capsule, JakobsenError, Model, ModelBuilder, Plane, SolverSettings, Sphere, TriangleMesh
+from jakobsen_engine import (Box, Capsule, JakobsenError, Model, ModelBuilder, Plane, SolverSettings, Sphere, Track,
+                             TriangleMesh)
 from jakobsen_engine.bodies.rigid import BodyHandle
 from .properties import EMPTY_TYPES, types_for
 
@@ -231,39 +232,6 @@ def _rotation(q: np.ndarray) -> np.ndarray:
     ])
 
 
-class RigidTrack:
-    """``motion(t) -> 4x4`` for the engine: an animated object's rigid pose, sampled once per frame.
-
-    Between frames the position is interpolated linearly and the rotation by slerp, so every
-    pose is an exact rotation plus translation. ``offset`` (4, 4) places the collision shape in
-    the object's (unscaled) frame.
-    """
-
-    def __init__(self, rotations: np.ndarray, translations: np.ndarray, frame_rate: float, offset: np.ndarray):
-        q = np.array([_quaternion(r) for r in rotations])
-        for k in range(1, len(q)):  # take the short way round between frames
-            if np.dot(q[k], q[k - 1]) < 0:
-                q[k] = -q[k]
-        self.quaternions, self.translations = q, np.asarray(translations, dtype=np.float64)
-        self.frame_rate, self.offset = float(frame_rate), offset
-
-    def __call__(self, t: float) -> np.ndarray:
-        u = min(max(t * self.frame_rate, 0.0), len(self.quaternions) - 1.0)
-        k = min(int(u), len(self.quaternions) - 2) if len(self.quaternions) > 1 else 0
-        a = u - k
-        if len(self.quaternions) == 1:
-            return _rigid(_rotation(self.quaternions[0]), self.translations[0]) @ self.offset
-        q0, q1 = self.quaternions[k], self.quaternions[k + 1]
-        dot = min(float(np.dot(q0, q1)), 1.0)
-        if dot > 0.9995:
-            q = q0 + a * (q1 - q0)
-        else:
-            theta = math.acos(dot)
-            q = (math.sin((1 - a) * theta) * q0 + math.sin(a * theta) * q1) / math.sin(theta)
-        t_ = self.translations[k] + a * (self.translations[k + 1] - self.translations[k])
-        return _rigid(_rotation(q), t_) @ self.offset
-
-
 def _may_move(obj) -> bool:
     """Whether the object's transform could change over time (animation, drivers, constraints, parents)."""
     o = obj
@@ -324,19 +292,6 @@ def _sample_matrices(scene, context, names: list[str], frames: range,
     return out, values
 
 
-class FrameTrack:
-    """``value(t)`` for the engine: a setting sampled once per frame of the bake (t = 0 on the first
-    frame), interpolated linearly between frames and held beyond the last."""
-
-    def __init__(self, values: np.ndarray, frame_rate: float):
-        self.values = np.asarray(values, dtype=np.float64)
-        self.frame_rate = float(frame_rate)
-        self._frames = np.arange(len(self.values), dtype=np.float64)
-
-    def __call__(self, t: float) -> float:
-        return float(np.interp(t * self.frame_rate, self._frames, self.values))
-
-
 # Animatable settings of the Empties, sampled per frame when the Empty has animation:
 # setting -> (role, getter of the evaluated object). A motor reads only the target its mode uses.
 _ANIMATABLE = {
@@ -369,7 +324,7 @@ def _animated_settings(objects) -> dict[tuple, object]:
 
 
 def _setting_over_time(obj, setting: str, sampled: dict, frame_rate: float):
-    """A float, or a ``FrameTrack`` if the setting changes during the bake."""
+    """A float, or an engine ``Track`` (a sample a frame) if the setting changes during the bake."""
     values = sampled.get((obj.name, setting))
     if values is None:
         return float(_ANIMATABLE[setting][1](obj))
@@ -377,7 +332,7 @@ def _setting_over_time(obj, setting: str, sampled: dict, frame_rate: float):
         raise JakobsenError(f"{describe(obj)}: its animated {setting} is not a number on some frame")
     if np.allclose(values, values[0], rtol=0.0, atol=1e-12):
         return float(values[0])
-    return FrameTrack(values, frame_rate)
+    return Track(rate=frame_rate, values=values)
 
 
 # -- mesh reading -----------------------------------------------------------------------------------
@@ -990,9 +945,11 @@ def _read_rigid_body(obj, depsgraph) -> _MeshData:
 
 
 def _rigid_track(obj, track: np.ndarray, scale: np.ndarray, frame_rate: float, offset: np.ndarray,
-                 warnings: list[str]) -> RigidTrack:
+                 warnings: list[str]) -> Track:
     """The motion of an animated object, sampled per frame (``track``: (frames, 4, 4) matrix_world),
-    as ``RigidTrack`` with ``offset``; warns once if its scale changes (the shape keeps its first size)."""
+    as an engine ``Track`` of its rigid pose (rotation and translation, scale taken out) times
+    ``offset``, one sample a frame (the engine interpolates between them: positions linearly,
+    rotations by slerp); warns once if its scale changes (the shape keeps its first size)."""
     where = describe(obj)
     rotations, translations = [], []
     for k in range(len(track)):
@@ -1002,9 +959,8 @@ def _rigid_track(obj, track: np.ndarray, scale: np.ndarray, frame_rate: float, o
             warnings.append(f"{where}: its scale changes during the bake; its collision shape keeps the size "
                             "it has on the first frame")
             scale = s  # warn once
-        rotations.append(r)
-        translations.append(track[k][:3, 3])
-    return RigidTrack(np.array(rotations), np.array(translations), frame_rate, offset)
+        rotations.append(_rigid(r, track[k][:3, 3]) @ offset)
+    return Track(rate=frame_rate, values=np.array(rotations))
 
 
 def _add_collider(builder: ModelBuilder, obj, depsgraph, track, frame_rate: float,

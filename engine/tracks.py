@@ -54,6 +54,9 @@ class Track:
             out.append(value)
         return Track(rate=rate, values=np.array(out))
 
+    def __call__(self, t: float) -> np.ndarray:
+        return self.at(t)
+
     def at(self, t: float) -> np.ndarray:
         """Linear interpolation at time t (numbers; for poses use ``BodyTracks``)."""
         u = min(max(t * self.rate, 0.0), len(self.values) - 1.0)
@@ -68,7 +71,7 @@ def as_track(value, rate: float, duration: float, where: str):
     """A number stays a number; a ``Track`` stays; a function becomes a ``Track`` sampled now."""
     if isinstance(value, Track):
         return value
-    if callable(value):
+    if callable(value):  # (a Track is callable too, for the code that evaluates settings over time)
         return Track.from_function(value, rate, duration, where)
     return value
 
@@ -126,6 +129,8 @@ def body_tracks(motions, rest_position, rest_orientation, names, rate: float, du
             continue
         where = f"rigid body '{names[k]}': its motion"
         track = motion if isinstance(motion, Track) else Track.from_function(motion, rate, duration, where)
+        if track.values.ndim == 1:
+            raise JakobsenError(f"{where} must give 4x4 transforms, not numbers")
         m = track.values
         if m.ndim != 3 or m.shape[1:] != (4, 4):
             raise JakobsenError(f"{where} must give 4x4 transforms, got shape {m.shape[1:]}")

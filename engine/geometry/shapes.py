@@ -78,9 +78,22 @@ class _Collider:
         """World transform (4, 4) at time ``t`` seconds."""
         if self.motion is None:
             return np.asarray(self.transform, dtype=np.float64)
-        if not callable(self.motion):  # a Track: the nearest sample at or before t
+        from ..tracks import Track
+
+        if isinstance(self.motion, Track):  # as the solver moves it: position lerped, rotation slerped
+            from ..tracks import slerp
+            from .quaternions import from_matrix, to_matrix
+
             values = self.motion.values
-            return values[min(max(int(t * self.motion.rate + 1e-9), 0), len(values) - 1)]
+            u = min(max(t * self.motion.rate, 0.0), len(values) - 1.0)
+            k = min(int(u), max(len(values) - 2, 0))
+            a = u - k
+            m0, m1 = values[k], values[min(k + 1, len(values) - 1)]
+            out = np.eye(4)
+            out[:3, :3] = to_matrix(slerp(from_matrix(m0[None, :3, :3]), from_matrix(m1[None, :3, :3]),
+                                          np.array([a]))[0])
+            out[:3, 3] = m0[:3, 3] + a * (m1[:3, 3] - m0[:3, 3])
+            return out
         return _rigid(self.motion(t), f"collider {self.name or type(self).__name__} motion({t:g})")
 
     def row(self) -> tuple[int, np.ndarray]:
