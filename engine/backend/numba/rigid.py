@@ -159,7 +159,6 @@ def _push(M, S, c, j, a, b, impulse):
 # G (G + eps)^-2 r of G = A A^T are A (H + eps)^-2 A^T r with H = A^T A: a 12 x 12 system for the
 # pair's 12 ways to move, however many rows its contacts give.
 PAIR_DAMPING = 0.05
-POWER_STEPS = 6
 DOF = 12
 
 
@@ -194,43 +193,32 @@ def _cholesky_solve(L, rhs, out):
 
 @njit(**JIT)
 def _pair_impulses(A, n, rhs, H, L, v, w, y, z, out):
-    """out[:n] = A (H + eps)^-2 A^T rhs for rows A (n, 12)."""
+    """out[:n] = A (H + eps)^-2 A^T rhs for rows A (n, 12), H = A^T A, eps = PAIR_DAMPING^2 trace(H)
+    (the trace bounds the largest eigenvalue from above, and takes no iterations to find)."""
     for i in range(DOF):
         for k in range(DOF):
             H[i, k] = 0.0
     for r in range(n):
         for i in range(DOF):
-            for k in range(i + 1):
-                H[i, k] += A[r, i] * A[r, k]
-    for i in range(DOF):
-        v[i] = H[i, i]
-    top = 0.0
-    for _ in range(POWER_STEPS):  # the largest eigenvalue of H (A's largest singular value squared)
-        for i in range(DOF):
-            s = 0.0
             for k in range(DOF):
-                s += (H[i, k] if k <= i else H[k, i]) * v[k]
-            w[i] = s
-        s = 0.0
-        for i in range(DOF):
-            s += w[i] * w[i]
-        top = math.sqrt(s)
-        if top <= 0.0:
-            break
-        for i in range(DOF):
-            v[i] = w[i] / top
-    eps = PAIR_DAMPING * PAIR_DAMPING * top + 1e-300
-    for j in range(DOF):  # Cholesky of H + eps I
-        s = H[j, j] + eps
-        for k in range(j):
-            s -= L[j, k] * L[j, k]
-        d = math.sqrt(max(s, 1e-300))
-        L[j, j] = d
-        for i in range(j + 1, DOF):
-            s = H[i, j]
-            for k in range(j):
-                s -= L[i, k] * L[j, k]
-            L[i, j] = s / d
+                H[i, k] += A[r, i] * A[r, k]
+    trace = 0.0
+    for i in range(DOF):
+        trace += H[i, i]
+    eps = PAIR_DAMPING * PAIR_DAMPING * trace + 1e-300
+    # Cholesky of H + eps I, right-looking (outer products), as the numpy reference does it.
+    for i in range(DOF):
+        for k in range(DOF):
+            L[i, k] = H[i, k]
+        L[i, i] += eps
+    for k in range(DOF):
+        d = math.sqrt(max(L[k, k], 1e-300))
+        L[k, k] = d
+        for i in range(k + 1, DOF):
+            L[i, k] = L[i, k] / d
+        for i in range(k + 1, DOF):
+            for j in range(k + 1, DOF):
+                L[i, j] -= L[i, k] * L[j, k]
     for i in range(DOF):
         s = 0.0
         for r in range(n):

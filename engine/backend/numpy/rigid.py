@@ -125,7 +125,6 @@ def _colours(pair_first, pair_order, colour_bounds):
 
 
 PAIR_DAMPING = 0.05
-POWER_STEPS = 6
 DOF = 12
 
 
@@ -163,32 +162,19 @@ def _pair_impulses(A, rhs):
     H = np.zeros((P, DOF, DOF))
     for r in range(n):
         H = H + A[:, r, :, None] * A[:, r, None, :]
-    lower = np.arange(DOF)[None, :] <= np.arange(DOF)[:, None]
-    Hs = np.where(lower[None], H, np.swapaxes(H, 1, 2))
-    v = np.einsum("pii->pi", H).copy()
-    top = np.zeros(P)
-    live = np.ones(P, bool)
-    for _ in range(POWER_STEPS):
-        w = np.zeros((P, DOF))
-        for k in range(DOF):
-            w = w + Hs[:, :, k] * v[:, k:k + 1]
-        ss = np.zeros(P)
-        for i in range(DOF):
-            ss = ss + w[:, i] * w[:, i]
-        t = np.sqrt(ss)
-        top = np.where(live, t, top)
-        live = live & (t > 0.0)
-        v = np.where(live[:, None], w / np.where(live, t, 1.0)[:, None], v)
-    eps = PAIR_DAMPING * PAIR_DAMPING * top + 1e-300
-    L = np.zeros_like(H)
-    for j in range(DOF):
-        col = H[:, j:, j].copy()  # column j, rows j..11
-        col[:, 0] = col[:, 0] + eps
-        for k in range(j):
-            col = col - L[:, j:, k] * L[:, j:j + 1, k]
-        d = np.sqrt(np.maximum(col[:, 0], 1e-300))
-        L[:, j, j] = d
-        L[:, j + 1:, j] = col[:, 1:] / d[:, None]
+    trace = np.zeros(P)
+    for i in range(DOF):
+        trace = trace + H[:, i, i]
+    eps = PAIR_DAMPING * PAIR_DAMPING * trace + 1e-300
+    L = H.copy()
+    L[:, np.arange(DOF), np.arange(DOF)] += eps[:, None]
+    for k in range(DOF):
+        d = np.sqrt(np.maximum(L[:, k, k], 1e-300))
+        L[:, k, k] = d
+        L[:, k + 1:, k] = L[:, k + 1:, k] / d[:, None]
+        col = L[:, k + 1:, k]
+        L[:, k + 1:, k + 1:] = L[:, k + 1:, k + 1:] - col[:, :, None] * col[:, None, :]
+    L = np.tril(L)  # (the strict upper part held the updates; the solves read the lower one)
     y = np.zeros((P, DOF))
     for r in range(n):
         y = y + A[:, r, :] * rhs[:, r:r + 1]
@@ -219,61 +205,57 @@ def solve_contact_positions(ints, J, M, base, wn, wt, mu, pair_first, pair_order
                 _push(M, S, c, 0, a, b, dl)
         # Each pair's friction rows, compact in the order (contact, row), padded at the end.
         P = len(pairs)
-        n_max = 3 * width
-        rows_c = np.zeros((P, n_max), np.int64)
-        rows_j = np.zeros((P, n_max), np.int64)
-        valid = np.zeros((P, n_max), bool)
-        count = np.zeros(P, np.int64)
-        for k in range(width):
-            has = size > k
-            c = np.where(has, first + k, 0)
-            pushing = has & (lam[c] > 0.0)
-            gripping = pushing & (mu[c] > 0.0)
+        kk = np.arange(width)
+        has = kk[None, :] < size[:, None]
+        C = np.where(has, first[:, None] + kk[None, :], 0)  # (P, K) the colour's contacts, pair by pair
+        pushing = has & (lam[C] > 0.0)
+        gripping = pushing & (mu[C] > 0.0)
+        nrow = pushing.astype(np.int64) + 2 * gripping
+        offset = np.cumsum(nrow, axis=1) - nrow
+        n_max = int(nrow.sum(axis=1).max())
+        out = np.zeros((P, max(n_max, 1)))
+        if n_max:
+            rows_c = np.zeros((P, n_max), np.int64)
+            rows_j = np.zeros((P, n_max), np.int64)
+            valid = np.zeros((P, n_max), bool)
+            pp = np.broadcast_to(np.arange(P)[:, None], C.shape)
             for j, on in ((0, pushing), (1, gripping), (2, gripping)):
-                r = np.flatnonzero(on)
-                rows_c[r, count[r]] = c[r]
-                rows_j[r, count[r]] = j
-                valid[r, count[r]] = True
-                count[r] += 1
-        out = np.zeros((P, n_max))
-        if np.any(valid):
-            rc = np.where(valid, rows_c, 0)
-            rj = np.where(valid, rows_j, 0)
+                at = offset[on] + j
+                rows_c[pp[on], at] = C[on]
+                rows_j[pp[on], at] = j
+                valid[pp[on], at] = True
             rhs = np.zeros((P, n_max))
-            for i in range(n_max):
-                ok = valid[:, i] & (rj[:, i] > 0)
-                c, j = rc[:, i], rj[:, i]
-                val = _value_rows(J, S, c, j, ints) + base[c, j]
-                rhs[:, i] = np.where(ok, -val, 0.0)
+            tangent = valid & (rows_j > 0)
+            tc, tj = rows_c[tangent], rows_j[tangent]
+            rhs[tangent] = -(_value_rows(J, S, tc, tj, ints) + base[tc, tj])
+            rc = np.where(valid, rows_c, 0)
             swap = ints[rc, 0] != ints[np.where(size > 0, first, 0), 0][:, None]
-            A = np.where(valid[..., None], _rows_a(J, q, inv_mass, inv_inertia, ints, rc, rj, swap), 0.0)
+            A = np.where(valid[..., None], _rows_a(J, q, inv_mass, inv_inertia, ints, rc, rows_j, swap), 0.0)
             out = _pair_impulses(A, rhs)
-        # The friction impulse of each contact: its two tangent rows' entries (0 where none).
-        d = np.zeros((P, width, 2))
-        for k in range(width):
-            has = size > k
-            c = np.where(has, first + k, 0)
-            for j in (1, 2):
-                at = (rows_c == c[:, None]) & (rows_j == j) & valid
-                any_at = at.any(axis=1) & has
-                idx = np.argmax(at, axis=1)
-                d[:, k, j - 1] = np.where(any_at, out[np.arange(P), idx], 0.0)
-        for k in range(width):
-            c = slots[k]
-            sel = size > k
-            dk = d[sel, k]
-            a, b = ints[c, 0], ints[c, 1]
-            t1 = lam_t[c, 0] + dk[:, 0]
-            t2 = lam_t[c, 1] + dk[:, 1]
-            length = np.sqrt(t1 * t1 + t2 * t2)
-            scale = np.minimum(mu[c] * lam[c] / np.maximum(length, 1e-300), 1.0)
-            t1 = t1 * scale
-            t2 = t2 * scale
-            _push(M, S, c, 1, a, b, t1 - lam_t[c, 0])
-            _push(M, S, c, 2, a, b, t2 - lam_t[c, 1])
-            lam_t[c, 0] = t1
-            lam_t[c, 1] = t2
-            stuck[c] = np.where((scale >= 1.0) & (lam[c] > 0.0), 1, 0)
+        # The friction impulse of each contact (its two tangent rows; 0 where it has none), within
+        # the Coulomb cone of its accumulated normal impulse.
+        pk = np.broadcast_to(np.arange(P)[:, None], C.shape)
+        d1 = np.where(gripping, out[pk, np.minimum(offset + 1, out.shape[1] - 1)], 0.0)
+        d2 = np.where(gripping, out[pk, np.minimum(offset + 2, out.shape[1] - 1)], 0.0)
+        c = C[has]
+        t1 = lam_t[c, 0] + d1[has]
+        t2 = lam_t[c, 1] + d2[has]
+        length = np.sqrt(t1 * t1 + t2 * t2)
+        scale = np.minimum(mu[c] * lam[c] / np.maximum(length, 1e-300), 1.0)
+        t1 = t1 * scale
+        t2 = t2 * scale
+        # The impulses in the compiled kernel's order: contact by contact, its t1 row then its t2 row.
+        imp = np.stack([t1 - lam_t[c, 0], t2 - lam_t[c, 1]], axis=1).ravel()
+        cc = np.repeat(c, 2)
+        jj = np.tile([1, 2], len(c))
+        # Each row's A-side then its B-side, one list: a body on the B side of one contact and the
+        # A side of the next gets them in that order, as the kernel adds them.
+        bodies = np.stack([ints[cc, 0], ints[cc, 1]], axis=1).ravel()
+        values = np.stack([imp[:, None] * M[cc, jj, 0:6], imp[:, None] * M[cc, jj, 6:12]], axis=1).reshape(-1, 6)
+        np.add.at(S, bodies, values)
+        lam_t[c, 0] = t1
+        lam_t[c, 1] = t2
+        stuck[c] = np.where((scale >= 1.0) & (lam[c] > 0.0), 1, 0)
 
 
 def _value_rows(J, S, c, j, ints):
