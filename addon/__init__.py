@@ -14,7 +14,20 @@ from . import operators, properties, ui
 _register_classes, _unregister_classes = bpy.utils.register_classes_factory(operators.classes + ui.classes)
 
 
+def _configure_kernels() -> None:
+    """Point numba's kernel cache at the extension's own user folder (the installed add-on's folder
+    may not be writable, and is replaced on update); outside an extension numba's default stays."""
+    from jakobsen_engine import backend
+
+    try:
+        folder = bpy.utils.extension_path_user(__package__, path="numba-cache", create=True)
+    except (ValueError, AttributeError):  # not installed as an extension (a checkout, the tests)
+        return
+    backend.configure(cache_dir=folder)
+
+
 def register():
+    _configure_kernels()
     properties.register()
     _register_classes()
 

@@ -29,7 +29,7 @@ import numpy as np
 from mathutils import Matrix
 
 from . import baking, scene_to_model
-from jakobsen_engine import JakobsenError, Solver
+from jakobsen_engine import JakobsenError, Solver, backend
 
 PREVIEW_PROPERTY = "jakobsen_preview"
 
@@ -82,6 +82,7 @@ class BakeJob:
         self._hidden: list[tuple[str, int]] = []  # objects hidden behind their preview (name, session_uid)
         self._view_layer_name = ""
         self._started = self._ended = False
+        self.compiling = False  # the first bake's first frame compiles numba's kernels
 
     # -- progress -------------------------------------------------------------------------------------
 
@@ -130,6 +131,9 @@ class BakeJob:
             self._uids = {name: bpy.data.objects[name].session_uid
                           for name in [d.object_name for d in sm.deformables] + [b.object_name for b in sm.bodies]}
             self.solver = Solver(sm.model, sm.settings)
+            if self.solver.backend.note:  # numba could not load: one clear line, and on with numpy
+                self.warnings.append(f"solver: {self.solver.backend.note}")
+            self.compiling = self.solver.backend.name == "numba" and not backend.kernels_cached()
             self.state = self.solver.make_state()
             self.frame = sm.frame_start
             self._results = {d.object_name: [self._local_positions(d, sm.frame_start)] for d in sm.deformables}
@@ -267,8 +271,9 @@ class BakeJob:
             outputs.append("keyframes")
         summary = (f"Baked {len(written)} object{'s' * (len(written) != 1)} ({', '.join(written)}) as "
                    f"{' and '.join(outputs) or 'nothing'}, frames {sm.frame_start}-{sm.frame_end}, in {seconds:.2f} s "
-                   f"({self.ms_per_frame:.1f} ms/frame)")
-        return "; ".join([summary] + self.broken())
+                   f"({self.ms_per_frame:.1f} ms/frame, {self.solver.backend.name} kernels)")
+        note = [f"solver: {self.solver.backend.note}"] if self.solver.backend.note else []
+        return "; ".join([summary] + note + self.broken())
 
     def _object(self, name: str):
         """The taking-part object that was called ``name`` when the job started (renamed or not)."""

@@ -26,10 +26,13 @@ def main(argv: list[str] | None = None) -> int:
     bake.add_argument("--every", type=int, default=10, metavar="N", help="print progress every N frames (default 10)")
 
     build = sub.add_parser("build", help="write the Blender extension zip (Install from Disk)")
-    build.add_argument("-o", "--out", default="dist", metavar="DIR", help="directory for the zip (default dist)")
+    build.add_argument("-o", "--out", default="dist", metavar="DIR", help="directory for the zips (default dist)")
+    build.add_argument("--platform", action="append", choices=["linux-x64", "windows-x64", "macos-arm64", "none", "all"],
+                       help="a zip with numba for this platform (repeatable; 'none': the one without it, numpy "
+                            "kernels on any platform; 'all': every one; default all)")
 
     bench = sub.add_parser("bench", help="print a benchmark table, side by side with Blender's own solver")
-    bench.add_argument("what", choices=["cloth", "boxes"], help="which benchmark")
+    bench.add_argument("what", choices=["cloth", "cloth-large", "boxes", "car", "all"], help="which benchmark")
     bench.add_argument("--frames", type=int, default=100, help="frames to simulate (default 100)")
     bench.add_argument("--repeats", type=int, default=3,
                        help="cloth: runs of each solver; the best is kept (default 3)")
@@ -50,19 +53,30 @@ def main(argv: list[str] | None = None) -> int:
         from .build import BuildError, run_build
 
         try:
-            run_build(args.out)
+            run_build(args.out, args.platform or ["all"])
         except BuildError as error:
             print(f"jakobsen build: error: {error}", file=sys.stderr)
             code = 1
     elif args.command == "bench":
-        if args.what == "boxes":
-            from .bench_boxes import run_boxes_benchmark
+        what = ("cloth", "cloth-large", "boxes", "car") if args.what == "all" else (args.what,)
+        for name in what:
+            if name == "boxes":
+                from .bench_boxes import run_boxes_benchmark
 
-            run_boxes_benchmark(frames=args.frames, grid=args.grid)
-        else:
-            from .bench import run_cloth_benchmark
+                run_boxes_benchmark(frames=args.frames, grid=args.grid)
+            elif name == "car":
+                from .bench_car import run_car_benchmark
 
-            run_cloth_benchmark(frames=args.frames, repeats=args.repeats)
+                run_car_benchmark()
+            elif name == "cloth-large":
+                from .bench import run_large_cloth_benchmark
+
+                run_large_cloth_benchmark()
+            else:
+                from .bench import run_cloth_benchmark
+
+                run_cloth_benchmark(frames=args.frames, repeats=args.repeats)
+            print(flush=True)
     elif args.command == "demo":
         if args.engine:
             from .demo import run_engine_demo

@@ -1,4 +1,4 @@
-"""``jakobsen build``: the Blender extension zip (Blender 4.2+, Install from Disk).
+"""``jakobsen build``: the Blender extension zips (Blender 4.2+, Install from Disk).
 
 The zip's root is the add-on package itself: ``blender_manifest.toml``, ``__init__.py`` and the
 add-on's modules. The solver goes in as a wheel of its own package, ``jakobsen_engine`` (built
@@ -6,6 +6,12 @@ here from ``engine/``, pure Python), listed in the manifest's ``wheels``: Blende
 the extension's site-packages, so the add-on imports ``jakobsen_engine`` by the same name as the
 repository and the tests do (one module identity), and nothing generic lands in site-packages.
 Left out: the command line (``tools/``), caches and anything that is not part of the add-on.
+
+One zip per platform (Linux x86-64, Windows x64, macOS arm64) adds numba and llvmlite, the
+compiled kernels' compiler, as the wheels PyPI publishes for that platform and for Python 3.11
+(Blender 4.2 to 5.0) and 3.13 (5.1 and later); the manifest says which platform it is for.
+``--platform none`` builds the one zip without them, for any platform: it bakes with the numpy
+kernels. Downloaded wheels are kept in ``build/wheels`` (pip download, from PyPI).
 """
 
 from __future__ import annotations
@@ -14,6 +20,8 @@ import base64
 import hashlib
 import os
 import re
+import subprocess
+import sys
 import tomllib
 import zipfile
 
@@ -28,6 +36,11 @@ EXCLUDED_DIRS = {"__pycache__", "tests", ".pytest_cache"}
 SHIPPED_SUFFIXES = (".py", ".toml", ".txt", ".md", ".json")
 # Every file in the zips gets this time stamp: the same input gives the same bytes.
 STAMP = (2024, 1, 1, 0, 0, 0)
+# The compiler of the kernels, by Blender platform: PyPI's platform tag for its wheels.
+NUMBA = ("numba==0.68.1", "llvmlite==0.50.0")
+PLATFORMS = {"linux-x64": "manylinux_2_28_x86_64", "windows-x64": "win_amd64", "macos-arm64": "macosx_12_0_arm64"}
+PYTHONS = ("3.11", "3.13")  # Blender 4.2-5.0, 5.1-
+WHEEL_CACHE = os.path.join(REPO, "build", "wheels")
 
 
 class BuildError(Exception):
@@ -98,17 +111,47 @@ def build_engine_wheel(out_dir: str, version: str, *, engine_dir: str = ENGINE_D
     return path
 
 
-def manifest_with_wheels(text: str, wheels: list[str]) -> str:
-    """The manifest's text with ``wheels = [...]`` among its top-level keys (before the first table,
-    where TOML would read it as part of that table)."""
-    entry = "wheels = [\n" + "".join(f'  "./wheels/{w}",\n' for w in wheels) + "]\n\n"
+def manifest_with_wheels(text: str, wheels: list[str], platform: str | None = None) -> str:
+    """The manifest's text with ``wheels = [...]`` (and, for one platform's zip, ``platforms``)
+    among its top-level keys (before the first table, where TOML would read them as part of it)."""
+    entry = "wheels = [\n" + "".join(f'  "./wheels/{w}",\n' for w in wheels) + "]\n"
+    if platform:
+        entry += f'platforms = ["{platform}"]\n'
+    entry += "\n"
     match = re.search(r"^\[", text, flags=re.M)
     at = match.start() if match else len(text)
     return text[:at] + entry + text[at:]
 
 
-def build(out_dir: str = "dist", *, addon_dir: str = ADDON_DIR, engine_dir: str = ENGINE_DIR) -> str:
-    """Write ``<id>-<version>.zip`` into ``out_dir``; returns its absolute path."""
+def platform_wheels(platform: str, cache: str = WHEEL_CACHE) -> list[str]:
+    """numba's and llvmlite's wheels for ``platform`` and each Blender Python, downloaded from PyPI
+    into ``cache`` once (paths, sorted). numpy is not among them: Blender ships its own."""
+    if platform not in PLATFORMS:
+        raise BuildError(f"unknown platform {platform!r}; one of {', '.join(PLATFORMS)}")
+    folder = os.path.join(cache, platform)
+    os.makedirs(folder, exist_ok=True)
+    for python in PYTHONS:
+        tag = "cp" + python.replace(".", "")
+        have = [n for n in os.listdir(folder) if f"-{tag}-" in n]
+        if all(any(n.startswith(req.split("==")[0] + "-" + req.split("==")[1]) for n in have) for req in NUMBA):
+            continue
+        done = subprocess.run([sys.executable, "-m", "pip", "download", "--quiet", "--no-deps", "--only-binary=:all:",
+                               "--platform", PLATFORMS[platform], "--python-version", python, "-d", folder, *NUMBA],
+                              capture_output=True, text=True)
+        if done.returncode != 0:
+            raise BuildError(f"could not download {' '.join(NUMBA)} for {platform}, Python {python}: "
+                             f"{done.stderr.strip()[-500:]}")
+    wanted = [n for n in os.listdir(folder) if n.endswith(".whl")
+              and any(n.startswith(req.replace("==", "-")) for req in NUMBA)
+              and any(f"-cp{p.replace('.', '')}-" in n for p in PYTHONS)]
+    return sorted(os.path.join(folder, n) for n in wanted)
+
+
+def build(out_dir: str = "dist", *, platform: str | None = None, addon_dir: str = ADDON_DIR,
+          engine_dir: str = ENGINE_DIR, wheel_cache: str = WHEEL_CACHE) -> str:
+    """Write the extension zip into ``out_dir``: ``<id>-<version>.zip`` without the compiler (any
+    platform, numpy kernels), or with ``platform`` its numba wheels, ``<id>-<version>-<platform>.zip``;
+    returns its absolute path."""
     from jakobsen_engine import __version__
 
     manifest = read_manifest(addon_dir)
@@ -117,8 +160,9 @@ def build(out_dir: str = "dist", *, addon_dir: str = ADDON_DIR, engine_dir: str 
                          "make them agree")
     if not re.fullmatch(r"[A-Za-z][A-Za-z0-9_]*", manifest["id"]):
         raise BuildError(f"{MANIFEST}: id {manifest['id']!r} must be a Python identifier")
-    if "wheels" in manifest:
-        raise BuildError(f"{MANIFEST}: leave 'wheels' out; the build lists the wheels it puts in the zip")
+    for key in ("wheels", "platforms"):
+        if key in manifest:
+            raise BuildError(f"{MANIFEST}: leave {key!r} out; the build writes it for each zip")
     files = package_files(addon_dir)
     arcs = {arc for _, arc in files}
     for needed in (MANIFEST, "__init__.py"):
@@ -127,28 +171,41 @@ def build(out_dir: str = "dist", *, addon_dir: str = ADDON_DIR, engine_dir: str 
     if not os.path.isfile(os.path.join(engine_dir, "__init__.py")):
         raise BuildError(f"the solver at {engine_dir} has no __init__.py")
     os.makedirs(out_dir, exist_ok=True)
-    wheel = build_engine_wheel(out_dir, __version__, engine_dir=engine_dir)
-    path = os.path.abspath(os.path.join(out_dir, f"{manifest['id']}-{manifest['version']}.zip"))
+    engine_wheel = build_engine_wheel(out_dir, __version__, engine_dir=engine_dir)
+    wheels = [engine_wheel] + (platform_wheels(platform, wheel_cache) if platform else [])
+    suffix = f"-{platform.replace('-', '_')}" if platform else ""
+    path = os.path.abspath(os.path.join(out_dir, f"{manifest['id']}-{manifest['version']}{suffix}.zip"))
     tmp = path + ".tmp"
     with zipfile.ZipFile(tmp, "w") as zf:
         for disk, arc in files:
             with open(disk, "rb") as f:
                 data = f.read()
             if arc == MANIFEST:
-                data = manifest_with_wheels(data.decode(), [os.path.basename(wheel)]).encode()
+                data = manifest_with_wheels(data.decode(), [os.path.basename(w) for w in wheels], platform).encode()
             _write(zf, arc, data)
-        with open(wheel, "rb") as f:
-            _write(zf, f"wheels/{os.path.basename(wheel)}", f.read())
+        for wheel in wheels:
+            with open(wheel, "rb") as f:
+                # Stored, not deflated again: wheels are zips already.
+                info = zipfile.ZipInfo(f"wheels/{os.path.basename(wheel)}", date_time=STAMP)
+                info.external_attr = 0o644 << 16
+                zf.writestr(info, f.read())
     os.replace(tmp, path)
-    os.remove(wheel)
+    os.remove(engine_wheel)
     return path
 
 
-def run_build(out_dir: str = "dist") -> str:
-    path = build(out_dir)
-    with zipfile.ZipFile(path) as zf:
-        names = zf.namelist()
-    size = os.path.getsize(path)
-    print(f"jakobsen build: {path} ({len(names)} files, {size / 1024:.0f} KB)")
+def run_build(out_dir: str = "dist", platforms=("none",)) -> list[str]:
+    """``jakobsen build [--platform ...]``: the zips asked for (``all``: one per platform and the
+    one without the compiler)."""
+    chosen = list(PLATFORMS) + ["none"] if "all" in platforms else list(platforms)
+    paths = []
+    for platform in chosen:
+        path = build(out_dir, platform=None if platform == "none" else platform)
+        with zipfile.ZipFile(path) as zf:
+            names = zf.namelist()
+        size = os.path.getsize(path)
+        what = "numpy kernels, any platform" if platform == "none" else f"numba kernels, {platform}"
+        print(f"jakobsen build: {path} ({len(names)} files, {size / 1e6:.1f} MB; {what})")
+        paths.append(path)
     print("  install it in Blender 4.2+: Edit > Preferences > Get Extensions > Install from Disk")
-    return path
+    return paths

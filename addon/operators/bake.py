@@ -132,6 +132,11 @@ class JAKOBSEN_OT_bake(Operator):
         job = self._job
         sm = job.scene_model
         context.window_manager.progress_update(job.frames_done)
+        if job.compiling and job.frames_done <= 1:
+            context.workspace.status_text_set(
+                "Jakobsen bake: compiling the solver's kernels (the first bake after installing takes a few "
+                "seconds longer; they are kept from then on)    Esc to cancel")
+            return
         context.workspace.status_text_set(
             f"Jakobsen bake: frame {job.frame} of {sm.frame_start}-{sm.frame_end}, "
             f"{job.ms_per_frame:.1f} ms/frame    Esc to cancel")

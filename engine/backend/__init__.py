@@ -59,6 +59,19 @@ def configure(*, cache_dir: str | None = None) -> None:
             pass
 
 
+def kernels_cached() -> bool:
+    """Whether compiled kernels are in numba's cache folder already (so the first bake does not
+    compile them): any index file there. True when no cache folder is configured (numba then
+    caches beside the source and compiles as it must; nothing to tell)."""
+    folder = os.environ.get("NUMBA_CACHE_DIR")
+    if not folder:
+        return True
+    for _root, _dirs, files in os.walk(folder):
+        if any(name.endswith(".nbi") for name in files):
+            return True
+    return False
+
+
 def _load(name: str) -> Backend:
     if name not in _loaded:
         mods = {m: importlib.import_module(f"{__name__}.{name}.{m}") for m in MODULES}

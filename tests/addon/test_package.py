@@ -47,6 +47,14 @@ seen["bake_operator_module"] = bpy.types.JAKOBSEN_OT_bake.__module__
 seen["engine_file"] = sys.modules["jakobsen_engine"].__file__
 seen["installed_files"] = sorted(os.listdir(os.path.join(repo.directory, "jakobsen_physics")))
 
+# Real Blender puts the extensions' site-packages before its Python's own; the bpy module appends
+# it after this environment's (its getsitepackages() matches nothing on sys.path), where this
+# environment's numba would shadow the extension's. Put it where Blender does.
+extension_site = next(p for p in sys.path if os.path.join("extensions", ".local") in p)
+sys.path.remove(extension_site)
+sys.path.insert(0, extension_site)
+seen["extension_site"] = sorted(os.listdir(extension_site))
+
 # Bake a small pinned cloth with the installed add-on (and so with the solver inside it).
 bpy.ops.mesh.primitive_grid_add(x_subdivisions=4, y_subdivisions=4, size=1.0, location=(0, 0, 1))
 cloth = bpy.context.object
@@ -56,7 +64,13 @@ cloth.jakobsen.enabled = True
 cloth.jakobsen.type = 'CLOTH'
 cloth.jakobsen.cloth.pin_group = "pin"
 bpy.context.scene.frame_start, bpy.context.scene.frame_end = 1, 4
-seen["bake"] = sorted(bpy.ops.jakobsen.bake())
+import io, contextlib
+report = io.StringIO()
+with contextlib.redirect_stdout(report):
+    seen["bake"] = sorted(bpy.ops.jakobsen.bake())
+seen["report"] = report.getvalue()
+seen["numba_file"] = getattr(sys.modules.get("numba"), "__file__", None)
+seen["sys_path"] = [p for p in sys.path if "site-packages" in p]
 seen["shape_keys"] = len(cloth.data.shape_keys.key_blocks) if cloth.data.shape_keys else 0
 seen["generic_engine_imported"] = any(name in sys.modules for name in ("engine", "addon", "tools"))
 
@@ -121,10 +135,20 @@ def test_the_zip_holds_the_add_on_at_its_root_and_the_solver_as_a_wheel(tmp_path
         assert a.read() == b.read()
 
 
-def test_blenders_validator_accepts_the_zip(tmp_path):
+@pytest.mark.parametrize("platform", [None, "linux-x64", "windows-x64", "macos-arm64"])
+def test_blenders_validator_accepts_the_zip(tmp_path, platform):
     import bpy
 
-    path = build_mod.build(str(tmp_path))
+    path = build_mod.build(str(tmp_path), platform=platform)
+    with zipfile.ZipFile(path) as zf:
+        manifest = tomllib.loads(zf.read("blender_manifest.toml").decode())
+        names = zf.namelist()
+    if platform:
+        assert manifest["platforms"] == [platform]
+        for python in ("cp311", "cp313"):  # Blender 4.2 to 5.0, and 5.1 on
+            assert any(n.startswith("wheels/numba-") and f"-{python}-" in n for n in names)
+            assert any(n.startswith("wheels/llvmlite-") and f"-{python}-" in n for n in names)
+    assert all(f"./{n}" in manifest["wheels"] for n in names if n.startswith("wheels/"))
     scripts = bpy.utils.system_resource('SCRIPTS')
     cli = os.path.join(scripts, "addons_core", "bl_pkg", "cli", "blender_ext.py")
     assert os.path.isfile(cli), cli
@@ -134,7 +158,9 @@ def test_blenders_validator_accepts_the_zip(tmp_path):
 
 
 def test_install_from_disk_enable_bake_disable_uninstall_in_real_blender(tmp_path):
-    path = build_mod.build(str(tmp_path / "dist"))
+    """The Linux zip, with numba and llvmlite in it as wheels: the bake runs on the compiled kernels
+    from the wheels the extension installed (not from this test's own environment)."""
+    path = build_mod.build(str(tmp_path / "dist"), platform="linux-x64")
     home = tmp_path / "home"
     home.mkdir()
     env = dict(os.environ, HOME=str(home), BLENDER_USER_RESOURCES=str(home / "blender"))
@@ -156,6 +182,54 @@ def test_install_from_disk_enable_bake_disable_uninstall_in_real_blender(tmp_pat
     assert seen["engine_file"].startswith(str(home)) and "site-packages" in seen["engine_file"]
     assert "cli" not in seen["installed_files"] and "tools" not in seen["installed_files"]
     assert seen["bake"] == ["FINISHED"] and seen["shape_keys"] == 5  # the basis and frames 1-4
+    assert "numba kernels" in seen["report"], seen["report"]
+    assert {"numba", "llvmlite", "jakobsen_engine"} <= set(seen["extension_site"]), seen["extension_site"]
+    assert seen["numba_file"].startswith(str(home)), (seen["numba_file"], seen["sys_path"])
     assert not seen["generic_engine_imported"]
     assert seen["after_disable"] == [False, False, False]
     assert seen["uninstall"] == ["FINISHED"] and not seen["after_uninstall"]
+
+
+FALLBACK_SCRIPT = r'''
+import sys, io, contextlib, importlib.abc
+
+
+class NoNumba(importlib.abc.MetaPathFinder):
+    """numba as if it could not load here (a platform without its wheels, a broken install)."""
+
+    def find_spec(self, name, path=None, target=None):
+        if name.split(".")[0] in ("numba", "llvmlite"):
+            raise ImportError(f"no {name} here (the test blocks it)")
+        return None
+
+
+sys.meta_path.insert(0, NoNumba())
+import bpy
+import jakobsen_physics
+bpy.ops.wm.read_factory_settings(use_empty=True)
+jakobsen_physics.register()
+bpy.ops.mesh.primitive_grid_add(x_subdivisions=4, y_subdivisions=4, size=1.0, location=(0, 0, 1))
+cloth = bpy.context.object
+cloth.jakobsen.enabled = True
+cloth.jakobsen.type = 'CLOTH'
+bpy.context.scene.frame_start, bpy.context.scene.frame_end = 1, 4
+report = io.StringIO()
+with contextlib.redirect_stdout(report):
+    print(sorted(bpy.ops.jakobsen.bake()))
+print("REPORT " + report.getvalue().replace("\n", " | "), flush=True)
+if bpy.app.version[:2] == (4, 2):
+    import os
+    os._exit(0)
+'''
+
+
+def test_without_numba_the_bake_falls_back_to_the_numpy_kernels_and_says_so(tmp_path):
+    script = tmp_path / "fallback.py"
+    script.write_text(FALLBACK_SCRIPT)
+    done = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=300)
+    lines = [line for line in done.stdout.splitlines() if line.startswith("REPORT ")]
+    assert done.returncode == 0 and lines, done.stdout[-3000:] + done.stderr[-3000:]
+    report = lines[-1]
+    assert "['FINISHED']" in report
+    assert "numpy kernels" in report and "numba is not available" in report
+    assert report.count("numba is not available") <= 2  # one line in the warnings and one in the summary
