@@ -14,6 +14,7 @@ import pytest
 bpy = pytest.importorskip("bpy")
 
 from jakobsen_physics import scene_to_model  # noqa: E402
+from jakobsen_physics.translate import settings  # noqa: E402
 from jakobsen_physics.bake_job import BakeJob  # noqa: E402
 from jakobsen_engine import JakobsenError  # noqa: E402
 from jakobsen_engine.geometry import quaternions as quat  # noqa: E402
@@ -181,7 +182,7 @@ def test_a_slider_keeps_the_body_on_the_empty_z_line_within_its_limits(blender):
     assert turned < 1e-2  # a slider does not let it rotate
 
 
-@pytest.mark.parametrize("kind", list(scene_to_model.JOINT_KINDS))
+@pytest.mark.parametrize("kind", list(settings.JOINT_KINDS))
 def test_every_connector_type_becomes_its_engine_joint(blender, kind):
     rod, hinge, pivot, axis = _hinged_rod()
     block = _cube("Block", size=0.4, location=tuple(pivot + (0.0, 0.0, 0.2)), dynamic='OFF', collision_shape='BOX')
@@ -192,7 +193,7 @@ def test_every_connector_type_becomes_its_engine_joint(blender, kind):
     sm = scene_to_model.build(bpy.context)
     index = {b.object_name: b.index for b in sm.bodies}
     joints = sm.model.joints
-    assert joints.count == 1 and KINDS[joints.kind[0]] == scene_to_model.JOINT_KINDS[kind]
+    assert joints.count == 1 and KINDS[joints.kind[0]] == settings.JOINT_KINDS[kind]
     assert (joints.a[0], joints.b[0]) == (index["Block"], index["Rod"])
     assert (joints.break_force[0], joints.break_torque[0]) == (300.0, 40.0)
     assert not joints.ignore_collisions[0] and joints.bounce[0] == pytest.approx(0.25)

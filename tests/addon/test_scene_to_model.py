@@ -10,6 +10,7 @@ import pytest
 bpy = pytest.importorskip("bpy")
 
 from jakobsen_physics import scene_to_model  # noqa: E402
+from jakobsen_physics.blender_io import reads  # noqa: E402
 from jakobsen_engine import Box, Capsule, JakobsenError, Plane, Sphere  # noqa: E402
 
 pytestmark = pytest.mark.blender
@@ -70,7 +71,7 @@ def test_vertex_group_weights_match_blenders_own_lookup(blender, helpers):
     b.add(list(range(0, 35, 2)), 0.75, 'REPLACE')
     b.add([3], 0.1, 'REPLACE')
     for group in (a, b):
-        got = scene_to_model.vertex_group_weights(obj.data, group.index)
+        got = reads.vertex_group_weights(obj.data, group.index)
         want = []
         for i in range(35):
             try:

@@ -1,0 +1,72 @@
+"""Checks of Blender data that name the object and the setting as the panel shows them."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from jakobsen_engine import JakobsenError
+
+
+ROLE_NAMES = {'RIGID_BODY': "rigid body", 'CLOTH': "cloth", 'SOFT_BODY': "soft body", 'COLLIDER': "collider",
+               'CONNECTOR': "connector", 'SPRING': "spring", 'MOTOR': "motor"}
+
+
+def describe(obj) -> str:
+    """``cloth 'Flag'``: the object's role and name, as messages name it."""
+    return f"{ROLE_NAMES.get(obj.jakobsen.type, 'object')} '{obj.name}'"
+
+
+_ROLE_GROUPS = {'RIGID_BODY': "rigid_body", 'CLOTH': "cloth", 'SOFT_BODY': "cloth", 'COLLIDER': "collider",
+                'CONNECTOR': "connector", 'SPRING': "spring", 'MOTOR': "motor"}
+
+
+def role_settings(obj):
+    """The settings group of the object's role (``obj.jakobsen.cloth`` for a cloth)."""
+    return getattr(obj.jakobsen, _ROLE_GROUPS[obj.jakobsen.type])
+
+
+def label(group, name: str) -> str:
+    """A setting as its panel shows it ("Air Drag")."""
+    return group.bl_rna.properties[name].name
+
+
+def check_numbers(group, where: str) -> None:
+    """Every number of a settings group is finite, or a ``JakobsenError`` names the setting as the
+    panel shows it. (A script can store NaN in any float setting; the engine's own messages would
+    name its internal parameters instead of the panel's.)"""
+    for prop in group.bl_rna.properties:
+        if prop.type != 'FLOAT':
+            continue
+        value = getattr(group, prop.identifier)
+        values = tuple(value) if getattr(prop, "is_array", False) and prop.array_length > 0 else (value,)
+        if not all(math.isfinite(v) for v in values):
+            shown = ", ".join(f"{v:g}" for v in values)
+            raise JakobsenError(f"{where}: its {prop.name} is not a finite number ({shown}); "
+                                "set it in Properties > Physics > Jakobsen Physics")
+
+
+def check_order(group, low: str, high: str, where: str, *, angle: bool = False) -> None:
+    """The setting ``low`` is not above ``high``, or a ``JakobsenError`` names both as the panel does."""
+    lo, hi = getattr(group, low), getattr(group, high)
+    if lo > hi:
+        unit = (lambda v: f"{math.degrees(v):g} degrees") if angle else (lambda v: f"{v:g} m")
+        raise JakobsenError(f"{where}: its {label(group, low)} ({unit(lo)}) is above its "
+                            f"{label(group, high)} ({unit(hi)})")
+
+
+def check_invertible(obj, m: np.ndarray) -> None:
+    """A deforming object's results are written in its own space: its transform must have an inverse."""
+    lengths = np.linalg.norm(m[:3, :3], axis=0)
+    if np.any(lengths < 1e-12) or abs(np.linalg.det(m[:3, :3])) < 1e-18 * max(float(lengths.max()), 1e-300) ** 3:
+        axis = "XYZ"[int(np.argmin(lengths))]
+        raise JakobsenError(f"{describe(obj)}: its scale is zero on the {axis} axis (or its transform is flat), so "
+                            "the baked shapes could not be written in its own space; give it a non-zero scale "
+                            "(Object > Apply > Scale keeps its look)")
+
+
+def check_matrix(obj, m: np.ndarray) -> None:
+    if not np.all(np.isfinite(m)):
+        raise JakobsenError(f"{describe(obj)}: its transform is not a number (check its location, "
+                            "rotation, scale and parents)")

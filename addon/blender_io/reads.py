@@ -1,0 +1,159 @@
+"""Reading Blender data: which objects take part, evaluated meshes with bulk ``foreach_get``,
+vertex-group weights, transforms sampled over the bake's frames, what is animated.
+
+The one per-vertex pass over Blender data is ``vertex_group_weights``: Blender (4.2 to 5.0) has
+no bulk access to vertex-group weights, so it runs once per pinned cloth per bake, never per frame.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import bpy
+import numpy as np
+
+from jakobsen_engine import JakobsenError
+
+from .. import actions
+from ..translate.transforms import matrix
+
+
+def may_move(obj) -> bool:
+    """Whether the object's transform could change over time (animation, drivers, constraints, parents)."""
+    o = obj
+    while o is not None:
+        ad = o.animation_data
+        if ad is not None and (ad.action is not None or len(ad.drivers) or len(ad.nla_tracks)):
+            return True
+        if len(o.constraints):
+            return True
+        o = o.parent
+    return False
+
+
+TRANSFORM_PATHS = {"location", "rotation_euler", "rotation_quaternion", "rotation_axis_angle", "scale",
+                    "delta_location", "delta_rotation_euler", "delta_rotation_quaternion", "delta_scale"}
+
+
+def transform_animated(obj) -> bool:
+    """Whether the object's transform (or a parent's) is keyed, driven or constrained; keys on
+    its other settings (an animated Steering Angle) do not count."""
+    o = obj
+    while o is not None:
+        if len(o.constraints):
+            return True
+        ad = o.animation_data
+        if ad is not None:
+            if len(ad.nla_tracks):
+                return True
+            paths = [fc.data_path for fc in ad.drivers]
+            paths += [fc.data_path for fc in (actions.assigned_fcurves(o) or ())]
+            if any(p in TRANSFORM_PATHS for p in paths):
+                return True
+        o = o.parent
+    return False
+
+
+def has_animation(obj) -> bool:
+    """Whether the object's own settings may change over time (keyframes, drivers, NLA strips)."""
+    ad = obj.animation_data
+    return ad is not None and (ad.action is not None or len(ad.drivers) > 0 or len(ad.nla_tracks) > 0)
+
+
+def sample_matrices(scene, context, names: list[str], frames: range,
+                     settings: dict | None = None) -> tuple[dict[str, np.ndarray], dict[tuple, np.ndarray]]:
+    """matrix_world (frames, 4, 4) of each object in ``names``, and (frames,) values of each setting
+    in ``settings`` ((object name, setting) -> getter(evaluated object)), on each frame.
+    Changes the current frame."""
+    settings = settings or {}
+    out = {name: np.empty((len(frames), 4, 4)) for name in names}
+    values = {key: np.empty(len(frames)) for key in settings}
+    for k, frame in enumerate(frames):
+        scene.frame_set(frame)
+        depsgraph = context.evaluated_depsgraph_get()
+        for name in names:
+            out[name][k] = matrix(bpy.data.objects[name].evaluated_get(depsgraph).matrix_world)
+        for key, getter in settings.items():
+            values[key][k] = float(getter(bpy.data.objects[key[0]].evaluated_get(depsgraph)))
+    return out, values
+
+
+@dataclass
+class MeshData:
+    local: np.ndarray  # (n, 3) float64, object space
+    loop_total: np.ndarray  # (f,) corners of each face
+    corners: np.ndarray  # (c,) vertex index of each corner, face by face
+    weights: np.ndarray | None  # (n,) pin weights, or None
+
+
+def read_mesh(obj, depsgraph, where: str, pin_group: str = "") -> MeshData:
+    """The evaluated mesh (modifiers applied) in object space, with pin weights if asked for."""
+    ob_eval = obj.evaluated_get(depsgraph)
+    mesh = ob_eval.to_mesh(preserve_all_data_layers=bool(pin_group), depsgraph=depsgraph)
+    try:
+        n = len(mesh.vertices)
+        co = np.empty(n * 3, dtype=np.float32)
+        mesh.vertices.foreach_get("co", co)
+        f = len(mesh.polygons)
+        loop_total = np.empty(f, dtype=np.int32)
+        mesh.polygons.foreach_get("loop_total", loop_total)
+        # polygons' 'vertices' flattens face by face, so loop_total alone splits it.
+        corners = np.empty(int(loop_total.sum()), dtype=np.int32)
+        mesh.polygons.foreach_get("vertices", corners)
+        weights = None
+        if pin_group:
+            if obj.vertex_groups.get(pin_group) is None:
+                raise JakobsenError(f"{where}: its pin group '{pin_group}' is not one of its vertex groups "
+                                    "(Pin Group, in its Jakobsen Physics cloth settings)")
+            # The evaluated object lists only the groups that hold vertices after the modifiers.
+            group = ob_eval.vertex_groups.get(pin_group)
+            weights = np.zeros(n) if group is None else vertex_group_weights(mesh, group.index)
+    finally:
+        ob_eval.to_mesh_clear()
+    local = co.reshape(-1, 3).astype(np.float64)
+    bad = np.flatnonzero(~np.isfinite(local).all(axis=1))
+    if len(bad):
+        raise JakobsenError(f"{where}: vertex {bad[0]} has a coordinate that is not a number "
+                            f"({tuple(local[bad[0]].tolist())}); fix the mesh (e.g. Mesh > Clean Up)")
+    return MeshData(local, loop_total.astype(np.int64), corners.astype(np.int64), weights)
+
+
+def vertex_group_weights(mesh, group_index: int) -> np.ndarray:
+    """(n,) weights of one vertex group, 0 where a vertex is not in it.
+
+    Blender offers no bulk read of vertex-group weights, so this is the one per-vertex pass the
+    add-on makes over Blender data: once per pinned cloth per bake, never per frame.
+    """
+    weights = np.zeros(len(mesh.vertices))
+    for v in mesh.vertices:
+        for element in v.groups:
+            if element.group == group_index:
+                weights[v.index] = element.weight
+                break
+    return weights
+
+
+# Blender 4.x keeps an ID's Python-defined settings among its custom properties and creates them
+# the first time they are read: reading ``obj.jakobsen.enabled`` on every object of a scene would
+# add a 'jakobsen' property to objects that never take part. 5.0 stores them apart.
+_SETTINGS_AMONG_CUSTOM_PROPERTIES = bpy.app.version < (5, 0, 0)
+
+
+def takes_part(obj) -> bool:
+    """Whether Jakobsen Physics is enabled on ``obj``, read without creating its settings."""
+    if _SETTINGS_AMONG_CUSTOM_PROPERTIES and "jakobsen" not in obj.keys():
+        return False
+    return obj.jakobsen.enabled
+
+
+def enabled_objects(context) -> list:
+    """The objects that take part, in a stable order (by name)."""
+    context.view_layer.update()  # objects linked since the last update are not in the view layer before
+    return sorted((o for o in context.view_layer.objects if takes_part(o)), key=lambda o: o.name)
+
+
+def field_objects(context) -> list:
+    """The objects of the view layer with a Blender force field, by name (as Blender, a field
+    outside the view layer does nothing)."""
+    return sorted((o for o in context.view_layer.objects if o.field is not None and o.field.type != 'NONE'),
+                  key=lambda o: o.name)

@@ -1,0 +1,1 @@
+"""Blender objects, family by family, as the engine's cloth, bodies, colliders, connectors and fields."""

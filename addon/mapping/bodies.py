@@ -1,0 +1,177 @@
+"""Meshes -> the engine's cloth, soft bodies, rigid bodies and colliders."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from jakobsen_engine import JakobsenError, ModelBuilder, Track, TriangleMesh
+
+from ..blender_io.checks import ROLE_NAMES, check_invertible, check_matrix, describe
+from ..blender_io.reads import MeshData, may_move, read_mesh
+from ..translate.meshes import face_areas, face_list, fit_shape, mesh_warnings
+from ..translate.settings import FOLLOW_RATE, PIN_WEIGHT, RIGID_MODES, RIGID_SHAPES, damping_rate
+from ..translate.transforms import matrix, rigid, rotation_and_scale, world as into_world
+from .bindings import BodyBinding, ColliderBinding
+
+
+def add_deformable(builder: ModelBuilder, obj, depsgraph, track, warnings: list[str]):
+    where = describe(obj)
+    s = obj.jakobsen.cloth
+    data = read_mesh(obj, depsgraph, where, s.pin_group)
+    if len(data.loop_total) == 0:
+        raise JakobsenError(f"{where}: the mesh has no faces; a {ROLE_NAMES[obj.jakobsen.type]} needs faces "
+                            "(vertices joined by edges only cannot be simulated as a surface)")
+    m = matrix(obj.evaluated_get(depsgraph).matrix_world)
+    check_matrix(obj, m)
+    check_invertible(obj, m)
+    world = into_world(data.local, m)
+    areas = face_areas(world, data.loop_total, data.corners)
+    size = float(np.ptp(world, axis=0).max()) if len(world) else 0.0
+    # Relative to the mesh's own size: a 1 micrometre cloth has faces of 1e-12 m^2 that are not flat.
+    if size <= 0.0 or areas.sum() <= 1e-9 * size * size:
+        raise JakobsenError(f"{where}: all its faces have zero area (its vertices lie on one line or point)")
+    warnings.extend(mesh_warnings(where, world, data.loop_total, data.corners, areas))
+    if obj.jakobsen.type == 'SOFT_BODY':
+        warnings.append(f"{where} is simulated as a surface with its cloth settings; "
+                        "volume preservation is not in the engine yet")
+    density = (s.vertex_mass * len(world) / float(areas.sum())) if s.use_vertex_mass else s.density
+    weights = data.weights
+    if weights is not None and not np.any(weights > 0.0):
+        warnings.append(f"{where}: its pin group '{s.pin_group}' is empty (no vertex has a weight in it), so "
+                        "nothing is pinned and the cloth falls free")
+    if track is not None and weights is not None and np.any((weights > 0) & (weights < PIN_WEIGHT)):
+        warnings.append(f"{where}: it moves, but its partly pinned vertices (weight below 1) are pulled "
+                        "towards where they were on the first frame")
+    handle = builder.add_cloth(
+        world, face_list(data.loop_total, data.corners), name=obj.name, density=density,
+        thickness=s.thickness,
+        stretch_stiffness=math.inf if s.use_rigid_stretch else s.stretch_stiffness,
+        shear_stiffness=math.inf if s.use_rigid_shear else s.shear_stiffness,
+        bend_stiffness=s.bend_stiffness, pin_weights=weights, pin_stiffness=s.pin_stiffness,
+        friction=s.friction, drag=s.air_drag)
+    to_world = track if track is not None else m[None]
+    if track is not None:
+        for k in range(len(track)):
+            check_matrix(obj, track[k])
+            check_invertible(obj, track[k])
+    return obj.name, obj.jakobsen.type, handle, to_world, data.local
+
+
+def read_rigid_body(obj, depsgraph) -> MeshData:
+    where = describe(obj)
+    data = read_mesh(obj, depsgraph, where)
+    if len(data.loop_total) == 0:
+        raise JakobsenError(f"{where}: the mesh has no faces; a rigid body needs a surface "
+                            "to collide with and to give it mass")
+    return data
+
+
+def rigid_track(obj, track: np.ndarray, scale: np.ndarray, frame_rate: float, offset: np.ndarray,
+                 warnings: list[str]) -> Track:
+    """The motion of an animated object, sampled per frame (``track``: (frames, 4, 4) matrix_world),
+    as an engine ``Track`` of its rigid pose (rotation and translation, scale taken out) times
+    ``offset``, one sample a frame (the engine interpolates between them: positions linearly,
+    rotations by slerp); warns once if its scale changes (the shape keeps its first size)."""
+    where = describe(obj)
+    rotations = []
+    for k in range(len(track)):
+        check_matrix(obj, track[k])
+        r, s = rotation_and_scale(track[k], where, [])
+        if not np.allclose(np.abs(s), np.abs(scale), rtol=1e-4):
+            warnings.append(f"{where}: its scale changes during the bake; its collision shape keeps the size "
+                            "it has on the first frame")
+            scale = s  # warn once
+        rotations.append(rigid(r, track[k][:3, 3]) @ offset)
+    return Track(rate=frame_rate, values=np.array(rotations))
+
+
+def add_collider(builder: ModelBuilder, obj, depsgraph, track, frame_rate: float,
+                  warnings: list[str]) -> ColliderBinding:
+    where = describe(obj)
+    data = read_mesh(obj, depsgraph, where)
+    c = obj.jakobsen.collider
+    if len(data.local) == 0:
+        raise JakobsenError(f"{where}: the mesh has no vertices to fit a collision shape to")
+    m = matrix(obj.evaluated_get(depsgraph).matrix_world)
+    check_matrix(obj, m)
+    rotation, scale = rotation_and_scale(m, where, warnings)
+    shape, cls, size, offset = fit_shape(c.shape, data.local, scale, where)
+    kwargs = dict(size, friction=float(c.friction), restitution=float(c.bounce), name=obj.name)
+    if track is None:
+        collider = cls(transform=rigid(rotation, m[:3, 3]) @ offset, **kwargs)
+    else:
+        collider = cls(motion=rigid_track(obj, track, scale, frame_rate, offset, warnings), **kwargs)
+    index = builder.add_collider(collider)
+    return ColliderBinding(object_name=obj.name, role='COLLIDER', shape=shape, index=index,
+                           animated=track is not None)
+
+
+def add_rigid_body(builder: ModelBuilder, obj, depsgraph, track, frame_rate: float,
+                    warnings: list[str]) -> BodyBinding | ColliderBinding:
+    """A rigid body: an engine body, or for a passive body that collides with its faces a
+    triangle-mesh collider (which the cloth and the other bodies meet the same way)."""
+    where = describe(obj)
+    rb = obj.jakobsen.rigid_body
+    data = read_rigid_body(obj, depsgraph)
+    ob_eval = obj.evaluated_get(depsgraph)
+    m = matrix(ob_eval.matrix_world)
+    check_matrix(obj, m)
+    rotation, scale = rotation_and_scale(m, where, warnings)
+    world = into_world(data.local, m)
+    faces = face_list(data.loop_total, data.corners)
+    mode = RIGID_MODES[rb.dynamic]
+    shape = RIGID_SHAPES[rb.collision_shape]
+    moves = track is not None
+
+    size = max(float(np.ptp(world, axis=0).max()), 1e-9)
+    flat = float(np.linalg.svd(world - world.mean(axis=0), compute_uv=False)[-1]) <= 1e-6 * size
+    faces_collide = rb.collision_shape == 'STATIC_MESH' or (rb.collision_shape == 'AUTOMATIC' and flat)
+    if mode == "kinematic" and faces_collide:
+        # Rest-pose world vertices, moved by the object's motion from its rest pose.
+        offset = np.linalg.inv(rigid(rotation, m[:3, 3]))
+        motion = rigid_track(obj, track, scale, frame_rate, offset, warnings) if moves else None
+        collider = TriangleMesh.from_mesh(world, faces, where=where, friction=float(rb.friction),
+                                          restitution=float(rb.bounce), motion=motion, name=obj.name)
+        index = builder.add_collider(collider)
+        return ColliderBinding(object_name=obj.name, role='RIGID_BODY', shape='STATIC_MESH', index=index,
+                               animated=moves)
+    if rb.collision_shape == 'STATIC_MESH' and mode == "dynamic":
+        warnings.append(f"{where}: a moving body cannot collide with its faces (Static Mesh is for bodies with "
+                        "Dynamic Off); it collides with its convex hull")
+
+    motion = None
+    follows = mode != "kinematic" and (rb.follow_position > 0.0 or rb.follow_rotation > 0.0)
+    if moves and (mode == "kinematic" or follows):
+        # Kinematic bodies move along their animation; with Follow Position / Rotation a dynamic
+        # or ghost body is pulled towards it (towards its first pose if it is not animated).
+        motion = rigid_track(obj, track, scale, frame_rate, np.linalg.inv(rigid(rotation, m[:3, 3])), warnings)
+    elif moves:
+        warnings.append(f"{where}: it is animated, but the solver moves it (Dynamic {rb.dynamic.title()}); it "
+                        "starts at rest from its pose on the first frame and the bake replaces its animation "
+                        "(Free Bake puts it back; Follow Position and Rotation pull it along the animation)")
+    if mode != "kinematic":
+        if obj.parent is not None and may_move(obj.parent):
+            warnings.append(f"{where}: its parent moves during the bake; the bake keys it as if the parent "
+                            "stayed where it is on the first frame (clear the parent to bake it in world space)")
+        deltas = np.r_[obj.delta_location, obj.delta_rotation_euler, np.subtract(obj.delta_rotation_quaternion,
+                                                                                  (1, 0, 0, 0))]
+        if np.abs(deltas).max() > 1e-9:
+            warnings.append(f"{where}: its delta location or rotation is added again on top of the baked keys; "
+                            "clear it (or apply it to the object's own transform) before baking")
+        if len(obj.constraints):
+            warnings.append(f"{where}: its constraints act again on top of the baked keys; disable them "
+                            "or bake it without them")
+    handle = builder.add_rigid_body(
+        world, faces, name=obj.name,
+        mass=None if rb.use_density else float(rb.mass), density=float(rb.density),
+        shape=shape, shape_frame=m, friction=float(rb.friction), restitution=float(rb.bounce),
+        mode=mode, motion=motion,
+        linear_damping=damping_rate(rb.linear_damping), angular_damping=damping_rate(rb.angular_damping),
+        drag=float(rb.drag), follow_position=FOLLOW_RATE * float(rb.follow_position) if follows else 0.0,
+        follow_rotation=FOLLOW_RATE * float(rb.follow_rotation) if follows else 0.0)
+    # matrix_basis = to_basis @ matrix_world: the parent (and its inverse matrix) as on the first frame.
+    to_basis = matrix(obj.matrix_basis) @ np.linalg.inv(m) if obj.parent is not None else np.eye(4)
+    return BodyBinding(object_name=obj.name, index=handle.index, mode=mode, shape=shape, rest_matrix=m,
+                       to_basis=to_basis, keyed=mode != "kinematic", scale=tuple(obj.scale))

@@ -1,0 +1,213 @@
+"""Connector, spring and motor Empties -> the engine's joints, springs and motors."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from jakobsen_engine import JakobsenError, ModelBuilder, Track
+from jakobsen_engine.bodies.rigid import BodyHandle
+
+from ..blender_io.checks import ROLE_NAMES, check_order, describe
+from ..blender_io.reads import has_animation, transform_animated
+from ..properties import EMPTY_TYPES
+from ..translate.settings import JOINT_KINDS, MOTOR_MODES
+from ..translate.transforms import matrix
+from .bindings import BodyBinding, ColliderBinding
+
+
+# Animatable settings of the Empties, sampled per frame when the Empty has animation:
+# setting -> (role, getter of the evaluated object). A motor reads only the target its mode uses.
+ANIMATABLE = {
+    "steering": ('CONNECTOR', lambda ob: ob.jakobsen.connector.steering_angle),
+    "motor target": ('MOTOR', lambda ob: motor_target(ob.jakobsen.motor)),
+}
+
+
+def motor_target(m) -> float:
+    """The target the motor's mode uses: rad/s or m/s (speed), rad or m (servo); 0 when applying force."""
+    angular = m.motor_type == 'ANGULAR'
+    if m.mode == 'REGULATE_SPEED':
+        return m.target_angular_speed if angular else m.target_linear_speed
+    if m.mode == 'SERVO':
+        return m.target_angle if angular else m.target_position
+    return 0.0
+
+
+def animated_settings(objects) -> dict[tuple, object]:
+    """(object name, setting) -> getter, for the animatable settings of animated Empties."""
+    out = {}
+    for obj in objects:
+        if obj.type != 'EMPTY' or not has_animation(obj):
+            continue
+        for setting, (role, getter) in ANIMATABLE.items():
+            if obj.jakobsen.type == role and (setting != "steering"
+                                               or obj.jakobsen.connector.connector_type == 'WHEEL_SUSPENSION'):
+                out[(obj.name, setting)] = getter
+    return out
+
+
+def setting_over_time(obj, setting: str, sampled: dict, frame_rate: float):
+    """A float, or an engine ``Track`` (a sample a frame) if the setting changes during the bake."""
+    values = sampled.get((obj.name, setting))
+    if values is None:
+        return float(ANIMATABLE[setting][1](obj))
+    if not np.all(np.isfinite(values)):
+        raise JakobsenError(f"{describe(obj)}: its animated {setting} is not a number on some frame")
+    if np.allclose(values, values[0], rtol=0.0, atol=1e-12):
+        return float(values[0])
+    return Track(rate=frame_rate, values=values)
+
+
+def connector_label(obj) -> str:
+    """The connector type as the panel shows it ("Hinge", "Wheel Suspension")."""
+    settings = obj.jakobsen.connector
+    return settings.bl_rna.properties["connector_type"].enum_items[settings.connector_type].name
+
+
+def what_it_is(obj) -> str:
+    """``a Hinge connector``, ``a spring``, ``a motor``: how messages name what an Empty is."""
+    if obj.jakobsen.type == 'CONNECTOR':
+        return f"a {connector_label(obj)} connector"
+    return f"a {ROLE_NAMES[obj.jakobsen.type]}"
+
+
+def check_pairs(objects) -> None:
+    taking_part = {o.name: o for o in objects}
+    for obj in objects:
+        if obj.jakobsen.type not in EMPTY_TYPES:
+            continue
+        where = describe(obj)
+        a, b = obj.jakobsen.pair()
+        if a is None and b is None:
+            raise JakobsenError(f"{where} has neither Object A nor Object B; set at least one "
+                                "(an empty slot means the world)")
+        if a is not None and a == b:
+            raise JakobsenError(f"{where} joins '{a.name}' to itself; Object A and Object B must differ")
+        if obj.jakobsen.type == 'MOTOR' and a is None:
+            raise JakobsenError(f"{where} has no Object A: Object A is the body the motor drives, Object B the "
+                                "one it pushes against (empty: the world)")
+        for slot, other in (("Object A", a), ("Object B", b)):
+            if other is None:
+                continue
+            if other.name in taking_part and other.jakobsen.type != 'RIGID_BODY':
+                raise JakobsenError(f"{where}: its {slot} '{other.name}' is not a rigid body (it is a "
+                                    f"{ROLE_NAMES[other.jakobsen.type]}); {what_it_is(obj)} joins rigid bodies "
+                                    "(leave the slot empty to join to the world)")
+            if other.name not in taking_part:
+                raise JakobsenError(f"{where}: its {slot} '{other.name}' is not a body in the simulation; "
+                                    "enable Jakobsen Physics on it as a rigid body (or leave the slot empty to "
+                                    "join to the world)")
+
+
+def empty_frame(obj, depsgraph) -> np.ndarray:
+    """The Empty's matrix_world on the first frame with its scale taken out: columns X, Y, Z are
+    unit axes (the connector's frame, the motor's Z axis)."""
+    where = describe(obj)
+    m = matrix(obj.evaluated_get(depsgraph).matrix_world)
+    if not np.all(np.isfinite(m)):
+        raise JakobsenError(f"{where}: its transform is not a number (check its location, rotation, "
+                            "scale and parents)")
+    lengths = np.linalg.norm(m[:3, :3], axis=0)
+    for axis, length in zip("XYZ", lengths):
+        if length < 1e-12:
+            raise JakobsenError(f"{where}: its {axis} axis has zero length (its scale is zero); "
+                                f"{what_it_is(obj)} takes its axes from the Empty's rotation")
+    m[:3, :3] /= lengths
+    if np.linalg.det(m[:3, :3]) < 0:
+        raise JakobsenError(f"{where}: its scale is negative (mirrored); {what_it_is(obj)} takes its axes "
+                            "from the Empty's rotation, so give it a positive scale")
+    return m
+
+
+def joint_settings(obj, sampled: dict, frame_rate: float) -> dict:
+    """The Connector panel's settings that apply to the chosen type, as add_joint keywords."""
+    c = obj.jakobsen.connector
+    kind = c.connector_type
+    out = dict(limit_bounce=float(c.limit_bounce), ignore_collisions=bool(c.ignore_collisions),
+               breaking_force=float(c.breaking_force) if c.use_breaking else math.inf,
+               breaking_torque=float(c.breaking_torque) if c.use_breaking else math.inf)
+    if kind in ('HINGE', 'TWIST_SLIDER') and c.use_angular_limit:
+        check_order(c, "angle_min", "angle_max", describe(obj), angle=True)
+        out["angle_limits"] = (float(c.angle_min), float(c.angle_max))
+    if kind in ('SLIDER', 'TWIST_SLIDER') and c.use_linear_limit:
+        check_order(c, "distance_min", "distance_max", describe(obj))
+        out["distance_limits"] = (float(c.distance_min), float(c.distance_max))
+    if kind == 'RAGDOLL' or (kind == 'CARDAN' and c.use_cone_limit):
+        out["cone_angle"] = float(c.cone_angle)
+    if kind == 'RAGDOLL':
+        out["twist_limits"] = (-float(c.twist_angle), float(c.twist_angle))
+    if kind == 'BOX':
+        lower, upper = tuple(float(v) for v in c.box_lower), tuple(float(v) for v in c.box_upper)
+        bad = [axis for axis, lo, hi in zip("XYZ", lower, upper) if lo > hi]
+        if bad:
+            raise JakobsenError(f"{describe(obj)}: the Box's Lower {bad[0]} is above its Upper {bad[0]}")
+        out["box_limits"] = (lower, upper)
+    if kind == 'WHEEL_SUSPENSION':
+        check_order(c, "suspension_lower", "suspension_upper", describe(obj))
+        out.update(steering=setting_over_time(obj, "steering", sampled, frame_rate),
+                   suspension_limits=(float(c.suspension_lower), float(c.suspension_upper)),
+                   suspension_rest=float(c.suspension_rest), suspension_stiffness=float(c.suspension_stiffness),
+                   suspension_damping=float(c.suspension_damping))
+    return out
+
+
+def add_empties(builder: ModelBuilder, objects, depsgraph, bodies: list[BodyBinding],
+                 colliders: list[ColliderBinding], sampled: dict, frame_rate: float,
+                 warnings: list[str]) -> dict[str, str]:
+    """Connector, spring and motor Empties -> engine joints, springs and motors, as on the bake's
+    first frame. Returns what may break: engine name -> "connector" or "spring"."""
+    handles = {b.object_name: BodyHandle(name=b.object_name, index=b.index) for b in bodies}
+    as_colliders = {c.object_name for c in colliders}
+    breakable = {}
+    for obj in objects:
+        role = obj.jakobsen.type
+        if role not in EMPTY_TYPES:
+            continue
+        where = describe(obj)
+        if transform_animated(obj):
+            # A connector is fixed in its bodies from the first frame on (as in Cinema 4D); moving
+            # the Empty afterwards changes nothing, which a user animating it would not expect.
+            warnings.append(f"{where}: its transform is animated, but {what_it_is(obj)} stays where it is "
+                            "on the bake's first frame and then moves with its bodies")
+        ends = []
+        for slot, other in zip(("Object A", "Object B"), obj.jakobsen.pair()):
+            if other is None:
+                ends.append(None)
+            elif other.name in handles:
+                ends.append(handles[other.name])
+            else:
+                why = ("collides with its faces (Dynamic Off with a Static Mesh shape, or a flat mesh with "
+                       f"Automatic), so it is a collider, not a body {what_it_is(obj)} can hold; give it "
+                       "another collision shape" if other.name in as_colliders
+                       else "is not a rigid body of this bake")
+                raise JakobsenError(f"{where}: its {slot} '{other.name}' {why}, "
+                                    "or leave the slot empty to join to the world")
+        frame = empty_frame(obj, depsgraph)
+        if role == 'CONNECTOR':
+            builder.add_joint(JOINT_KINDS[obj.jakobsen.connector.connector_type], ends[0], ends[1], frame[:3, 3],
+                              frame=frame[:3, :3], name=obj.name, **joint_settings(obj, sampled, frame_rate))
+            breakable[obj.name] = "connector"
+        elif role == 'SPRING':
+            s = obj.jakobsen.spring
+            # Each end holds its body at the body's origin; a world end holds at the Empty.
+            anchors = [frame[:3, 3] if other is None else matrix(other.evaluated_get(depsgraph).matrix_world)[:3, 3]
+                       for other in obj.jakobsen.pair()]
+            builder.add_spring(
+                ends[0], ends[1], anchors[0], anchors[1], name=obj.name, kind=s.spring_type.lower(),
+                rest_length=None if s.use_current_length else float(s.rest_length),
+                stiffness=float(s.stiffness), damping=float(s.damping),
+                angular_stiffness=float(s.angular_stiffness), angular_damping=float(s.angular_damping),
+                elastic_limits=(float(s.elastic_compression), float(s.elastic_stretch)) if s.use_plastic else None,
+                break_stretch=float(s.break_stretch) if s.use_breaking else math.inf,
+                break_compression=float(s.break_compression) if s.use_breaking else math.inf)
+            breakable.setdefault(obj.name, "spring")
+        else:
+            m = obj.jakobsen.motor
+            angular = m.motor_type == 'ANGULAR'
+            effort = {"torque": float(m.max_torque)} if angular else {"force": float(m.max_force)}
+            builder.add_motor(ends[0], ends[1], frame[:3, 2], name=obj.name, kind=m.motor_type.lower(),
+                              mode=MOTOR_MODES[m.mode],
+                              target=setting_over_time(obj, "motor target", sampled, frame_rate), **effort)
+    return breakable

@@ -1,0 +1,48 @@
+"""Transforms as numpy arrays: Blender's matrices split into rotation and scale, rigid motions.
+No bpy here: these are plain conversions, testable without Blender."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from jakobsen_engine import JakobsenError
+
+
+def matrix(m) -> np.ndarray:
+    return np.array(m, dtype=np.float64).reshape(4, 4)
+
+
+def rotation_and_scale(m: np.ndarray, where: str, warnings: list[str]) -> tuple[np.ndarray, np.ndarray]:
+    """Split a 4x4 into a rotation (3, 3) and per-axis scale (3,) (negative for a mirrored axis)."""
+    a = m[:3, :3]
+    s = np.linalg.norm(a, axis=0)
+    if np.any(s < 1e-12):
+        raise JakobsenError(f"{where}: its scale is zero on an axis")
+    if np.linalg.det(a) < 0:
+        s[0] = -s[0]
+    r = a / s
+    u, _, vt = np.linalg.svd(r)
+    ortho = u @ vt
+    if np.abs(ortho - r).max() > 1e-4:
+        warnings.append(f"{where}: its transform is sheared (non-uniform scale under a rotated parent); "
+                        "the collision shape is fitted approximately")
+    return ortho, s
+
+
+def rigid(r: np.ndarray, t: np.ndarray) -> np.ndarray:
+    m = np.eye(4)
+    m[:3, :3], m[:3, 3] = r, t
+    return m
+
+
+def rotation(q: np.ndarray) -> np.ndarray:
+    w, x, y, z = q / np.linalg.norm(q)
+    return np.array([
+        [1 - 2 * (y * y + z * z), 2 * (x * y - w * z), 2 * (x * z + w * y)],
+        [2 * (x * y + w * z), 1 - 2 * (x * x + z * z), 2 * (y * z - w * x)],
+        [2 * (x * z - w * y), 2 * (y * z + w * x), 1 - 2 * (x * x + y * y)],
+    ])
+
+
+def world(local: np.ndarray, m: np.ndarray) -> np.ndarray:
+    return local @ m[:3, :3].T + m[:3, 3]
