@@ -50,7 +50,7 @@ import numpy as np
 from jakobsen_engine import JakobsenError, Model, ModelBuilder, SolverSettings
 
 from . import baking
-from .blender_io.checks import ROLE_NAMES, check_numbers, describe, role_settings
+from .blender_io.checks import ROLE_NAMES, check_numbers, describe, label, role_settings
 from .blender_io.reads import enabled_objects, field_objects, may_move, sample_matrices
 from .mapping.bindings import BodyBinding, ColliderBinding, DeformableBinding
 from .mapping.bodies import add_collider, add_deformable, add_rigid_body
@@ -119,15 +119,6 @@ class SceneModel:
         return positions[binding.particles] @ m[:3, :3].T + m[:3, 3]
 
 
-# -- transforms -------------------------------------------------------------------------------------
-
-
-# -- mesh reading -----------------------------------------------------------------------------------
-
-
-# -- collider shapes --------------------------------------------------------------------------------
-
-
 # -- build ------------------------------------------------------------------------------------------
 
 def solver_settings(scene) -> SolverSettings:
@@ -143,11 +134,28 @@ def solver_settings(scene) -> SolverSettings:
     settings = SolverSettings(frame_rate=scene.render.fps / scene.render.fps_base, substeps=props.substeps,
                               iterations=props.iterations, gravity=tuple(float(g) for g in gravity),
                               damping=float(props.damping), air_velocity=tuple(float(w) for w in props.wind))
-    settings.validate()
+    try:
+        settings.validate()
+    except JakobsenError as error:
+        # The engine names its own parameters ("air_velocity"); the user knows the panel's labels.
+        words = str(error).replace(":", " ").split()
+        for field, prop in _PANEL_PROPERTY.items():
+            if field in words:
+                if field == "gravity" and props.use_scene_gravity:
+                    shown = "Gravity (Scene > Gravity)"
+                elif field == "frame_rate":
+                    shown = "Frame Rate (Output Properties > Format)"
+                else:
+                    shown = f"{label(props, prop)} (Scene > Jakobsen Physics)"
+                raise JakobsenError(f"scene '{scene.name}': its {shown} is out of the range the solver takes "
+                                    f"({error})") from None
+        raise
     return settings
 
 
-# -- Blender's force fields -------------------------------------------------------------------------
+# The engine's settings and the Scene.jakobsen property each comes from.
+_PANEL_PROPERTY = {"air_velocity": "wind", "gravity": "gravity", "damping": "damping", "substeps": "substeps",
+                   "iterations": "iterations", "frame_rate": None}
 
 
 def build(context, *, frame_range: tuple[int, int] | None = None) -> SceneModel:

@@ -8,6 +8,7 @@ import numpy as np
 
 from jakobsen_engine import JakobsenError, ModelBuilder, Track
 from jakobsen_engine.bodies.rigid import BodyHandle
+from jakobsen_engine.constraints import kinds as connector_kinds
 
 from ..blender_io.checks import ROLE_NAMES, check_order, describe
 from ..blender_io.reads import has_animation, transform_animated
@@ -122,35 +123,55 @@ def empty_frame(obj, depsgraph) -> np.ndarray:
 
 
 def joint_settings(obj, sampled: dict, frame_rate: float) -> dict:
-    """The Connector panel's settings that apply to the chosen type, as add_joint keywords."""
+    """The Connector panel's settings that apply to the chosen type (the engine's table of which
+    kind takes which setting), as add_joint keywords; a limit switched off is left out."""
     c = obj.jakobsen.connector
-    kind = c.connector_type
-    out = dict(limit_bounce=float(c.limit_bounce), ignore_collisions=bool(c.ignore_collisions),
-               breaking_force=float(c.breaking_force) if c.use_breaking else math.inf,
-               breaking_torque=float(c.breaking_torque) if c.use_breaking else math.inf)
-    if kind in ('HINGE', 'TWIST_SLIDER') and c.use_angular_limit:
-        check_order(c, "angle_min", "angle_max", describe(obj), angle=True)
-        out["angle_limits"] = (float(c.angle_min), float(c.angle_max))
-    if kind in ('SLIDER', 'TWIST_SLIDER') and c.use_linear_limit:
-        check_order(c, "distance_min", "distance_max", describe(obj))
-        out["distance_limits"] = (float(c.distance_min), float(c.distance_max))
-    if kind == 'RAGDOLL' or (kind == 'CARDAN' and c.use_cone_limit):
-        out["cone_angle"] = float(c.cone_angle)
-    if kind == 'RAGDOLL':
-        out["twist_limits"] = (-float(c.twist_angle), float(c.twist_angle))
-    if kind == 'BOX':
-        lower, upper = tuple(float(v) for v in c.box_lower), tuple(float(v) for v in c.box_upper)
-        bad = [axis for axis, lo, hi in zip("XYZ", lower, upper) if lo > hi]
-        if bad:
-            raise JakobsenError(f"{describe(obj)}: the Box's Lower {bad[0]} is above its Upper {bad[0]}")
-        out["box_limits"] = (lower, upper)
-    if kind == 'WHEEL_SUSPENSION':
-        check_order(c, "suspension_lower", "suspension_upper", describe(obj))
-        out.update(steering=setting_over_time(obj, "steering", sampled, frame_rate),
-                   suspension_limits=(float(c.suspension_lower), float(c.suspension_upper)),
-                   suspension_rest=float(c.suspension_rest), suspension_stiffness=float(c.suspension_stiffness),
-                   suspension_damping=float(c.suspension_damping))
+    out = {}
+    for setting in connector_kinds.settings_of(JOINT_KINDS[c.connector_type]):
+        value = _PANEL_READERS[setting](obj, c, sampled, frame_rate)
+        if value is not None:
+            out[setting] = value
     return out
+
+
+def _box_limits(obj, c, *_):
+    lower, upper = tuple(float(v) for v in c.box_lower), tuple(float(v) for v in c.box_upper)
+    bad = [axis for axis, lo, hi in zip("XYZ", lower, upper) if lo > hi]
+    if bad:
+        raise JakobsenError(f"{describe(obj)}: the Box's Lower {bad[0]} is above its Upper {bad[0]}")
+    return lower, upper
+
+
+def _limits(switch: str | None, low: str, high: str, *, angle: bool):
+    """A (low, high) pair read from the panel when its switch is on (or there is none)."""
+    def read(obj, c, *_):
+        if switch is not None and not getattr(c, switch):
+            return None
+        check_order(c, low, high, describe(obj), angle=angle)
+        return float(getattr(c, low)), float(getattr(c, high))
+    return read
+
+
+# add_joint keyword -> reader(obj, connector settings, sampled settings, frame rate): its value
+# from the Connector panel, or None when the panel leaves it off.
+_PANEL_READERS = {
+    "angle_limits": _limits("use_angular_limit", "angle_min", "angle_max", angle=True),
+    "distance_limits": _limits("use_linear_limit", "distance_min", "distance_max", angle=False),
+    # A Ragdoll always has its cone; a Cardan's is switched.
+    "cone_angle": lambda obj, c, *_: (float(c.cone_angle) if c.connector_type == 'RAGDOLL' or c.use_cone_limit
+                                      else None),
+    "twist_limits": lambda obj, c, *_: (-float(c.twist_angle), float(c.twist_angle)),
+    "box_limits": _box_limits,
+    "steering": lambda obj, c, sampled, rate: setting_over_time(obj, "steering", sampled, rate),
+    "suspension_rest": lambda obj, c, *_: float(c.suspension_rest),
+    "suspension_stiffness": lambda obj, c, *_: float(c.suspension_stiffness),
+    "suspension_damping": lambda obj, c, *_: float(c.suspension_damping),
+    "suspension_limits": _limits(None, "suspension_lower", "suspension_upper", angle=False),
+    "limit_bounce": lambda obj, c, *_: float(c.limit_bounce),
+    "breaking_force": lambda obj, c, *_: float(c.breaking_force) if c.use_breaking else math.inf,
+    "breaking_torque": lambda obj, c, *_: float(c.breaking_torque) if c.use_breaking else math.inf,
+    "ignore_collisions": lambda obj, c, *_: bool(c.ignore_collisions),
+}
 
 
 def add_empties(builder: ModelBuilder, objects, depsgraph, bodies: list[BodyBinding],

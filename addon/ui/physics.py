@@ -3,7 +3,10 @@ each shown only for objects of that role, laid out like Blender's own physics pa
 
 from bpy.types import Panel
 
+from jakobsen_engine.constraints import kinds as connector_kinds
+
 from ..properties import types_for
+from ..translate.settings import JOINT_KINDS
 
 
 class JakobsenPhysicsPanel:
@@ -169,6 +172,64 @@ def _switched(layout, heading: str, owner, switch: str, fields, text: str = "") 
     return on
 
 
+def _suspension_column(layout, columns):
+    if "suspension" not in columns:
+        columns["suspension"] = layout.column(heading="Suspension")
+    return columns["suspension"]
+
+
+def _cone(layout, c, columns) -> bool:
+    if c.connector_type == 'RAGDOLL':  # always limited; its twist follows in the same column
+        columns["ragdoll"] = col = layout.column(align=True)
+        col.prop(c, "cone_angle")
+        return True
+    return _switched(layout, "Cone Limit", c, "use_cone_limit", (("cone_angle", None),))
+
+
+def _twist(layout, c, columns) -> bool:
+    columns["ragdoll"].prop(c, "twist_angle")
+    return True
+
+
+def _box(layout, c, columns) -> bool:
+    col = layout.column()
+    col.prop(c, "box_lower")
+    col.prop(c, "box_upper")
+    return True
+
+
+def _suspension_limits(layout, c, columns) -> bool:
+    sub = _suspension_column(layout, columns).column(align=True)
+    sub.prop(c, "suspension_lower")
+    sub.prop(c, "suspension_upper")
+    return True
+
+
+def _prop_in_suspension(prop: str):
+    def draw(layout, c, columns) -> bool:
+        _suspension_column(layout, columns).prop(c, prop)
+        return False
+    return draw
+
+
+# add_joint keyword -> how the Connector panel draws it: draw(layout, settings, columns) returns
+# whether a limit is on (columns holds the columns that several settings share).
+_CONNECTOR_DRAWERS = {
+    "angle_limits": lambda layout, c, columns: _switched(layout, "Angular Limit", c, "use_angular_limit",
+                                                         (("angle_min", "Min"), ("angle_max", "Max"))),
+    "distance_limits": lambda layout, c, columns: _switched(layout, "Linear Limit", c, "use_linear_limit",
+                                                            (("distance_min", "Min"), ("distance_max", "Max"))),
+    "cone_angle": _cone,
+    "twist_limits": _twist,
+    "box_limits": _box,
+    "steering": _prop_in_suspension("steering_angle"),
+    "suspension_rest": _prop_in_suspension("suspension_rest"),
+    "suspension_stiffness": _prop_in_suspension("suspension_stiffness"),
+    "suspension_damping": _prop_in_suspension("suspension_damping"),
+    "suspension_limits": _suspension_limits,
+}
+
+
 class PHYSICS_PT_jakobsen_connector(JakobsenPhysicsPanel, Panel):
     bl_label = "Connector"
     bl_parent_id = "PHYSICS_PT_jakobsen"
@@ -182,38 +243,13 @@ class PHYSICS_PT_jakobsen_connector(JakobsenPhysicsPanel, Panel):
         layout.prop(c, "connector_type")
         _draw_pair(layout, c, ob)
         layout.prop(c, "ignore_collisions")
-        kind = c.connector_type
-
+        # What the chosen type takes comes from the engine's table (the mapping reads the same).
+        kind = JOINT_KINDS[c.connector_type]
         limited = False  # whether Limit Bounce has a limit to bounce off
-        if kind in {'HINGE', 'TWIST_SLIDER'}:
-            limited |= _switched(layout, "Angular Limit", c, "use_angular_limit",
-                                 (("angle_min", "Min"), ("angle_max", "Max")))
-        if kind == 'CARDAN':
-            limited |= _switched(layout, "Cone Limit", c, "use_cone_limit", (("cone_angle", None),))
-        if kind == 'RAGDOLL':
-            col = layout.column(align=True)
-            col.prop(c, "cone_angle")
-            col.prop(c, "twist_angle")
-            limited = True
-        if kind in {'SLIDER', 'TWIST_SLIDER'}:
-            limited |= _switched(layout, "Linear Limit", c, "use_linear_limit",
-                                 (("distance_min", "Min"), ("distance_max", "Max")))
-        if kind == 'BOX':
-            col = layout.column()
-            col.prop(c, "box_lower")
-            col.prop(c, "box_upper")
-            limited = True
-        if kind == 'WHEEL_SUSPENSION':
-            col = layout.column(heading="Suspension")
-            col.prop(c, "steering_angle")
-            col.prop(c, "suspension_rest")
-            col.prop(c, "suspension_stiffness")
-            col.prop(c, "suspension_damping")
-            sub = col.column(align=True)
-            sub.prop(c, "suspension_lower")
-            sub.prop(c, "suspension_upper")
-            limited = True
-        if kind not in {'FIXED', 'BALL_SOCKET', 'PLANAR'}:
+        columns = {}
+        for setting in connector_kinds.CONNECTOR_SETTINGS[kind]:
+            limited |= _CONNECTOR_DRAWERS[setting](layout, c, columns)
+        if connector_kinds.has_limits(kind):
             row = layout.row()
             row.active = limited
             row.prop(c, "limit_bounce")

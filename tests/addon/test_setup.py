@@ -284,6 +284,38 @@ def _draw(panel_class, context) -> list[str]:
     return drawn
 
 
+def _unit_box():
+    corners = [(x, y, z) for x in (-0.5, 0.5) for y in (-0.5, 0.5) for z in (-0.5, 0.5)]
+    faces = [(0, 1, 3, 2), (4, 6, 7, 5), (0, 4, 5, 1), (2, 3, 7, 6), (0, 2, 6, 4), (1, 5, 7, 3)]
+    return corners, faces
+
+
+def test_the_connector_mapping_reads_what_the_engines_table_gives_each_type(blender, helpers):
+    """One table says which connector type takes which setting; the mapping passes exactly those
+    (every limit switched on), and the engine accepts them."""
+    from jakobsen_engine import ModelBuilder
+    from jakobsen_engine.constraints import kinds
+    from jakobsen_physics.mapping.connectors import joint_settings
+    from jakobsen_physics.translate.settings import JOINT_KINDS
+
+    empty = helpers.link(bpy.data.objects.new("E", None))
+    empty.jakobsen.enabled = True
+    c = empty.jakobsen.connector
+    c.use_angular_limit = c.use_linear_limit = c.use_cone_limit = c.use_breaking = True
+    types = [i.identifier for i in c.bl_rna.properties["connector_type"].enum_items]
+    assert sorted(JOINT_KINDS) == sorted(types) and sorted(JOINT_KINDS.values()) == sorted(kinds.KINDS)
+    for kind in types:
+        c.connector_type = kind
+        settings = joint_settings(empty, {}, 24.0)
+        assert set(settings) == set(kinds.settings_of(JOINT_KINDS[kind])), kind
+        builder = ModelBuilder()
+        box = builder.add_rigid_body(*_unit_box(), name="Box")
+        builder.add_joint(JOINT_KINDS[kind], None, box, (0.0, 0.0, 0.0), name=empty.name, **settings)
+    c.connector_type = 'HINGE'
+    c.use_angular_limit = False
+    assert "angle_limits" not in joint_settings(empty, {}, 24.0)
+
+
 def test_panels_draw_existing_settings_and_only_those_that_apply(blender, helpers):
     mesh = helpers.link(bpy.data.objects.new("M", helpers.grid_mesh("M", 2, 2, 1.0)))
     empty = helpers.link(bpy.data.objects.new("E", None))

@@ -20,7 +20,6 @@ def test_projectile_lands_where_the_textbook_says():
     # Seed 000's school problem: v0 = 15 m/s at 45 degrees, g = 9.81 -> range v0^2 sin(2a) / g.
     v0, angle = 15.0, math.radians(45.0)
     expected = v0 ** 2 * math.sin(2 * angle) / G
-    assert abs(expected - 22.94) < 0.005
     settings = engine.SolverSettings(frame_rate=24, substeps=10, gravity=(0, 0, -G))
     solver, state = single_particle((0, 0, 0), (v0 * math.cos(angle), 0, v0 * math.sin(angle)), settings=settings)
     samples = [(state.time, *state.positions[0, [0, 2]])]

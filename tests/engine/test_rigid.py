@@ -8,7 +8,6 @@ import pytest
 import jakobsen_engine as engine
 from jakobsen_engine import JakobsenError
 from jakobsen_engine.geometry import quaternions as quat
-from jakobsen_engine.bodies.rigid import embedding_weights
 
 from .rigid_scenes import G, angular_momentum, box_mesh, depth_in_body, energy, rotation, shape_surface, uv_sphere, world
 
@@ -36,19 +35,6 @@ def test_cluster_has_the_mesh_mass_centre_and_inertia():
     inertia_world = np.trace(second) * np.eye(3) - second
     rot = quat.to_matrix(b.rest_orientation[0])
     np.testing.assert_allclose(inertia_world, rot @ np.diag(b.inertia[0]) @ rot.T, rtol=1e-9, atol=1e-9)
-
-
-def test_embedded_points_follow_the_cluster_at_any_pose():
-    mesh = box_mesh((1, 2, 3))
-    solver, state, _ = world((mesh, dict(angular_velocity=(1.0, 2.0, -0.5), velocity=(1, 0, 0))), settings=NO_GRAVITY)
-    b = solver.model.bodies
-    weights = embedding_weights(b.cluster[0], b.point_local)  # p = sum c_i x_i, fixed for all time
-    assert np.allclose(weights.sum(axis=1), 1.0)
-    for _ in range(10):
-        solver.step_frame(state)
-    particles = solver.body_cluster_positions(state)[0]
-    points = state.bodies.position[0] + quat.rotate(state.bodies.orientation[0], b.point_local)
-    np.testing.assert_allclose(weights @ particles, points, atol=1e-9)
 
 
 def test_mass_given_directly_overrides_density():
