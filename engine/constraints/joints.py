@@ -42,6 +42,7 @@ from enum import IntEnum
 import numpy as np
 
 from ..backend.numpy.rigid import world_inverse_inertia
+from ..checks import FLOAT32_MAX, MAX_COORDINATE, check_range
 from ..constraints.common import check_ends, values_at
 from ..errors import JakobsenError
 from ..geometry import quaternions as quat
@@ -167,6 +168,7 @@ def _pair(value, what: str, where: str, *, angle: bool) -> tuple[float, float]:
     lo, hi = (float(v) for v in value)
     if not (math.isfinite(lo) and math.isfinite(hi)):
         raise JakobsenError(f"{where}: {what} must be finite")
+    check_range([lo, hi], what, where, limit=MAX_COORDINATE, unit="m")
     if lo > hi:
         raise JakobsenError(f"{where}: {what}: the lower limit {lo:g} is above the upper {hi:g}")
     if angle and (lo < -math.pi or hi > math.pi):
@@ -176,8 +178,9 @@ def _pair(value, what: str, where: str, *, angle: bool) -> tuple[float, float]:
 
 def _non_negative(value, what: str, where: str, *, infinite: bool = False) -> float:
     v = float(value)
-    if math.isnan(v) or v < 0 or (math.isinf(v) and not infinite):
-        raise JakobsenError(f"{where}: {what} must be a non-negative number, got {value!r}")
+    if math.isnan(v) or v < 0 or (math.isinf(v) and not infinite) or (math.isfinite(v) and v > FLOAT32_MAX):
+        raise JakobsenError(f"{where}: {what} must be a non-negative number (finite in single precision), "
+                            f"got {value!r}")
     return v
 
 
@@ -193,6 +196,7 @@ def check_joint(kind: str, a, b, pivot, name: str, body_count: int, *, axis=(0.0
     p = np.asarray(pivot, float)
     if p.shape != (3,) or not np.all(np.isfinite(p)):
         raise JakobsenError(f"{where}: the pivot must be 3 finite numbers")
+    check_range(p, "the pivot", where, limit=MAX_COORDINATE, unit="m")
     lin, swing, twist = _DOFS[kind]
     lin_mode = np.array(lin, np.int8)
     lower, upper = np.zeros(3), np.zeros(3)
@@ -217,6 +221,7 @@ def check_joint(kind: str, a, b, pivot, name: str, body_count: int, *, axis=(0.0
         lo, hi = (np.asarray(v, float) for v in box_limits)
         if lo.shape != (3,) or hi.shape != (3,) or not np.all(np.isfinite(lo) & np.isfinite(hi)) or np.any(lo > hi):
             raise JakobsenError(f"{where}: box_limits must be finite (lower xyz, upper xyz) with lower <= upper")
+        check_range(np.stack([lo, hi]), "box_limits", where, limit=MAX_COORDINATE, unit="m")
         lower, upper = lo, hi
     if kind == "wheel_suspension":
         lower[2], upper[2] = _pair(suspension_limits, "the suspension limits", where, angle=False)
@@ -367,10 +372,12 @@ def joint_layout(joints: Joints, dynamic: np.ndarray) -> JointLayout:
     return JointLayout(rows, bodies, side_a, side_b, mech)
 
 
-# Damping added to the diagonal of each mechanism's system, relative to its mean diagonal; it
-# softens a redundant (singular) direction instead of inverting noise, and costs a well-posed
+# Damping added to the diagonal of each mechanism's system, relative to each row's own diagonal;
+# it softens a redundant (singular) direction instead of inverting noise, and costs a well-posed
 # joint about this fraction of its correction per pass (the passes make it up).
-JOINT_DAMPING = 1e-4
+JOINT_DAMPING = 1e-5
+# The most one Newton step of a mechanism may turn a body, rad (see solve_joints).
+JOINT_MAX_TURN = 0.3
 
 
 def joint_rows(joints: Joints, x, q, steer, active):
@@ -470,6 +477,37 @@ def bounce_limits(joints: Joints, layout: JointLayout, x, q, v, w, v_before, w_b
     delta = _mechanism_solve(layout, ja * rows[..., None], jb * rows[..., None], rows, target - now, q, inv_mass,
                              inv_inertia)[0]
     moving = layout.bodies >= 0
+    # A bounce gives back at most what the substep took: a mechanism never leaves it with more
+    # kinetic energy than it had at the substep's start. (Its rows can disagree: a Box
+    # connector's limit bouncing along the axis that a Planar one on the same pair locks, so
+    # asked to reverse and to stop at once, the least-squares split of a redundant pair of rows
+    # is huge and opposite, and threw a 28 t body with ten times its energy.) The step is
+    # shortened, keeping its direction, to stay within that.
+    body = np.where(moving, layout.bodies, len(inv_mass) - 1)
+    m = np.where(moving, 1.0 / np.maximum(inv_mass[body], 1e-300), 0.0)
+    inertia = np.where(moving[..., None], 1.0 / np.maximum(inv_inertia[body], 1e-300), 0.0)
+    rot = quat.to_matrix(q[body])
+
+    def kinetic(vel):
+        spin = np.einsum("cbji,cbj->cbi", rot, vel[..., 3:])
+        return 0.5 * (np.sum(m * np.einsum("cbi,cbi->cb", vel[..., :3], vel[..., :3]), axis=1)
+                      + np.sum(np.einsum("cbi,cbi->cb", inertia * spin, spin), axis=1))
+
+    now_v, start_v = vw[body], vw0[body]
+    limit = kinetic(start_v)
+    change = kinetic(now_v + delta) - kinetic(now_v)
+    linear = np.sum(m * np.einsum("cbi,cbi->cb", now_v[..., :3], delta[..., :3]), axis=1) + np.sum(
+        np.einsum("cbi,cbi->cb", inertia * np.einsum("cbji,cbj->cbi", rot, now_v[..., 3:]),
+                  np.einsum("cbji,cbj->cbi", rot, delta[..., 3:])), axis=1)
+    quadratic = change - linear
+    over = kinetic(now_v) + change > limit
+    if np.any(over):
+        # Largest s in [0, 1] with KE(now) + s linear + s^2 quadratic <= limit.
+        room = limit - kinetic(now_v)
+        disc = np.maximum(linear * linear + 4.0 * quadratic * np.maximum(room, 0.0), 0.0)
+        s = np.where(quadratic > 0.0, (-linear + np.sqrt(disc)) / np.maximum(2.0 * quadratic, 1e-300), 0.0)
+        scale = np.where(over, np.clip(s, 0.0, 1.0), 1.0)
+        delta = delta * scale[:, None, None]
     np.add.at(vw, layout.bodies[moving], delta[moving])
     v[...], w[...] = vw[:, :3], vw[:, 3:]
 
@@ -501,12 +539,17 @@ def _mechanism_solve(layout: JointLayout, ja, jb, on, rhs, q, inv_mass, inv_iner
     on_rows = np.zeros((count, width), bool)
     on_rows[ci, ri] = on[jj, rr]
     # Rows that do not act: 1 on the diagonal, so their lambda is 0. Rows that act get a small
-    # damping relative to the mechanism's mean diagonal: a loop (a bridge hinged to the world at
-    # both ends) repeats constraints, its matrix is singular, and the exact solve of the rounding
-    # noise between repeated rows would be huge opposite impulses.
+    # damping relative to their own diagonal: a loop (a bridge hinged to the world at both ends)
+    # or several connectors on one pair of bodies repeat constraints, the matrix is singular, and
+    # the exact solve of the rounding noise between repeated rows would be huge opposite impulses.
+    # (Relative to the mechanism's mean diagonal, the damping of a heavy body's rows, or of
+    # translation rows next to a small body's rotation rows (1/kg against 1/(kg m^2)), was many
+    # times their own diagonal: those rows barely moved in a pass, the error left behind came
+    # back as speed, and a light body held to a heavy one by two connectors gained energy.)
     diag = np.einsum("cii->ci", a_mat)
     mean = np.sum(diag * on_rows, axis=1) / np.maximum(on_rows.sum(axis=1), 1)
-    a_mat += np.eye(width) * np.where(on_rows, JOINT_DAMPING * mean[:, None], 1.0)[:, :, None]
+    damp = JOINT_DAMPING * np.maximum(diag, 1e-12 * mean[:, None])
+    a_mat += np.eye(width) * np.where(on_rows, damp, 1.0)[:, :, None]
     b_vec = np.zeros((count, width))
     b_vec[ci, ri] = rhs[jj, rr]
     lam = _spd_solve(a_mat, b_vec) * on_rows
@@ -562,6 +605,15 @@ def solve_joints(joints: Joints, layout: JointLayout, x, q, S, inv_mass, inv_ine
     ja = ja * on[..., None]
     jb = jb * on[..., None]
     delta, per_row = _mechanism_solve(layout, ja, jb, on, -c, q, inv_mass, inv_inertia)
+    # The rows are linear in the corrections only for small turns; a mechanism thrown far off its
+    # joints (a light body squeezed between a heavy one and the ground) would be turned by a
+    # radian or more in one step and land further off, so a step is shortened (all of it, which
+    # keeps its direction) to turn no body by more than JOINT_MAX_TURN; the next passes go on.
+    turn = np.linalg.norm(delta[:, :, 3:], axis=2).max(axis=1)
+    scale = np.minimum(1.0, JOINT_MAX_TURN / np.maximum(turn, 1e-300))
+    if np.any(scale < 1.0):
+        delta = delta * scale[:, None, None]
+        per_row = per_row * np.where(layout.mechanism >= 0, scale[np.maximum(layout.mechanism, 0)], 0.0)[:, None]
     moving = layout.bodies >= 0
     np.add.at(S, layout.bodies[moving], delta[moving])
     # Impulse sizes for breaking: the rows' lambdas per joint, translation and rotation.

@@ -11,8 +11,9 @@ import numpy as np
 
 from ..bodies.rigid import BodyMode
 from ..collision.broadphase import sweep_and_prune
+from ..collision.sweep import Sweeper
 from ..constraints.joints import bounce_limits, joint_layout, solve_joints
-from ..constraints.motors import apply_motor_forces, motor_speeds, solve_motor_positions
+from ..constraints.motors import apply_motor_forces, drive_limits, motor_speeds, solve_motor_positions
 from ..constraints.springs import apply_springs, update_springs
 from ..forces import fields as forces
 from ..geometry import quaternions as quat
@@ -144,6 +145,10 @@ class RigidStepper:
         # them a corner just outside is free to be rotated deep in by the other contacts'
         # corrections. Never more than a twentieth of the body, so small bodies keep theirs.
         self.margin = np.append(np.minimum(MARGIN, 0.05 * bodies.bound_radius), 0.0)
+        # What a substep can resolve of each motor (see ``constraints.motors.drive_limits``).
+        self.drive_step, self.drive_speed = drive_limits(model.motors, bodies, h)
+        # Continuous collision for bodies faster than their contacts can take back (``collision.sweep``).
+        self.sweeper = Sweeper(model)
 
     # -- state --------------------------------------------------------------------------------
 
@@ -196,6 +201,7 @@ class RigidStepper:
         self.pairs = all_pairs.astype(np.int64)
         self.pair_order, self.colour_bounds = colour_pairs(self.pairs[:, :2], self.dynamic)
         self.pair_first = np.zeros(len(self.pairs) + 1, np.int64)
+        self.sweeper.begin_frame(self.pairs)
         del geo_owner
         self.particle_candidates = self._particle_candidates(x, reach, particles, radii, movable)
 
@@ -231,6 +237,9 @@ class RigidStepper:
         self.apply_forces(bodies, t1)
         self.backend.rigid.integrate_bodies(x, q, v, w, self.momentum, self.inertia, self.inv_inertia, self.dynamic,
                                             self.accel, self.h, self.lin_decay, self.ang_decay)
+        # Free motion that would carry a body deep into (or through) what it hits is taken back
+        # to the moment of impact before the contacts are found (see ``collision.sweep``).
+        self.sweeper.run(self.x_prev, self.q_prev, x, q, self.inv_mass)
 
     def apply_forces(self, bodies: BodyState, t1: float) -> None:
         """Force fields, springs and motors' forces: velocity changes over this substep."""
@@ -249,10 +258,11 @@ class RigidStepper:
         model = self.model
         if model.springs.count:
             apply_springs(model.springs, x, q, v, w, self.inv_mass, self.inv_inertia, self.h, bodies.spring_rest,
-                          np.isnan(bodies.spring_broken_at))
+                          np.isnan(bodies.spring_broken_at), self.accel)
         if model.motors.count:
-            apply_motor_forces(model.motors, x, q, v, w, self.inv_mass, self.inv_inertia, self.h, t1)
-            self.motor_speeds = motor_speeds(model.motors, x, q, self.inv_mass, self.inv_inertia, t1)
+            apply_motor_forces(model.motors, x, q, v, w, self.inv_mass, self.inv_inertia, self.h, t1, self.drive_step,
+                               self.drive_speed)
+            self.motor_speeds = motor_speeds(model.motors, x, q, self.inv_mass, self.inv_inertia, t1, self.drive_speed)
             self.motor_lam = np.zeros(model.motors.count)
         if model.joints.count:
             self.joint_impulses[...] = 0.0
@@ -322,7 +332,7 @@ class RigidStepper:
                                                        CONTACT_SWEEPS, q, self.inv_mass, self.inv_inertia)
         if self.model.motors.count:
             solve_motor_positions(self.model.motors, x, q, self.x_prev, self.q_prev, self.S, self.inv_mass,
-                                  self.inv_inertia, self.h, self.motor_speeds, self.motor_lam)
+                                  self.inv_inertia, self.h, self.motor_speeds, self.motor_lam, self.drive_step)
         if self.model.joints.count:
             solve_joints(self.model.joints, self.joint_layout, x, q, self.S, self.inv_mass, self.inv_inertia,
                          np.isnan(bodies.joint_broken_at), self.steer, self.joint_impulses, self.limit_hits)

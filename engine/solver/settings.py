@@ -8,6 +8,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .. import backend as backends
+from ..checks import MAX_ACCELERATION, MAX_SPEED, check_vector
 from ..errors import JakobsenError
 
 
@@ -26,6 +27,8 @@ class SolverSettings:
     holds it still on a slope; bodies that touch several others need more (the stack of ten
     boxes is tested with the four of each here). backend: "auto" (numba where it loads, else
     numpy), "numba" or "numpy": which kernels step it (``engine.backend``); the same numbers.
+    energy_guard: stop a frame in which bodies that nothing drives gained energy (see
+    ``solver.energy``) with a JakobsenError.
     """
 
     frame_rate: float = 24.0
@@ -39,6 +42,7 @@ class SolverSettings:
     velocity_iterations: int = 4
     contact_iterations: int = 4
     backend: str = "auto"
+    energy_guard: bool = True
 
     def validate(self) -> None:
         for name in ("substeps", "iterations", "velocity_iterations", "contact_iterations"):
@@ -49,12 +53,15 @@ class SolverSettings:
                 raise JakobsenError(f"solver settings: {name} = {value} is absurd (at most 10000)")
         if not (math.isfinite(self.frame_rate) and 0.0 < self.frame_rate <= 100_000.0):
             raise JakobsenError(f"solver settings: frame_rate must be a positive number of frames per second, got {self.frame_rate}")
-        if not (math.isfinite(self.damping) and self.damping >= 0.0):
-            raise JakobsenError(f"solver settings: damping must be >= 0 (1/s), got {self.damping}")
-        for name in ("gravity", "air_velocity", "wind_acceleration"):
-            v = np.asarray(getattr(self, name), dtype=np.float64)
-            if v.shape != (3,) or not np.all(np.isfinite(v)):
-                raise JakobsenError(f"solver settings: {name} must be 3 finite numbers, got {getattr(self, name)!r}")
+        if not (math.isfinite(self.damping) and 0.0 <= self.damping <= 1e6):
+            raise JakobsenError(f"solver settings: damping must be >= 0 and at most 1e6 (1/s), got {self.damping}")
+        # Finite in float64 is not enough: 3e38 m/s^2 of gravity overflows to inf in the single
+        # precision Blender keeps, and anything near it is no physics anyway.
+        for name, limit, unit in (("gravity", MAX_ACCELERATION, "m/s^2"), ("air_velocity", MAX_SPEED, "m/s"),
+                                  ("wind_acceleration", MAX_ACCELERATION, "m/s^2")):
+            check_vector(getattr(self, name), name, "solver settings", limit=limit, unit=unit)
+        if not isinstance(self.energy_guard, (bool, np.bool_)):
+            raise JakobsenError(f"solver settings: energy_guard must be True or False, got {self.energy_guard!r}")
 
     @property
     def substep(self) -> float:
