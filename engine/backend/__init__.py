@@ -22,7 +22,7 @@ from ..errors import JakobsenError
 
 NAMES = ("numba", "numpy")
 # The kernel modules each backend provides, by the same names.
-MODULES = ("particles", "distance", "contacts", "rigid", "joints")
+MODULES = ("particles", "distance", "contacts", "rigid", "joints", "motors")
 
 _default = os.environ.get("JAKOBSEN_BACKEND", "auto")
 _loaded: dict[str, "Backend"] = {}
@@ -41,6 +41,7 @@ class Backend:
     contacts: ModuleType
     rigid: ModuleType
     joints: ModuleType
+    motors: ModuleType
     note: str = ""
 
 
@@ -105,7 +106,8 @@ def select(name: str = "auto") -> Backend:
             return _load("numba")
         numpy = _load("numpy")
         return Backend(name="numpy", particles=numpy.particles, distance=numpy.distance, contacts=numpy.contacts,
-                       rigid=numpy.rigid, joints=numpy.joints, note=f"numba is not available ({problem}); using the numpy kernels (slower)")
+                       rigid=numpy.rigid, joints=numpy.joints, motors=numpy.motors,
+                       note=f"numba is not available ({problem}); using the numpy kernels (slower)")
     if name not in NAMES:
         raise JakobsenError(f"solver settings: backend must be 'auto', 'numba' or 'numpy', got {name!r}")
     if name == "numba":

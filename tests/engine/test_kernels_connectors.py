@@ -1,4 +1,5 @@
-"""The compiled connector solve against the numpy reference (constraints.joints.solve_joints), on
+"""The compiled connector solve and motor drives against the numpy reference
+(constraints.joints.solve_joints, constraints.motors.solve_motor_positions). Connectors: on
 random poses of a rig with every connector kind, a pair held by two connectors, and a connector
 to the world: the same corrections and limit hits to rounding (1e-9 relative after three steps:
 numpy's matmul and LAPACK sum in their own order), the same impulses to what conditioning allows."""
@@ -83,3 +84,45 @@ def test_the_compiled_connector_solve_matches_the_reference(seed):
     np.testing.assert_allclose(i2, i1, rtol=1e-7, atol=1e-10 * max(1.0, float(np.abs(i1).max())))
     np.testing.assert_array_equal(h2, h1)
     assert math.isfinite(float(np.abs(s2).sum()))
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_the_compiled_motor_drives_match_the_reference(seed):
+    from jakobsen_engine.backend.numba import motors as compiled
+    from jakobsen_engine.constraints import motors as motors_reference
+    from jakobsen_engine.geometry import quaternions as quat
+
+    rng = np.random.default_rng(100 + seed)
+    builder = engine.ModelBuilder()
+    bodies = [builder.add_rigid_body(*box_mesh(rng.uniform(0.2, 0.8, 3), centre=(k * 1.0, 0.0, 1.0),
+                                                rotation=rotation(rng.normal(size=3), rng.uniform(0, 90))),
+                                     shape="box", density=rng.uniform(100, 3000), name=f"B{k}") for k in range(6)]
+    drives = [("angular", "speed", 1), ("angular", "servo", 2), ("linear", "speed", 3), ("linear", "servo", 4),
+              ("angular", "force", 5)]
+    for k, (kind, mode, body) in enumerate(drives):
+        builder.add_motor(bodies[body], bodies[0] if k % 2 else None, rng.normal(size=3), name=f"motor {k}",
+                          kind=kind, mode=mode, target=float(rng.uniform(-2, 2)),
+                          **{"force" if kind == "linear" else "torque": float(rng.uniform(10, 500))})
+    solver = engine.Solver(builder.finalize(), engine.SolverSettings(backend="numpy"))
+    rig, m = solver._rigid, solver.model.motors
+    state = solver.make_state()
+    x, q = state.bodies.x.copy(), state.bodies.q.copy()
+    count = len(x) - 1
+    x_prev, q_prev = x.copy(), q.copy()
+    x[:count] += rng.normal(scale=0.02, size=(count, 3))
+    q[:count] = quat.multiply(quat.exp_rotation(rng.normal(scale=0.1, size=(count, 3))), q[:count])
+    S0 = np.zeros((count + 1, 6))
+    S0[:count] = rng.normal(scale=0.01, size=(count, 6))
+    speeds = rng.uniform(-3, 3, m.count)
+    h = 1.0 / 240
+    for limit in (None, rng.uniform(1e-4, 1e-2, m.count)):
+        results = []
+        for solve in (motors_reference.solve_motor_positions, compiled.solve_motor_positions):
+            S, lam = S0.copy(), np.zeros(m.count)
+            for _ in range(3):
+                solve(m, x, q, x_prev, q_prev, S, rig.inv_mass, rig.inv_inertia, h, speeds, lam, limit)
+            results.append((S, lam))
+        (s1, l1), (s2, l2) = results
+        assert np.abs(s1 - S0).max() > 1e-6, "the drives did nothing"
+        np.testing.assert_allclose(s2, s1, rtol=1e-12, atol=1e-15)
+        np.testing.assert_allclose(l2, l1, rtol=1e-12, atol=1e-18)
