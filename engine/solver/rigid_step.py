@@ -84,6 +84,11 @@ class ContactBuffers:
         self.vbase = np.zeros((c, 3))
         self.vwn = np.zeros(c)
         self.vwt = np.zeros((c, 3))
+        # The compiled solves' scratch: each pair's rows and block factor, kept over a substep's
+        # passes (see ``solve_contact_positions``); factored -1: none yet.
+        self.rows_a = np.zeros((3 * c, 12))
+        self.factors = np.zeros((c, 12, 12))
+        self.factored = np.full(c, -1, np.int64)
 
     @property
     def out(self) -> tuple:
@@ -309,6 +314,7 @@ class RigidStepper:
         buf.lam[c] = 0.0
         buf.lam_t[c] = 0.0
         buf.stuck[c] = 0
+        buf.factored[c] = -1
         # Normal speed at the substep's start, for restitution.
         before = np.hstack([self.v_before, self.w_before])
         J0 = buf.J[c, 0]
@@ -329,7 +335,8 @@ class RigidStepper:
             self.backend.rigid.solve_contact_positions(buf.ints, buf.J, buf.M, buf.base, buf.wn, buf.wt,
                                                        buf.floats[:, 0], self.pair_first, self.pair_order,
                                                        self.colour_bounds, buf.lam, buf.lam_t, buf.stuck, self.S,
-                                                       CONTACT_SWEEPS, q, self.inv_mass, self.inv_inertia)
+                                                       CONTACT_SWEEPS, q, self.inv_mass, self.inv_inertia,
+                                                       buf.rows_a, buf.factors, buf.factored)
         if self.model.motors.count:
             solve_motor_positions(self.model.motors, x, q, self.x_prev, self.q_prev, self.S, self.inv_mass,
                                   self.inv_inertia, self.h, self.motor_speeds, self.motor_lam, self.drive_step)
@@ -431,7 +438,8 @@ class RigidStepper:
         vw = np.hstack([v, w])
         self.backend.rigid.solve_contact_restitution(buf.ints, buf.vJ, buf.vM, buf.vwn, solved, target,
                                                      self.pair_first, self.pair_order, self.colour_bounds, vw,
-                                                     self.velocity_iterations, q, self.inv_mass, self.inv_inertia)
+                                                     self.velocity_iterations, q, self.inv_mass, self.inv_inertia,
+                                                     buf.rows_a, buf.factors, buf.factored)
         v[...], w[...] = vw[:, :3], vw[:, 3:]
 
     def collide_particles(self, bodies: BodyState, px, pp, accel, friction, restitution, radii) -> None:

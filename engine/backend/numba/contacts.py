@@ -24,10 +24,15 @@ import numpy as np
 from numba import njit
 
 from ...geometry.kinds import CYLINDER, HULL, PLANE
-from .distance import distance
+from . import distance as _distances
 from .vec import add, cross, dot, get3, get4, mul, norm, qmul, rotate, rotate_back, sub
 
 JIT = dict(cache=True, nogil=True, error_model="numpy")
+# Small helpers called per feature are inlined: a call passes the whole shape table (geo).
+INLINE = dict(JIT, inline="always")
+# The distance dispatch inlined here too (the same function): as a call it costs far more than a
+# plane or a box test itself.
+distance = njit(**INLINE)(_distances.distance.py_func)
 
 # Sample points farther from a body's centre than its bounding radius times (1 + this) plus their
 # radius and the margins are not tested against its shape.
@@ -40,7 +45,7 @@ SUPPORT_SLOTS = 2 + 2 * RIM_POINTS
 FLAT_CAP = math.radians(3.0)
 
 
-@njit(**JIT)
+@njit(**INLINE)
 def _shape_pose(geo, s, x, q):
     """World position and rotation of shape s (its owner's pose composed with its offset)."""
     owner = geo[4][s]
@@ -52,7 +57,7 @@ def _shape_pose(geo, s, x, q):
     return add(get3(x, owner), rotate(qo, pos)), qmul(qo, rot)
 
 
-@njit(**JIT)
+@njit(**INLINE)
 def _emit(out, c, a, b, world, x, q, p_world, radius, n_world, depth, friction, restitution, key, material):
     """Write contact c: A's point p_world (with radius) sits depth deep along n_world into B."""
     surface = sub(p_world, mul(n_world, radius - depth))
@@ -75,7 +80,7 @@ def _emit(out, c, a, b, world, x, q, p_world, radius, n_world, depth, friction, 
     fa[c, 2] = depth
 
 
-@njit(**JIT)
+@njit(**INLINE)
 def _test_point(geo, s, spos, srot, prefer, p_world, radius, margin):
     """(normal world, depth) of a world point with radius against shape s at (spos, srot)."""
     local = rotate_back(srot, sub(p_world, spos))
@@ -86,8 +91,9 @@ def _test_point(geo, s, spos, srot, prefer, p_world, radius, margin):
 
 @njit(**JIT)
 def _side(geo, x, q, o, t, s, world, points, point_start, point_radius, point_material, body_shape,
-          bound, margin, friction_o, restitution_o, key_stride, target_key, out, c, cap):
-    """The contacts of owner body o's features against shape s (of body t, or the world)."""
+          bound, margin, friction_o, restitution_o, key_stride, target_key, out, c, cap, placed):
+    """The contacts of owner body o's features against shape s (of body t, or the world);
+    placed (P, 3): every sample point in the world."""
     spos, srot = _shape_pose(geo, s, x, q)
     xo, qo = get3(x, o), get4(q, o)
     prefer = rotate_back(srot, sub(xo, spos))
@@ -99,7 +105,7 @@ def _side(geo, x, q, o, t, s, world, points, point_start, point_radius, point_ma
     if not always:
         xt = get3(x, t)
     for p in range(point_start[o], point_start[o + 1]):
-        pw = add(xo, rotate(qo, get3(points, p)))
+        pw = get3(placed, p)
         r = point_radius[p]
         if not always:
             d = sub(pw, xt)
@@ -118,6 +124,25 @@ def _side(geo, x, q, o, t, s, world, points, point_start, point_radius, point_ma
         c = _cylinder_side(geo, x, q, o, t, s, so, world, spos, srot, prefer, m, friction, restitution, out, c, cap,
                            (points.shape[0] + o * SUPPORT_SLOTS) * key_stride + target_key, key_stride)
     return c
+
+
+@njit(**INLINE)
+def _may_touch(geo, x, o, t, s, world, point_start, point_radius, body_shape, bound, margin, placed):
+    """Whether ``_side`` can find anything: False when o has only sample points and every one
+    fails its test against t's bounding sphere there (the same test, so nothing is lost)."""
+    if geo[0][s] == HULL or t == world:
+        return True
+    so = body_shape[o]
+    if so >= 0 and geo[0][so] == CYLINDER:
+        return True
+    m = margin[o] + margin[t]
+    xt = get3(x, t)
+    for p in range(point_start[o], point_start[o + 1]):
+        d = sub(get3(placed, p), xt)
+        reach = bound[t] * (1.0 + NEAR_SLACK) + point_radius[p] + m
+        if not dot(d, d) > reach * reach:
+            return True
+    return False
 
 
 @njit(**JIT)
@@ -174,16 +199,26 @@ def find_contacts(geo, x, q, pairs, points, point_start, point_radius, point_mat
     pair_first[k]:pair_first[k + 1]. Returns the number of contacts; if it exceeds the buffers'
     capacity nothing beyond it is written and the caller grows them and calls again."""
     cap = out[0].shape[0]
+    # Every sample point in the world once (a body meets a dozen others in a pile).
+    placed = np.empty((points.shape[0], 3))
+    for o in range(world):
+        if point_start[o + 1] > point_start[o]:
+            xo, qo = get3(x, o), get4(q, o)
+            for p in range(point_start[o], point_start[o + 1]):
+                placed[p, 0], placed[p, 1], placed[p, 2] = add(xo, rotate(qo, get3(points, p)))
     c = 0
     for k in range(pairs.shape[0]):
         pair_first[k] = c
         a, b, s = pairs[k, 0], pairs[k, 1], pairs[k, 2]
         target_key = b if b < world else world + 1 + s
-        c = _side(geo, x, q, a, b, s, world, points, point_start, point_radius, point_material, body_shape, bound,
-                  margin, body_friction[a], body_restitution[a], key_stride, target_key, out, c, cap)
-        if b < world and body_shape[a] >= 0:
+        if _may_touch(geo, x, a, b, s, world, point_start, point_radius, body_shape, bound, margin, placed):
+            c = _side(geo, x, q, a, b, s, world, points, point_start, point_radius, point_material, body_shape, bound,
+                      margin, body_friction[a], body_restitution[a], key_stride, target_key, out, c, cap, placed)
+        if b < world and body_shape[a] >= 0 and _may_touch(geo, x, b, a, body_shape[a], world, point_start,
+                                                           point_radius, body_shape, bound, margin, placed):
             c = _side(geo, x, q, b, a, body_shape[a], world, points, point_start, point_radius, point_material,
-                      body_shape, bound, margin, body_friction[b], body_restitution[b], key_stride, a, out, c, cap)
+                      body_shape, bound, margin, body_friction[b], body_restitution[b], key_stride, a, out, c, cap,
+                      placed)
     pair_first[pairs.shape[0]] = c
     return c
 

@@ -23,6 +23,8 @@ from .vec import (add, cross, dot, exp_rotation, get3, get4, inertia_times, inv_
                   qnormalize, rotate, rotate_back, sub)
 
 JIT = dict(cache=True, nogil=True, error_model="numpy")
+# The helpers called per contact row are inlined (a call costs more than their arithmetic).
+INLINE = dict(JIT, inline="always")
 
 
 @njit(**JIT)
@@ -125,7 +127,7 @@ def contact_rows(x, q, origin, inv_mass, inv_inertia, ints, local_a, local_b, no
             wt[c, 2] = _rowdot(J, M, c, 2, 2)
 
 
-@njit(**JIT)
+@njit(**INLINE)
 def _rowdot(J, M, c, i, j):
     s = 0.0
     for k in range(12):
@@ -133,7 +135,7 @@ def _rowdot(J, M, c, i, j):
     return s
 
 
-@njit(**JIT)
+@njit(**INLINE)
 def _value(J, S, c, j, a, b):
     """J_j . [S_a, S_b]: how far the contact has moved along row j by the corrections so far."""
     s = 0.0
@@ -144,7 +146,7 @@ def _value(J, S, c, j, a, b):
     return s
 
 
-@njit(**JIT)
+@njit(**INLINE)
 def _push(M, S, c, j, a, b, impulse):
     for k in range(6):
         S[a, k] += impulse * M[c, j, k]
@@ -162,7 +164,7 @@ PAIR_DAMPING = 0.05
 DOF = 12
 
 
-@njit(**JIT)
+@njit(**INLINE)
 def _row_a(J, q, inv_mass, inv_inertia, ints, c, j, swap, out):
     """A = J F of row j of contact c, in the pair's body order (swap: the contact's A is the pair's B)."""
     for u in range(2):
@@ -176,66 +178,106 @@ def _row_a(J, q, inv_mass, inv_inertia, ints, c, j, swap, out):
             out[at + 3 + k] = r[k] * math.sqrt(inv_inertia[body, k])
 
 
-@njit(**JIT)
-def _cholesky_solve(L, rhs, out):
-    n = L.shape[0]
-    for i in range(n):
-        s = rhs[i]
-        for k in range(i):
-            s -= L[i, k] * out[k]
-        out[i] = s / L[i, i]
-    for i in range(n - 1, -1, -1):
-        s = out[i]
-        for k in range(n - 1, i, -1):  # (from the far end, as the numpy reference's column sweep)
-            s -= L[k, i] * out[k]
-        out[i] = s / L[i, i]
+@njit(**INLINE)
+def _moves(inv_mass, inv_inertia, body):
+    """Whether a body can move at all (a static or kinematic one has no inverse mass or inertia)."""
+    return inv_mass[body] != 0.0 or inv_inertia[body, 0] != 0.0 or inv_inertia[body, 1] != 0.0 \
+        or inv_inertia[body, 2] != 0.0
+
+
+@njit(**INLINE)
+def _pair_columns(ints, first, inv_mass, inv_inertia):
+    """The columns [lo, hi) of a pair's 12 that can be nonzero: a body that cannot move has rows
+    A = J F of zeros, so its block of H + eps I is eps I, uncoupled from the other's; the solve
+    on the other block alone gives the same numbers."""
+    lo = 0 if _moves(inv_mass, inv_inertia, ints[first, 0]) else 6
+    hi = DOF if _moves(inv_mass, inv_inertia, ints[first, 1]) else 6
+    return lo, hi
 
 
 @njit(**JIT)
-def _pair_impulses(A, n, rhs, H, L, v, w, y, z, out):
-    """out[:n] = A (H + eps)^-2 A^T rhs for rows A (n, 12), H = A^T A, eps = PAIR_DAMPING^2 trace(H)
-    (the trace bounds the largest eigenvalue from above, and takes no iterations to find)."""
-    for i in range(DOF):
-        for k in range(DOF):
-            H[i, k] = 0.0
-    for r in range(n):
-        for i in range(DOF):
-            for k in range(DOF):
-                H[i, k] += A[r, i] * A[r, k]
+def _factor_block(A, r0, n, lo, width, L):
+    """The factor of ``_pair_factor`` for the block [lo, lo + width) (width 6 or 12, constant in
+    each call site, so the loops have fixed lengths)."""
+    for i in range(width):
+        for k in range(width):
+            L[lo + i, lo + k] = 0.0
+    for r in range(r0, r0 + n):
+        for i in range(width):
+            ai = A[r, lo + i]
+            for k in range(width):
+                L[lo + i, lo + k] += ai * A[r, lo + k]
     trace = 0.0
-    for i in range(DOF):
-        trace += H[i, i]
+    for i in range(width):
+        trace += L[lo + i, lo + i]
     eps = PAIR_DAMPING * PAIR_DAMPING * trace + 1e-300
-    # Cholesky of H + eps I, right-looking (outer products), as the numpy reference does it.
-    for i in range(DOF):
-        for k in range(DOF):
-            L[i, k] = H[i, k]
-        L[i, i] += eps
-    for k in range(DOF):
-        d = math.sqrt(max(L[k, k], 1e-300))
-        L[k, k] = d
-        for i in range(k + 1, DOF):
-            L[i, k] = L[i, k] / d
-        for i in range(k + 1, DOF):
-            for j in range(k + 1, DOF):
-                L[i, j] -= L[i, k] * L[j, k]
-    for i in range(DOF):
-        s = 0.0
-        for r in range(n):
-            s += A[r, i] * rhs[r]
-        y[i] = s
-    _cholesky_solve(L, y, z)
-    _cholesky_solve(L, z, y)
+    for i in range(width):
+        L[lo + i, lo + i] += eps
+    for k in range(width):
+        kk = lo + k
+        d = math.sqrt(max(L[kk, kk], 1e-300))
+        L[kk, kk] = d
+        for i in range(kk + 1, lo + width):
+            L[i, kk] = L[i, kk] / d
+        for i in range(kk + 1, lo + width):
+            lik = L[i, kk]
+            for j in range(kk + 1, lo + width):
+                L[i, j] -= lik * L[j, kk]
+
+
+@njit(**JIT)
+def _pair_factor(A, r0, n, lo, hi, L):
+    """Cholesky factor (lower triangle of L[lo:hi, lo:hi]) of H + eps I for rows A[r0:r0 + n] (12
+    wide), H = A^T A, eps = PAIR_DAMPING^2 trace(H) (the trace bounds the largest eigenvalue from
+    above, and takes no iterations to find). Right-looking (outer products), as the numpy
+    reference does it. (Loops run so that each entry's sum keeps the reference's order while the
+    entries proceed side by side; the strict upper part holds updates no solve reads.)"""
+    if hi - lo == DOF:
+        _factor_block(A, r0, n, 0, DOF, L)
+    elif hi - lo == 6:
+        _factor_block(A, r0, n, lo, 6, L)
+
+
+@njit(**INLINE)
+def _cholesky_solve(L, lo, hi, s, out):
+    """out = (L L^T)^-1 s on [lo, hi), by columns (s is overwritten): each entry takes its terms
+    in the order of the row-by-row substitution, the entries side by side."""
+    for k in range(lo, hi):
+        out[k] = s[k] / L[k, k]
+        ok = out[k]
+        for i in range(k + 1, hi):
+            s[i] -= L[i, k] * ok
+    for k in range(lo, hi):
+        s[k] = out[k]
+    for k in range(hi - 1, lo - 1, -1):
+        out[k] = s[k] / L[k, k]
+        ok = out[k]
+        for i in range(lo, k):
+            s[i] -= L[k, i] * ok
+
+
+@njit(**INLINE)
+def _pair_solve(A, r0, n, lo, hi, L, rhs, y, z, out):
+    """out[:n] = A (H + eps)^-2 A^T rhs for rows A[r0:r0 + n], L from ``_pair_factor``."""
+    for i in range(lo, hi):
+        y[i] = 0.0
     for r in range(n):
-        s = 0.0
-        for i in range(DOF):
-            s += A[r, i] * y[i]
-        out[r] = s
+        rr = rhs[r]
+        for i in range(lo, hi):
+            y[i] += A[r0 + r, i] * rr
+    _cholesky_solve(L, lo, hi, y, z)
+    _cholesky_solve(L, lo, hi, z, y)
+    for r in range(n):
+        out[r] = 0.0
+    for i in range(lo, hi):
+        yi = y[i]
+        for r in range(n):
+            out[r] += A[r0 + r, i] * yi
 
 
 @njit(**JIT)
 def solve_contact_positions(ints, J, M, base, wn, wt, mu, pair_first, pair_order, colour_bounds, lam, lam_t, stuck, S,
-                            sweeps, q, inv_mass, inv_inertia):
+                            sweeps, q, inv_mass, inv_inertia, rows_a, factors, factored):
     """One pass of contact projection with static friction over the pairs in ``pair_order``
     (colour by colour), on S (B+1, 6). colour_bounds: where each colour starts in ``pair_order``
     (the numpy reference solves a colour at once).
@@ -246,18 +288,16 @@ def solve_contact_positions(ints, J, M, base, wn, wt, mu, pair_first, pair_order
     normal rows held (friction at one corner alone would mostly turn the body, and the corners'
     fixes fight each other), each within mu times its normal impulse (accumulated over the passes
     of the substep: inside the cone it sticks, ``stuck`` 1, else it slides, 0). Only the
-    tangential part is applied."""
-    width = 0
-    for p in pair_order:
-        width = max(width, pair_first[p + 1] - pair_first[p])
-    n_max = 3 * width
-    A = np.zeros((max(n_max, 1), DOF))
-    rhs = np.zeros(max(n_max, 1))
-    out = np.zeros(max(n_max, 1))
-    H = np.zeros((DOF, DOF))
-    L = np.zeros((DOF, DOF))
-    v = np.zeros(DOF)
-    w = np.zeros(DOF)
+    tangential part is applied.
+
+    A pair's rows A and the factor of its block depend only on which of its contacts push (the
+    rows and poses are fixed over a substep), so they are kept from one pass to the next of the
+    substep: rows_a (3 c, 12) holds a pair's rows from 3 * its first contact, factors (c, 12, 12)
+    its factor at its first contact, factored (c,) per contact whether it pushed when they were
+    made (-1 at the first contact: none yet; the caller sets that for every contact each
+    substep). Scratch to the numpy reference, which forms them every pass: same numbers."""
+    rhs = np.zeros(max(rows_a.shape[0], 1))
+    out = np.zeros(max(rows_a.shape[0], 1))
     y = np.zeros(DOF)
     z = np.zeros(DOF)
     for p in pair_order:
@@ -272,22 +312,36 @@ def solve_contact_positions(ints, J, M, base, wn, wt, mu, pair_first, pair_order
                     dl = max(-e / wn[c], -lam[c])
                     lam[c] += dl
                     _push(M, S, c, 0, a, b, dl)
+        kept = factored[first] >= 0
+        if kept:
+            for c in range(first, end):
+                if factored[c] != (1 if lam[c] > 0.0 else 0):
+                    kept = False
+                    break
         pair_a = ints[first, 0]
+        r0 = 3 * first
         n = 0
         for c in range(first, end):
             if lam[c] > 0.0:
                 swap = ints[c, 0] != pair_a
-                _row_a(J, q, inv_mass, inv_inertia, ints, c, 0, swap, A[n])
+                if not kept:
+                    _row_a(J, q, inv_mass, inv_inertia, ints, c, 0, swap, rows_a[r0 + n])
                 rhs[n] = 0.0
                 n += 1
                 if mu[c] > 0.0:
                     a, b = ints[c, 0], ints[c, 1]
                     for j in (1, 2):
-                        _row_a(J, q, inv_mass, inv_inertia, ints, c, j, swap, A[n])
+                        if not kept:
+                            _row_a(J, q, inv_mass, inv_inertia, ints, c, j, swap, rows_a[r0 + n])
                         rhs[n] = -(_value(J, S, c, j, a, b) + base[c, j])
                         n += 1
         if n:
-            _pair_impulses(A, n, rhs, H, L, v, w, y, z, out)
+            lo, hi = _pair_columns(ints, first, inv_mass, inv_inertia)
+            if not kept:
+                _pair_factor(rows_a, r0, n, lo, hi, factors[first])
+                for c in range(first, end):
+                    factored[c] = 1 if lam[c] > 0.0 else 0
+            _pair_solve(rows_a, r0, n, lo, hi, factors[first], rhs, y, z, out)
         k = 0
         for c in range(first, end):
             a, b = ints[c, 0], ints[c, 1]
@@ -344,40 +398,43 @@ def velocities(x, q, v, w, x_prev, q_prev, momentum, inv_inertia, dynamic, kinem
 
 @njit(**JIT)
 def solve_contact_restitution(ints, J, M, wn, solved, target, pair_first, pair_order, colour_bounds, vw, iterations,
-                              q, inv_mass, inv_inertia):
+                              q, inv_mass, inv_inertia, rows_a, factors, factored):
     """``iterations`` passes setting the normal speed of the ``solved`` contacts to ``target`` (e
     times the approach speed for a bounce, 0 for a resting contact), pairs colour by colour, each
     pair's contacts at once (the damped least-squares impulses, as for friction): a face landing
     flat shares its impulse evenly over its corners instead of tipping. J, M are the normal rows
-    at the corrected poses (lever arms from the centres); vw (B+1, 6) [v, w], in place."""
-    width = 0
-    for p in pair_order:
-        width = max(width, pair_first[p + 1] - pair_first[p])
-    A = np.zeros((max(width, 1), DOF))
-    rhs = np.zeros(max(width, 1))
-    out = np.zeros(max(width, 1))
-    H = np.zeros((DOF, DOF))
-    L = np.zeros((DOF, DOF))
-    v = np.zeros(DOF)
-    w = np.zeros(DOF)
+    at the corrected poses (lever arms from the centres); vw (B+1, 6) [v, w], in place.
+
+    rows_a, factors, factored: scratch, as for ``solve_contact_positions`` (whose factors this
+    overwrites: it marks them all gone). A pair's rows and factor are made in the first pass and
+    kept for the others, which is what the numpy reference computes anew each pass."""
+    for c in range(factored.shape[0]):
+        factored[c] = -1
+    rhs = np.zeros(max(rows_a.shape[0], 1))
+    out = np.zeros(max(rows_a.shape[0], 1))
     y = np.zeros(DOF)
     z = np.zeros(DOF)
-    for _ in range(iterations):
+    for it in range(iterations):
         for p in pair_order:
             first, end = pair_first[p], pair_first[p + 1]
             if end <= first:
                 continue
             pair_a = ints[first, 0]
+            r0 = 3 * first
             n = 0
             for c in range(first, end):
                 if solved[c]:
                     a, b = ints[c, 0], ints[c, 1]
-                    _row_a(J, q, inv_mass, inv_inertia, ints, c, 0, ints[c, 0] != pair_a, A[n])
+                    if it == 0:
+                        _row_a(J, q, inv_mass, inv_inertia, ints, c, 0, ints[c, 0] != pair_a, rows_a[r0 + n])
                     rhs[n] = target[c] - _value(J, vw, c, 0, a, b)
                     n += 1
             if not n:
                 continue
-            _pair_impulses(A, n, rhs, H, L, v, w, y, z, out)
+            lo, hi = _pair_columns(ints, first, inv_mass, inv_inertia)
+            if it == 0:
+                _pair_factor(rows_a, r0, n, lo, hi, factors[first])
+            _pair_solve(rows_a, r0, n, lo, hi, factors[first], rhs, y, z, out)
             k = 0
             for c in range(first, end):
                 if solved[c]:

@@ -186,7 +186,8 @@ def _pair_impulses(A, rhs):
 
 
 def solve_contact_positions(ints, J, M, base, wn, wt, mu, pair_first, pair_order, colour_bounds, lam, lam_t, stuck, S,
-                            sweeps, q, inv_mass, inv_inertia):
+                            sweeps, q, inv_mass, inv_inertia, rows_a=None, factors=None, factored=None):
+    # rows_a, factors, factored: the compiled kernel's scratch (rows and factors kept over a substep).
     for ci in range(len(colour_bounds) - 1):
         pairs = pair_order[colour_bounds[ci]:colour_bounds[ci + 1]]
         if not len(pairs):
@@ -283,7 +284,8 @@ def velocities(x, q, v, w, x_prev, q_prev, momentum, inv_inertia, dynamic, kinem
 
 
 def solve_contact_restitution(ints, J, M, wn, solved, target, pair_first, pair_order, colour_bounds, vw, iterations,
-                              q, inv_mass, inv_inertia):
+                              q, inv_mass, inv_inertia, rows_a=None, factors=None, factored=None):
+    # rows_a, factors, factored: the compiled kernel's scratch (rows and factors kept over the passes).
     for _ in range(iterations):
         for ci in range(len(colour_bounds) - 1):
             pairs = pair_order[colour_bounds[ci]:colour_bounds[ci + 1]]
