@@ -12,8 +12,8 @@ import numpy as np
 from ..bodies.rigid import BodyMode
 from ..collision.broadphase import sweep_and_prune
 from ..collision.sweep import Sweeper
-from ..constraints.joints import bounce_limits, joint_layout, solve_joints
-from ..constraints.motors import apply_motor_forces, drive_limits, motor_speeds, solve_motor_positions
+from ..constraints.joints import bounce_limits, joint_layout
+from ..constraints.motors import apply_motor_forces, drive_limits, motor_speeds
 from ..constraints.springs import apply_springs, update_springs
 from ..forces import fields as forces
 from ..geometry import quaternions as quat
@@ -338,11 +338,13 @@ class RigidStepper:
                                                        CONTACT_SWEEPS, q, self.inv_mass, self.inv_inertia,
                                                        buf.rows_a, buf.factors, buf.factored)
         if self.model.motors.count:
-            solve_motor_positions(self.model.motors, x, q, self.x_prev, self.q_prev, self.S, self.inv_mass,
-                                  self.inv_inertia, self.h, self.motor_speeds, self.motor_lam, self.drive_step)
+            self.backend.motors.solve_motor_positions(self.model.motors, x, q, self.x_prev, self.q_prev, self.S,
+                                                      self.inv_mass, self.inv_inertia, self.h, self.motor_speeds,
+                                                      self.motor_lam, self.drive_step)
         if self.model.joints.count:
-            solve_joints(self.model.joints, self.joint_layout, x, q, self.S, self.inv_mass, self.inv_inertia,
-                         np.isnan(bodies.joint_broken_at), self.steer, self.joint_impulses, self.limit_hits)
+            self.backend.joints.solve_joints(self.model.joints, self.joint_layout, x, q, self.S, self.inv_mass,
+                                             self.inv_inertia, np.isnan(bodies.joint_broken_at), self.steer,
+                                             self.joint_impulses, self.limit_hits)
 
     def finish_substep(self, bodies: BodyState) -> None:
         """Apply the substep's corrections, take velocities from the poses, then restitution."""
