@@ -22,7 +22,7 @@ from ..errors import JakobsenError
 
 NAMES = ("numba", "numpy")
 # The kernel modules each backend provides, by the same names.
-MODULES = ("particles", "distance", "contacts", "rigid", "joints", "motors")
+MODULES = ("particles", "distance", "contacts", "rigid", "joints", "motors", "sweep")
 
 _default = os.environ.get("JAKOBSEN_BACKEND", "auto")
 _loaded: dict[str, "Backend"] = {}
@@ -42,6 +42,7 @@ class Backend:
     rigid: ModuleType
     joints: ModuleType
     motors: ModuleType
+    sweep: ModuleType
     note: str = ""
 
 
@@ -105,8 +106,7 @@ def select(name: str = "auto") -> Backend:
         if problem is None:
             return _load("numba")
         numpy = _load("numpy")
-        return Backend(name="numpy", particles=numpy.particles, distance=numpy.distance, contacts=numpy.contacts,
-                       rigid=numpy.rigid, joints=numpy.joints, motors=numpy.motors,
+        return Backend(name="numpy", **{m: getattr(numpy, m) for m in MODULES},
                        note=f"numba is not available ({problem}); using the numpy kernels (slower)")
     if name not in NAMES:
         raise JakobsenError(f"solver settings: backend must be 'auto', 'numba' or 'numpy', got {name!r}")

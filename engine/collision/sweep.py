@@ -21,9 +21,8 @@ the substep (its angular momentum is kept, so it spins on the next). Slower moti
 and costs a few array operations per substep.
 
 It runs between the integration and the contact search, on the pairs the frame's broad phase
-found, with the shape table's distance routine (the numpy backend's, vectorised over the fast
-points: one implementation, so both backends give the same numbers; it is rare and small next to
-the contact kernels).
+found, with the shape table's distance routine; the advancement of the fast queries is a kernel
+(``backend/*/sweep.py``: numpy over all queries at once, numba query by query, the same bits).
 
 Shapes: B bodies (index B is the world), k queries (point, owner body, target body, shape).
 """
@@ -34,7 +33,6 @@ import math
 
 import numpy as np
 
-from ..backend.numpy.distance import distance
 from ..bodies.rigid import CONTACT_DEPTH
 from ..geometry import kinds
 from ..geometry import quaternions as quat
@@ -93,16 +91,12 @@ def _sweep_points(bodies):
             np.concatenate(radius) if radius else np.zeros(0), np.array(start, np.int64))
 
 
-def _interpolate(x0, q0, dx, phi, f):
-    """Poses at fractions f (k,) of the motion (dx, phi) from (x0, q0): (k, 3), (k, 4)."""
-    return x0 + dx * f[:, None], quat.multiply(quat.exp_rotation(phi * f[:, None]), q0)
-
-
 class Sweeper:
     """What the sweep needs of a model, prepared once; ``begin_frame`` with the frame's pairs,
     ``run`` every substep."""
 
-    def __init__(self, model):
+    def __init__(self, model, kernels):
+        self.kernels = kernels  # the backend's sweep kernels (advance_queries)
         b = model.bodies
         self.count = b.count
         self.geo = model.shapes.kernel_arrays()
@@ -168,68 +162,12 @@ class Sweeper:
         if not len(fast):
             return []
         point, owner, target, shape, allow, speed = (a[fast] for a in (point, owner, target, shape, allow, speed))
-        local, radius = self.local[point], self.radius[point]
-        geo = self.geo
-        s_pos, s_rot = geo[15][shape], geo[14][shape]
-        body_target = target < world
-
-        def geometry(f, sel):
-            xo, qo = _interpolate(x0[owner[sel]], q0[owner[sel]], dx[owner[sel]], phi[owner[sel]], f)
-            xt, qt = _interpolate(x0[target[sel]], q0[target[sel]], dx[target[sel]], phi[target[sel]], f)
-            p = xo + quat.rotate(qo, local[sel])
-            on_body = body_target[sel]
-            spos = np.where(on_body[:, None], xt + quat.rotate(qt, s_pos[sel]), s_pos[sel])
-            srot = np.where(on_body[:, None], quat.multiply(qt, s_rot[sel]), s_rot[sel])
-            back = quat.conjugate(srot)
-            q_local = quat.rotate(back, p - spos)
-            prefer = quat.rotate(back, xo - spos)
-            n_local, depth = distance(geo, shape[sel], q_local, radius[sel], prefer, True)
-            return p, xo, xt, quat.rotate(srot, n_local), depth
-
-        def clearance(f, sel):
-            return -geometry(f, sel)[4]
-
-        hit = self._advance(clearance, speed, allow)
+        hit, p, xo, xt, n, depth = self.kernels.advance_queries(
+            self.geo, x0, q0, dx, phi, self.local[point], self.radius[point], owner, target, shape,
+            allow, speed, world, SWEEP_ITERATIONS, SWEEP_BISECTIONS, SWEEP_TOUCH)
         got = np.flatnonzero(np.isfinite(hit))
-        if not len(got):
-            return []
-        p, xo, xt, n, depth = geometry(hit[got], got)
-        return [(float(hit[g]), int(owner[g]), int(target[g]), p[i], xo[i], xt[i], n[i], float(allow[g]),
-                 max(float(depth[i]), 0.0)) for i, g in enumerate(got)]
-
-    @staticmethod
-    def _advance(clearance_at, speed, allow):
-        """Fractions f (k,) of the substep's motion at which each query first touches (clearance
-        within ``SWEEP_TOUCH * allow``), inf where it does not within the substep.
-
-        clearance_at(f, sel) -> clearance (len(sel),) m of queries sel at fractions f; speed (k,)
-        bounds how fast (m per unit f) each query's clearance can shrink. A query still short of
-        the surface after ``SWEEP_ITERATIONS`` steps (a point gliding in at a shallow angle, whose
-        clearance shrinks much slower than its speed) but inside it at the end of the motion is
-        found by bisection between the two."""
-        k = len(speed)
-        f = np.zeros(k)
-        hit = np.full(k, np.inf)
-        live = np.arange(k)
-        for _ in range(SWEEP_ITERATIONS):
-            if not len(live):
-                return hit
-            c = clearance_at(f[live], live)
-            touching = c <= SWEEP_TOUCH * allow[live]
-            hit[live[touching]] = f[live[touching]]
-            f[live] += np.where(touching, 0.0, c / speed[live])
-            live = live[~touching & (f[live] < 1.0)]
-        if len(live):
-            inside = clearance_at(np.ones(len(live)), live) <= SWEEP_TOUCH * allow[live]
-            live = live[inside]
-            lo, hi = f[live], np.ones(len(live))
-            for _ in range(SWEEP_BISECTIONS):
-                mid = 0.5 * (lo + hi)
-                touching = clearance_at(mid, live) <= SWEEP_TOUCH * allow[live]
-                hi = np.where(touching, mid, hi)
-                lo = np.where(touching, lo, mid)
-            hit[live] = hi
-        return hit
+        return [(float(hit[g]), int(owner[g]), int(target[g]), p[g], xo[g], xt[g], n[g], float(allow[g]),
+                 max(float(depth[g]), 0.0)) for g in got]
 
     def _correct(self, hits, x0, q0, x1, q1, dx, phi, inv_mass) -> bool:
         """Apply, for each body, the hit that needs the largest correction (the others wait for

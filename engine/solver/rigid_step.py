@@ -153,7 +153,7 @@ class RigidStepper:
         # What a substep can resolve of each motor (see ``constraints.motors.drive_limits``).
         self.drive_step, self.drive_speed = drive_limits(model.motors, bodies, h)
         # Continuous collision for bodies faster than their contacts can take back (``collision.sweep``).
-        self.sweeper = Sweeper(model)
+        self.sweeper = Sweeper(model, backend.sweep)
 
     # -- state --------------------------------------------------------------------------------
 
