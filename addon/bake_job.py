@@ -131,6 +131,8 @@ class BakeJob:
             self._uids = {name: bpy.data.objects[name].session_uid
                           for name in [d.object_name for d in sm.deformables] + [b.object_name for b in sm.bodies]}
             self.solver = Solver(sm.model, sm.settings)
+            # Motors and springs beyond what a substep resolves act held to a limit: say so.
+            self.warnings += self.solver.warnings
             if self.solver.backend.note:  # numba could not load: one clear line, and on with numpy
                 self.warnings.append(f"solver: {self.solver.backend.note}")
             self.compiling = self.solver.backend.name == "numba" and not backend.kernels_cached()

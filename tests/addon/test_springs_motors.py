@@ -132,6 +132,19 @@ def test_an_angular_motor_regulating_speed_spins_a_wheel_to_its_target_speed(ble
     assert speed == pytest.approx(target, rel=0.02)
 
 
+@pytest.mark.parametrize("torque, warned", [(5.0, False), (1e7, True)])
+def test_a_motor_beyond_what_a_substep_resolves_is_named_in_the_bake_report(blender, torque, warned):
+    """A torque that would spin the 2 kg wheel by more than a substep's contacts and connectors
+    take back acts held to a limit, and the bake's warnings say so, naming the motor."""
+    _wheel_on_an_axle(mode='APPLY_FORCE', max_torque=torque)
+    _frames(1, 6)
+    job = BakeJob(bpy.context.scene.name)
+    job.run()
+    named = [w for w in job.warnings if "motor 'Drive'" in w and "at most" in w]
+    assert bool(named) == warned, job.warnings
+    assert np.all(np.isfinite(job.body_results("Wheel")))
+
+
 def test_an_animated_servo_target_is_followed(blender):
     wheel, motor = _wheel_on_an_axle(mode='SERVO', max_torque=20.0)
     m = motor.jakobsen.motor
