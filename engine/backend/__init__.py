@@ -22,7 +22,7 @@ from ..errors import JakobsenError
 
 NAMES = ("numba", "numpy")
 # The kernel modules each backend provides, by the same names.
-MODULES = ("particles", "distance", "contacts", "rigid", "joints", "motors", "sweep")
+MODULES = ("particles", "distance", "contacts", "rigid", "joints", "motors", "springs", "sweep")
 
 _default = os.environ.get("JAKOBSEN_BACKEND", "auto")
 _loaded: dict[str, "Backend"] = {}
@@ -42,6 +42,7 @@ class Backend:
     rigid: ModuleType
     joints: ModuleType
     motors: ModuleType
+    springs: ModuleType
     sweep: ModuleType
     note: str = ""
 

@@ -14,7 +14,7 @@ from ..collision.broadphase import sweep_and_prune
 from ..collision.sweep import Sweeper
 from ..constraints.joints import bounce_limits, joint_layout
 from ..constraints.motors import apply_motor_forces, drive_limits, motor_speeds
-from ..constraints.springs import apply_springs, update_springs
+from ..constraints.springs import update_springs
 from ..forces import fields as forces
 from ..geometry import quaternions as quat
 from ..model import BodyState, Model
@@ -262,8 +262,8 @@ class RigidStepper:
         x, q, v, w = bodies.arrays()
         model = self.model
         if model.springs.count:
-            apply_springs(model.springs, x, q, v, w, self.inv_mass, self.inv_inertia, self.h, bodies.spring_rest,
-                          np.isnan(bodies.spring_broken_at), self.accel)
+            self.backend.springs.apply_springs(model.springs, x, q, v, w, self.inv_mass, self.inv_inertia, self.h,
+                                               bodies.spring_rest, np.isnan(bodies.spring_broken_at), self.accel)
         if model.motors.count:
             apply_motor_forces(model.motors, x, q, v, w, self.inv_mass, self.inv_inertia, self.h, t1, self.drive_step,
                                self.drive_speed)
@@ -322,9 +322,8 @@ class RigidStepper:
         # Separation at the substep's start and the relative normal acceleration, for the moment
         # of impact within the substep.
         n = buf.normal[c]
-        p1 = self.x_prev[a] + quat.rotate(self.q_prev[a], buf.local_a[c])
         p2 = self.x_prev[b] + quat.rotate(self.q_prev[b], buf.local_b[c])
-        self.gap_start = np.einsum("ci,ci->c", p1 - p2, n)
+        self.gap_start = np.einsum("ci,ci->c", start - p2, n)  # (start: A's point then)
         self.accel_n = np.einsum("ci,ci->c", n, self.accel[a] * self.dynamic[a, None]
                                  - self.accel[b] * self.dynamic[b, None])
 

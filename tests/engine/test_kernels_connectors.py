@@ -1,5 +1,6 @@
-"""The compiled connector solve and motor drives against the numpy reference
-(constraints.joints.solve_joints, constraints.motors.solve_motor_positions). Connectors: on
+"""The compiled connector solve, motor drives and springs against the numpy reference
+(constraints.joints.solve_joints, constraints.motors.solve_motor_positions,
+constraints.springs.apply_springs). Connectors: on
 random poses of a rig with every connector kind, a pair held by two connectors, and a connector
 to the world: the same corrections and limit hits to rounding (1e-9 relative after three steps:
 numpy's matmul and LAPACK sum in their own order), the same impulses to what conditioning allows."""
@@ -126,3 +127,53 @@ def test_the_compiled_motor_drives_match_the_reference(seed):
         assert np.abs(s1 - S0).max() > 1e-6, "the drives did nothing"
         np.testing.assert_allclose(s2, s1, rtol=1e-12, atol=1e-15)
         np.testing.assert_allclose(l2, l1, rtol=1e-12, atol=1e-18)
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_the_compiled_springs_match_the_reference(seed):
+    """Linear, angular and both, soft and stiff (explicit and implicit), along an axis or between
+    anchors, several on one body (stepped one after another) and one to the world, some broken."""
+    from jakobsen_engine.backend.numba import springs as compiled
+    from jakobsen_engine.constraints import springs as springs_reference
+    from jakobsen_engine.geometry import quaternions as quat
+
+    rng = np.random.default_rng(200 + seed)
+    builder = engine.ModelBuilder()
+    bodies = [builder.add_rigid_body(*box_mesh(rng.uniform(0.2, 0.8, 3), centre=(k * 1.0, 0.0, 1.0),
+                                                rotation=rotation(rng.normal(size=3), rng.uniform(0, 90))),
+                                     shape="box", density=rng.uniform(100, 3000), name=f"B{k}") for k in range(6)]
+    for k in range(9):
+        kind = ("linear", "angular", "both")[k % 3]
+        stiff = 10.0 ** rng.uniform(1, 7)
+        a = bodies[k % 5]
+        b = None if k == 8 else bodies[(k % 5) + 1]
+        anchor = np.array([(k % 5) * 1.0 + 0.5, 0.0, 1.0]) + rng.normal(scale=0.1, size=3)
+        settings = dict(kind=kind, damping=float(rng.uniform(0, 50)))
+        if kind != "angular":
+            settings.update(stiffness=stiff, rest_length=float(rng.uniform(0.0, 0.5)))
+        if kind != "linear":
+            settings.update(angular_stiffness=stiff / 10, angular_damping=float(rng.uniform(0, 5)))
+        builder.add_spring(a, b, anchor, anchor + rng.normal(scale=0.2, size=3), name=f"spring {k}", **settings)
+    solver = engine.Solver(builder.finalize(), engine.SolverSettings(backend="numpy"))
+    rig, s = solver._rigid, solver.model.springs
+    state = solver.make_state()
+    x, q = state.bodies.x.copy(), state.bodies.q.copy()
+    count = len(x) - 1
+    x[:count] += rng.normal(scale=0.05, size=(count, 3))
+    q[:count] = quat.multiply(quat.exp_rotation(rng.normal(scale=0.3, size=(count, 3))), q[:count])
+    v0 = np.vstack([rng.normal(size=(count, 3)), np.zeros((1, 3))])
+    w0 = np.vstack([rng.normal(size=(count, 3)) * 3.0, np.zeros((1, 3))])
+    rest = s.rest + rng.normal(scale=0.05, size=s.count)
+    active = rng.uniform(size=s.count) > 0.15
+    accel = np.tile([0.0, 0.0, -9.81], (count + 1, 1))
+    h = 1.0 / 240
+    results = []
+    for apply in (springs_reference.apply_springs, compiled.apply_springs):
+        v, w = v0.copy(), w0.copy()
+        for _ in range(3):
+            apply(s, x, q, v, w, rig.inv_mass, rig.inv_inertia, h, rest, active, accel)
+        results.append((v, w))
+    (v1, w1), (v2, w2) = results
+    assert np.abs(v1 - v0).max() > 1e-4, "the springs did nothing"
+    np.testing.assert_allclose(v2, v1, rtol=1e-10, atol=1e-12)
+    np.testing.assert_allclose(w2, w1, rtol=1e-10, atol=1e-12)
