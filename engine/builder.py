@@ -11,6 +11,7 @@ import numpy as np
 from .bodies.rigid import BodyHandle, BodySpec, collider_body, finalize_bodies, make_body
 from .geometry.shapes import ShapeTable
 from .constraints.joints import check_joint, finalize_joints
+from .constraints import kinds as connector_kinds
 from .checks import FLOAT32_MAX, MAX_ANGULAR_SPEED, MAX_COORDINATE, MAX_SPEED, check_range
 from .constraints.motors import MODES, check_motor, finalize_motors
 from .constraints.springs import check_spring, finalize_springs
@@ -300,6 +301,14 @@ class ModelBuilder:
         ignore_collisions (default True). Returns the joint's index.
         """
         name = name or f"connector {len(self._joints)}"
+        if kind in connector_kinds.CONNECTOR_SETTINGS:
+            # The table of which kind takes which setting (the add-on's mapping and panel read it
+            # too): a setting the kind does not have would be ignored, so it is refused instead.
+            foreign = [k for k in settings if k not in connector_kinds.settings_of(kind)]
+            if foreign:
+                takes = ", ".join(connector_kinds.settings_of(kind))
+                raise JakobsenError(f"connector '{name}': a {kind.replace('_', ' ')} connector has no "
+                                    f"{', '.join(foreign)} (it takes {takes})")
         index = [self._body_index(h) for h in (body_a, body_b)]
         spring = {k: settings.pop(k) for k in ("suspension_rest", "suspension_stiffness", "suspension_damping")
                   if k in settings}
@@ -312,8 +321,6 @@ class ModelBuilder:
                 index[0], index[1], spec["pivot"], spec["pivot"], name, len(self._bodies), kind="linear",
                 rest_length=spring.get("suspension_rest", 0.0), stiffness=spring.get("suspension_stiffness", 0.0),
                 damping=spring.get("suspension_damping", 0.0), axis=spec["frame"][:, 2]))
-        elif spring:
-            raise JakobsenError(f"connector '{name}': {', '.join(spring)} apply to a Wheel Suspension only")
         return len(self._joints) - 1
 
     def add_spring(self, body_a: BodyHandle | None, body_b: BodyHandle | None, anchor_a, anchor_b=None, *,

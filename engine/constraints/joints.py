@@ -43,6 +43,7 @@ import numpy as np
 
 from ..backend.numpy.rigid import world_inverse_inertia
 from ..checks import FLOAT32_MAX, MAX_COORDINATE, check_range
+from ..constraints import kinds as connector_kinds
 from ..constraints.common import check_ends, values_at
 from ..errors import JakobsenError
 from ..geometry import quaternions as quat
@@ -66,8 +67,7 @@ class Twist(IntEnum):
     LIMITED = 2
 
 
-KINDS = ("fixed", "hinge", "ball_socket", "cardan", "ragdoll", "slider", "twist_slider", "planar", "box",
-         "wheel_suspension")
+KINDS = connector_kinds.KINDS  # the table's order is the index stored in Joints.kind
 _L, _F, _M = Lin.LOCKED, Lin.FREE, Lin.LIMITED
 # kind -> (translation X, Y, Z; swing; twist) before the settings' limits are applied
 _DOFS = {

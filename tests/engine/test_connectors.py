@@ -216,10 +216,13 @@ def test_a_connector_breaks_above_its_breaking_torque_only(load_ratio, breaks):
     (dict(kind="box"), "needs box_limits"),
     (dict(kind="hinge", breaking_force=-1.0), "breaking force must be a non-negative number"),
     (dict(kind="hinge", limit_bounce=2.0), "limit bounce must be within 0 and 1"),
-    (dict(kind="hinge", steering=0.3), "only a Wheel Suspension steers"),
+    (dict(kind="hinge", steering=0.3), "a hinge connector has no steering"),
+    (dict(kind="slider", angle_limits=(-0.1, 0.1)), "a slider connector has no angle_limits"),
+    (dict(kind="fixed", limit_bounce=0.5), "a fixed connector has no limit_bounce"),
+    (dict(kind="ball_socket", cone_angle=0.3), "a ball socket connector has no cone_angle"),
     (dict(kind="gear"), "type must be one of"),
     (dict(kind="hinge", frame=np.diag([1.0, 1.0, -1.0])), "mirrored"),
-    (dict(kind="hinge", suspension_stiffness=10.0), "apply to a Wheel Suspension only"),
+    (dict(kind="hinge", suspension_stiffness=10.0), "a hinge connector has no suspension_stiffness"),
 ])
 def test_bad_connector_settings_are_rejected_by_name(settings, message):
     builder = engine.ModelBuilder()

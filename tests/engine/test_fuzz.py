@@ -32,6 +32,7 @@ from jakobsen_engine import JakobsenError
 from jakobsen_engine import quaternions as quat
 from jakobsen_engine.solver.energy import particle_energies
 from jakobsen_engine.constraints.joints import KINDS
+from jakobsen_engine.constraints import kinds as connector_kinds
 from jakobsen_engine.geometry.primitives import grid
 from jakobsen_engine.bodies.rigid import BodyMode
 from jakobsen_engine.bodies.rigid import body_thickness
@@ -154,6 +155,8 @@ class Scene:
             kind = str(rng.choice(KINDS))
             settings = dict(ignore_collisions=bool(rng.random() < 0.8),
                             limit_bounce=float(rng.choice([0.0, rng.uniform(0.0, 1.0)])))
+            if not connector_kinds.has_limits(kind):
+                del settings["limit_bounce"]  # drawn all the same, so the scenes stay the same
             if kind == "box":
                 half = 0.1 * self.scale
                 settings["box_limits"] = ((-half,) * 3, (half,) * 3)
