@@ -162,6 +162,9 @@ def _push(M, S, c, j, a, b, impulse):
 # pair's 12 ways to move, however many rows its contacts give.
 PAIR_DAMPING = 0.05
 DOF = 12
+# A pair whose restitution rows are all within VELOCITY_TOLERANCE (m/s) of their target speeds
+# is left as it is in that pass: a pile at rest is nearly all such pairs.
+VELOCITY_TOLERANCE = 1e-5
 
 
 @njit(**INLINE)
@@ -318,30 +321,41 @@ def solve_contact_positions(ints, J, M, base, wn, wt, mu, pair_first, pair_order
                 if factored[c] != (1 if lam[c] > 0.0 else 0):
                     kept = False
                     break
-        pair_a = ints[first, 0]
-        r0 = 3 * first
         n = 0
+        far = False  # any friction row off its anchor (else the impulses are zero)
         for c in range(first, end):
             if lam[c] > 0.0:
-                swap = ints[c, 0] != pair_a
-                if not kept:
-                    _row_a(J, q, inv_mass, inv_inertia, ints, c, 0, swap, rows_a[r0 + n])
                 rhs[n] = 0.0
                 n += 1
                 if mu[c] > 0.0:
                     a, b = ints[c, 0], ints[c, 1]
                     for j in (1, 2):
-                        if not kept:
-                            _row_a(J, q, inv_mass, inv_inertia, ints, c, j, swap, rows_a[r0 + n])
                         rhs[n] = -(_value(J, S, c, j, a, b) + base[c, j])
+                        if rhs[n] != 0.0:
+                            far = True
                         n += 1
-        if n:
+        if far:
             lo, hi = _pair_columns(ints, first, inv_mass, inv_inertia)
             if not kept:
+                pair_a = ints[first, 0]
+                r0 = 3 * first
+                row = r0
+                for c in range(first, end):
+                    if lam[c] > 0.0:
+                        swap = ints[c, 0] != pair_a
+                        _row_a(J, q, inv_mass, inv_inertia, ints, c, 0, swap, rows_a[row])
+                        row += 1
+                        if mu[c] > 0.0:
+                            for j in (1, 2):
+                                _row_a(J, q, inv_mass, inv_inertia, ints, c, j, swap, rows_a[row])
+                                row += 1
                 _pair_factor(rows_a, r0, n, lo, hi, factors[first])
                 for c in range(first, end):
                     factored[c] = 1 if lam[c] > 0.0 else 0
-            _pair_solve(rows_a, r0, n, lo, hi, factors[first], rhs, y, z, out)
+            _pair_solve(rows_a, 3 * first, n, lo, hi, factors[first], rhs, y, z, out)
+        else:
+            for r in range(n):
+                out[r] = 0.0
         k = 0
         for c in range(first, end):
             a, b = ints[c, 0], ints[c, 1]
@@ -406,8 +420,9 @@ def solve_contact_restitution(ints, J, M, wn, solved, target, pair_first, pair_o
     at the corrected poses (lever arms from the centres); vw (B+1, 6) [v, w], in place.
 
     rows_a, factors, factored: scratch, as for ``solve_contact_positions`` (whose factors this
-    overwrites: it marks them all gone). A pair's rows and factor are made in the first pass and
-    kept for the others, which is what the numpy reference computes anew each pass."""
+    overwrites: it marks them all gone). A pair's rows and factor are made in the first pass that
+    solves it and kept for the others, which is what the numpy reference computes anew each pass.
+    A pair whose rows are all within VELOCITY_TOLERANCE of their targets is left in that pass."""
     for c in range(factored.shape[0]):
         factored[c] = -1
     rhs = np.zeros(max(rows_a.shape[0], 1))
@@ -419,21 +434,27 @@ def solve_contact_restitution(ints, J, M, wn, solved, target, pair_first, pair_o
             first, end = pair_first[p], pair_first[p + 1]
             if end <= first:
                 continue
-            pair_a = ints[first, 0]
-            r0 = 3 * first
             n = 0
+            far = False  # any row farther than VELOCITY_TOLERANCE from its target
             for c in range(first, end):
                 if solved[c]:
-                    a, b = ints[c, 0], ints[c, 1]
-                    if it == 0:
-                        _row_a(J, q, inv_mass, inv_inertia, ints, c, 0, ints[c, 0] != pair_a, rows_a[r0 + n])
-                    rhs[n] = target[c] - _value(J, vw, c, 0, a, b)
+                    rhs[n] = target[c] - _value(J, vw, c, 0, ints[c, 0], ints[c, 1])
+                    if not abs(rhs[n]) <= VELOCITY_TOLERANCE:
+                        far = True
                     n += 1
-            if not n:
+            if not far:
                 continue
             lo, hi = _pair_columns(ints, first, inv_mass, inv_inertia)
-            if it == 0:
+            r0 = 3 * first
+            if factored[first] < 0:  # the pair's rows and factor, once for all the passes
+                pair_a = ints[first, 0]
+                row = r0
+                for c in range(first, end):
+                    if solved[c]:
+                        _row_a(J, q, inv_mass, inv_inertia, ints, c, 0, ints[c, 0] != pair_a, rows_a[row])
+                        row += 1
                 _pair_factor(rows_a, r0, n, lo, hi, factors[first])
+                factored[first] = 1
             _pair_solve(rows_a, r0, n, lo, hi, factors[first], rhs, y, z, out)
             k = 0
             for c in range(first, end):

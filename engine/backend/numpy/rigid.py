@@ -126,6 +126,9 @@ def _colours(pair_first, pair_order, colour_bounds):
 
 PAIR_DAMPING = 0.05
 DOF = 12
+# A pair whose restitution rows are all within VELOCITY_TOLERANCE (m/s) of their target speeds
+# is left as it is in that pass: a pile at rest is nearly all such pairs.
+VELOCITY_TOLERANCE = 1e-5
 
 
 def _cholesky_solve(L, rhs):
@@ -316,6 +319,7 @@ def solve_contact_restitution(ints, J, M, wn, solved, target, pair_first, pair_o
             swap = ints[rc, 0] != ints[np.where(size > 0, first, 0), 0][:, None]
             A = np.where(valid[..., None], _rows_a(J, q, inv_mass, inv_inertia, ints, rc, rj, swap), 0.0)
             out = _pair_impulses(A, rhs)
+            out[np.all(np.abs(rhs) <= VELOCITY_TOLERANCE, axis=1)] = 0.0  # (padding: rhs 0)
             for k in range(width):
                 sel = np.flatnonzero(valid[:, k])
                 if len(sel):
