@@ -106,7 +106,13 @@ class Sweeper:
         self.local, self.radius, self.start = _sweep_points(b)
         self.bound = np.append(np.where(np.isfinite(b.bound_radius), b.bound_radius, 0.0), 0.0)
         self.arm = np.linalg.norm(self.local, axis=1)
+        # Each body's longest arm to a point of its own (for a bound over all of a side's points).
+        self.body_arm = np.zeros(b.count + 1)
+        owner_of = np.repeat(np.arange(b.count), np.diff(self.start))
+        np.maximum.at(self.body_arm, owner_of, self.arm)
         self.queries = np.zeros((0, 4), np.int64)
+        self.sides = np.zeros((0, 3), np.int64)
+        self.side_first = np.zeros(1, np.int64)
 
     def begin_frame(self, pairs: np.ndarray) -> None:
         """The queries (point, owner, target, shape) of the frame's pairs (Q, 3) (body a, body b
@@ -121,8 +127,12 @@ class Sweeper:
         sides = np.concatenate(sides) if len(pairs) else np.zeros((0, 3), np.int64)
         if not len(sides):
             self.queries = np.zeros((0, 4), np.int64)
+            self.sides, self.side_first = np.zeros((0, 3), np.int64), np.zeros(1, np.int64)
             return
         counts = self.start[sides[:, 0] + 1] - self.start[sides[:, 0]]
+        # A side's queries are contiguous: side k's are side_first[k]:side_first[k + 1].
+        self.sides = sides.astype(np.int64)
+        self.side_first = np.concatenate([[0], np.cumsum(counts)]).astype(np.int64)
         side = np.repeat(np.arange(len(sides)), counts)
         point = np.repeat(self.start[sides[:, 0]], counts) + np.arange(counts.sum()) \
             - np.repeat(np.cumsum(counts) - counts, counts)
@@ -150,12 +160,26 @@ class Sweeper:
 
     def _hits(self, x0, q0, dx, phi):
         world = self.count
-        point, owner, target, shape = self.queries.T
+        move = np.linalg.norm(dx, axis=1)
+        spin = np.linalg.norm(phi, axis=1)
+        # First per side (a body's points against one shape), bounding the speed of all its points
+        # by its longest arm: a side that is slow for that bound has no fast point (most of a pile
+        # at rest), so only the other sides' queries are looked at one by one.
+        o, t, sh = self.sides.T
+        side_thick = np.where(t < world, self.thickness[t], self.shape_thickness[sh])
+        side_allow = CONTACT_DEPTH * np.minimum(self.thickness[o], side_thick)
+        arm_o = self.body_arm[o]
+        side_reach = np.linalg.norm(x0[o] - x0[t], axis=1) + arm_o + move[o] + spin[o] * self.bound[o]
+        side_speed = move[o] + spin[o] * arm_o + np.where(t < world, move[t] + spin[t] * side_reach, 0.0)
+        fast_sides = np.flatnonzero(side_speed > side_allow)
+        if not len(fast_sides):
+            return []
+        first, counts = self.side_first[fast_sides], np.diff(self.side_first)[fast_sides]
+        rows = np.repeat(first - np.cumsum(counts) + counts, counts) + np.arange(counts.sum())
+        point, owner, target, shape = self.queries[rows].T
         thick = np.where(target < world, self.thickness[target], self.shape_thickness[shape])
         allow = CONTACT_DEPTH * np.minimum(self.thickness[owner], thick)
         arm = self.arm[point]
-        move = np.linalg.norm(dx, axis=1)
-        spin = np.linalg.norm(phi, axis=1)
         reach = np.linalg.norm(x0[owner] - x0[target], axis=1) + arm + move[owner] + spin[owner] * self.bound[owner]
         speed = move[owner] + spin[owner] * arm + np.where(target < world, move[target] + spin[target] * reach, 0.0)
         fast = np.flatnonzero(speed > allow)

@@ -101,22 +101,25 @@ def particle_energies(model, positions, previous_positions, h, acceleration) -> 
 
 
 def islands(count: int, pairs) -> np.ndarray:
-    """Island label (count,) of each body, joining the pairs (k, 2) of body indices (indices
-    outside 0..count-1 stand for the world and join nothing)."""
-    parent = np.arange(count)
-
-    def find(i):
-        while parent[i] != i:
-            parent[i] = parent[parent[i]]
-            i = parent[i]
-        return i
-
-    for a, b in pairs:
-        if 0 <= a < count and 0 <= b < count:
-            ra, rb = find(a), find(b)
-            if ra != rb:
-                parent[max(ra, rb)] = min(ra, rb)
-    return np.array([find(i) for i in range(count)], np.int64)
+    """Island label (count,) of each body: the lowest body index of its island, joining the
+    pairs (k, 2) of body indices (indices outside 0..count-1 stand for the world and join
+    nothing). Labels spread along the pairs and jump to their labels' labels until nothing
+    changes: a few whole-array passes even for a pile of a thousand boxes (a union-find in Python
+    was a tenth of that pile's frame)."""
+    label = np.arange(count)
+    p = np.asarray(pairs, dtype=np.int64).reshape(-1, 2)
+    keep = np.all((p >= 0) & (p < count), axis=1)
+    a, b = p[keep, 0], p[keep, 1]
+    while len(a):
+        low = np.minimum(label[a], label[b])
+        spread = label.copy()
+        np.minimum.at(spread, a, low)
+        np.minimum.at(spread, b, low)
+        spread = spread[spread]
+        if np.array_equal(spread, label):
+            break
+        label = spread
+    return label
 
 
 class EnergyGuard:

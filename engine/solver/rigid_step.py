@@ -25,30 +25,6 @@ MARGIN = 5e-3
 CONTACT_SWEEPS = 2
 
 
-def colour_pairs(pairs: np.ndarray, movable: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Greedy colouring of pairs (Q, 2) of bodies: no movable body twice in a colour. Returns the
-    pair order (colour by colour, pairs in their order within each) and the colour bounds in it.
-    Deterministic, and shared by both backends (it runs once a frame)."""
-    count = len(pairs)
-    if not count:
-        return np.zeros(0, np.int64), np.zeros(1, np.int64)
-    used: dict[int, int] = {}
-    mov = movable.tolist()
-    colour = np.empty(count, np.int64)
-    for k, (a, b) in enumerate(pairs.tolist()):
-        taken = (used.get(a, 0) if mov[a] else 0) | (used.get(b, 0) if mov[b] else 0)
-        c = (~taken & (taken + 1)).bit_length() - 1
-        colour[k] = c
-        bit = 1 << c
-        if mov[a]:
-            used[a] = used.get(a, 0) | bit
-        if mov[b]:
-            used[b] = used.get(b, 0) | bit
-    order = np.argsort(colour, kind="stable")
-    bounds = np.searchsorted(colour[order], np.arange(int(colour.max()) + 2))
-    return order.astype(np.int64), bounds.astype(np.int64)
-
-
 class ContactBuffers:
     """The contacts of one substep, in preallocated arrays grown as needed (c contacts).
 
@@ -204,7 +180,7 @@ class RigidStepper:
             world_pairs.append(np.stack([moving, np.full(len(moving), self.count), np.full(len(moving), s)], axis=1))
         all_pairs = np.concatenate([body_pairs] + world_pairs) if world_pairs else body_pairs
         self.pairs = all_pairs.astype(np.int64)
-        self.pair_order, self.colour_bounds = colour_pairs(self.pairs[:, :2], self.dynamic)
+        self.pair_order, self.colour_bounds = self.backend.rigid.colour_pairs(self.pairs[:, :2], self.dynamic)
         self.pair_first = np.zeros(len(self.pairs) + 1, np.int64)
         self.sweeper.begin_frame(self.pairs)
         del geo_owner

@@ -209,3 +209,23 @@ def test_the_sweep_of_fast_points_agrees(rng):
                               local[miss], radius[miss], owner[miss], target[miss], shape[miss], allow[miss],
                               np.ones(len(miss)), bodies, 1, 0, 0.05)
     assert not np.any(np.isfinite(end[0]))
+
+
+def test_the_pair_colouring_agrees_and_no_movable_body_is_twice_in_a_colour(rng):
+    from jakobsen_engine.backend.numba import rigid as nb
+    from jakobsen_engine.backend.numpy import rigid as npd
+
+    bodies = int(rng.integers(2, 300))
+    # Many pairs on a few bodies too: a body in over 64 pairs needs colours beyond one word.
+    pairs = np.concatenate([rng.integers(0, bodies, (int(rng.integers(0, 3000)), 2)),
+                            np.stack([np.zeros(150, np.int64), rng.integers(1, bodies, 150)], axis=1)])
+    pairs = pairs[pairs[:, 0] != pairs[:, 1]]
+    movable = rng.random(bodies) < 0.8
+    order_nb, bounds_nb = nb.colour_pairs(pairs, movable)
+    order_np, bounds_np = npd.colour_pairs(pairs, movable)
+    np.testing.assert_array_equal(order_nb, order_np)
+    np.testing.assert_array_equal(bounds_nb, bounds_np)
+    for c in range(len(bounds_np) - 1):
+        members = pairs[order_np[bounds_np[c]:bounds_np[c + 1]]].ravel()
+        members = members[movable[members]]
+        assert len(members) == len(np.unique(members))

@@ -461,3 +461,48 @@ def solve_contact_restitution(ints, J, M, wn, solved, target, pair_first, pair_o
                 if solved[c]:
                     _push(M, vw, c, 0, ints[c, 0], ints[c, 1], out[k])
                     k += 1
+
+
+@njit(**JIT)
+def _colour(pairs, movable, words, colour):
+    """Greedy colouring (as the reference): each pair the lowest colour that neither of its movable
+    bodies has yet; colours as bits in ``words`` 64-bit words per body."""
+    used = np.zeros((movable.shape[0], words), np.uint64)
+    for k in range(pairs.shape[0]):
+        a, b = pairs[k, 0], pairs[k, 1]
+        c = -1
+        for word in range(words):
+            taken = np.uint64(0)
+            if movable[a]:
+                taken |= used[a, word]
+            if movable[b]:
+                taken |= used[b, word]
+            if taken != np.uint64(0xFFFFFFFFFFFFFFFF):
+                for bit in range(64):
+                    if not (taken >> np.uint64(bit)) & np.uint64(1):
+                        c = word * 64 + bit
+                        break
+                break
+        colour[k] = c
+        mask = np.uint64(1) << np.uint64(c % 64)
+        if movable[a]:
+            used[a, c // 64] |= mask
+        if movable[b]:
+            used[b, c // 64] |= mask
+
+
+def colour_pairs(pairs: np.ndarray, movable: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Greedy colouring of pairs (Q, 2) of bodies: no movable body twice in a colour; the pair
+    order (colour by colour, pairs in their order within each) and the colour bounds in it. The
+    same as the numpy reference's, compiled."""
+    count = len(pairs)
+    if not count:
+        return np.zeros(0, np.int64), np.zeros(1, np.int64)
+    # A pair's colour is below the number of pairs its two bodies are in: enough words for that.
+    degree = np.bincount(pairs.ravel(), minlength=len(movable))
+    words = int(2 * degree.max()) // 64 + 1
+    colour = np.empty(count, np.int64)
+    _colour(np.ascontiguousarray(pairs, dtype=np.int64), np.ascontiguousarray(movable, dtype=np.bool_), words, colour)
+    order = np.argsort(colour, kind="stable")
+    bounds = np.searchsorted(colour[order], np.arange(int(colour.max()) + 2))
+    return order.astype(np.int64), bounds.astype(np.int64)

@@ -325,3 +325,27 @@ def solve_contact_restitution(ints, J, M, wn, solved, target, pair_first, pair_o
                 if len(sel):
                     c = rc[sel, k]
                     _push(M, vw, c, 0, ints[c, 0], ints[c, 1], out[sel, k])
+
+
+def colour_pairs(pairs: np.ndarray, movable: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Greedy colouring of pairs (Q, 2) of bodies: no movable body twice in a colour. Returns the
+    pair order (colour by colour, pairs in their order within each) and the colour bounds in it.
+    Deterministic; the numba backend's is the same greedy colouring compiled (the same result)."""
+    count = len(pairs)
+    if not count:
+        return np.zeros(0, np.int64), np.zeros(1, np.int64)
+    used: dict[int, int] = {}
+    mov = movable.tolist()
+    colour = np.empty(count, np.int64)
+    for k, (a, b) in enumerate(pairs.tolist()):
+        taken = (used.get(a, 0) if mov[a] else 0) | (used.get(b, 0) if mov[b] else 0)
+        c = (~taken & (taken + 1)).bit_length() - 1
+        colour[k] = c
+        bit = 1 << c
+        if mov[a]:
+            used[a] = used.get(a, 0) | bit
+        if mov[b]:
+            used[b] = used.get(b, 0) | bit
+    order = np.argsort(colour, kind="stable")
+    bounds = np.searchsorted(colour[order], np.arange(int(colour.max()) + 2))
+    return order.astype(np.int64), bounds.astype(np.int64)
