@@ -86,6 +86,16 @@ class _Collider:
     def penetration(self, q: np.ndarray, r: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         raise NotImplementedError
 
+    def clearance(self, q: np.ndarray, r: np.ndarray) -> np.ndarray:
+        """How far (k,) m each local point q (k, 3) of radius r (k,) can surely move before it
+        touches the shape (<= 0: touching or inside): for a swept body that must not pass
+        through (see ``rigid_solver.RigidStepper.sweep``). The signed distance, or less."""
+        return -self.penetration(q, r)[1]
+
+    def thickness(self) -> float:
+        """The shape's smallest extent through its solid part, m (inf for a half-space)."""
+        return math.inf
+
 
 @dataclass(frozen=True, kw_only=True)
 class Plane(_Collider):
@@ -125,6 +135,9 @@ class Sphere(_Collider):
         super().validate(where)
         _positive(self.radius, "radius", where)
 
+    def thickness(self):
+        return 2.0 * self.radius
+
     def penetration(self, q, r):
         n, length = _unit(q, np.array([0.0, 0.0, 1.0]))
         depth = self.radius + r - length
@@ -144,6 +157,9 @@ class Capsule(_Collider):
         if not math.isfinite(self.half_height) or self.half_height < 0:
             raise JakobsenError(f"{where}: half_height must be >= 0, got {self.half_height}")
 
+    def thickness(self):
+        return 2.0 * self.radius
+
     def penetration(self, q, r):
         axis_point = np.zeros_like(q)
         axis_point[:, 2] = np.clip(q[:, 2], -self.half_height, self.half_height)
@@ -161,6 +177,9 @@ class Box(_Collider):
     def validate(self, where):
         super().validate(where)
         _check_half_extents(self.half_extents, where)
+
+    def thickness(self):
+        return 2.0 * float(min(self.half_extents))
 
     def penetration(self, q, r):
         he = np.asarray(self.half_extents, dtype=np.float64)
@@ -196,6 +215,12 @@ class BoxInterior(_Collider):
         super().validate(where)
         _check_half_extents(self.half_extents, where)
 
+    def clearance(self, q, r):
+        # Inside, the distance to the nearest wall (penetration is 0 anywhere inside).
+        he = np.asarray(self.half_extents, dtype=np.float64)
+        inner = np.min(he[None, :] - r[:, None] - np.abs(q), axis=1)
+        return np.where(inner > 0.0, inner, -self.penetration(q, r)[1])
+
     def penetration(self, q, r):
         he = np.asarray(self.half_extents, dtype=np.float64)
         limit = np.maximum(he[None, :] - r[:, None], 0.0)
@@ -218,6 +243,9 @@ class Cylinder(_Collider):
         super().validate(where)
         _positive(self.radius, "radius", where)
         _positive(self.half_height, "half_height", where)
+
+    def thickness(self):
+        return 2.0 * min(self.radius, self.half_height)
 
     def penetration(self, q, r):
         radial = np.linalg.norm(q[:, :2], axis=1)
@@ -273,6 +301,12 @@ class ConvexHull(_Collider):
         super().validate(where)
         if len(self.normals) < 4 or len(self.normals) != len(self.offsets):
             raise JakobsenError(f"{where}: a convex hull needs at least 4 faces")
+
+    def thickness(self):
+        if not len(self.vertices):
+            return math.inf
+        spans = self.vertices @ self.normals.T
+        return float(np.min(spans.max(axis=0) - spans.min(axis=0)))
 
     def penetration(self, q, r):
         dist = q @ self.normals.T - self.offsets
@@ -370,6 +404,15 @@ class TriangleMesh(_Collider):
     def validate(self, where):
         super().validate(where)
         _positive(self.margin, "margin", where)
+
+    def thickness(self):
+        return self.margin  # what counts as touching behind a face
+
+    def clearance(self, q, r):
+        # Only the triangles registered in a point's cell are looked at, and a triangle that is
+        # not is at least ``margin`` away (cells hold every triangle whose box, grown by the
+        # margin, reaches them): so no point is surely clear by more than the margin.
+        return np.minimum(-self.penetration(q, r)[1], self.margin)
 
     def penetration(self, q, r):
         k = len(q)

@@ -367,10 +367,10 @@ def joint_layout(joints: Joints, dynamic: np.ndarray) -> JointLayout:
     return JointLayout(rows, bodies, side_a, side_b, mech)
 
 
-# Damping added to the diagonal of each mechanism's system, relative to its mean diagonal; it
-# softens a redundant (singular) direction instead of inverting noise, and costs a well-posed
+# Damping added to the diagonal of each mechanism's system, relative to each row's own diagonal;
+# it softens a redundant (singular) direction instead of inverting noise, and costs a well-posed
 # joint about this fraction of its correction per pass (the passes make it up).
-JOINT_DAMPING = 1e-4
+JOINT_DAMPING = 1e-5
 
 
 def joint_rows(joints: Joints, x, q, steer, active):
@@ -501,12 +501,17 @@ def _mechanism_solve(layout: JointLayout, ja, jb, on, rhs, q, inv_mass, inv_iner
     on_rows = np.zeros((count, width), bool)
     on_rows[ci, ri] = on[jj, rr]
     # Rows that do not act: 1 on the diagonal, so their lambda is 0. Rows that act get a small
-    # damping relative to the mechanism's mean diagonal: a loop (a bridge hinged to the world at
-    # both ends) repeats constraints, its matrix is singular, and the exact solve of the rounding
-    # noise between repeated rows would be huge opposite impulses.
+    # damping relative to their own diagonal: a loop (a bridge hinged to the world at both ends)
+    # or several connectors on one pair of bodies repeat constraints, the matrix is singular, and
+    # the exact solve of the rounding noise between repeated rows would be huge opposite impulses.
+    # (Relative to the mechanism's mean diagonal, as it was, the damping of a heavy body's rows,
+    # or of translation rows next to a small body's rotation rows (1/kg against 1/(kg m^2)), was
+    # many times their own diagonal: those rows barely moved in a pass, the error left behind
+    # came back as speed, and a light body held to a heavy one by two connectors gained energy.)
     diag = np.einsum("cii->ci", a_mat)
     mean = np.sum(diag * on_rows, axis=1) / np.maximum(on_rows.sum(axis=1), 1)
-    a_mat += np.eye(width) * np.where(on_rows, JOINT_DAMPING * mean[:, None], 1.0)[:, :, None]
+    damp = JOINT_DAMPING * np.maximum(diag, 1e-12 * mean[:, None])
+    a_mat += np.eye(width) * np.where(on_rows, damp, 1.0)[:, :, None]
     b_vec = np.zeros((count, width))
     b_vec[ci, ri] = rhs[jj, rr]
     lam = _spd_solve(a_mat, b_vec) * on_rows

@@ -198,6 +198,12 @@ def contact_rows(x, q, origin, inv_mass, inv_inertia, contacts, anchor=None) -> 
 # nearly dependent rows) get damped instead of inverted, since their exact solution is a pair of
 # huge opposite impulses, and clamping one of them at zero launched the bodies.
 PAIR_DAMPING = 0.05
+# Singular values below this fraction of a pair's largest belong to contact rows that repeat
+# others (a box's top and bottom corners pushed along the same normal): see solve_contact_positions.
+DEPENDENT = 1e-6
+# A contact the pair's least squares would push this far past its surface (relative to the pair's
+# deepest penetration) asks for less than the others of its pair and is left out of the solve.
+INCONSISTENT = 1e-2
 
 
 @dataclass
@@ -258,22 +264,26 @@ def pair_blocks(rows: ContactRows, pair_ab, row, slot, count, bounds) -> PairBlo
     return blocks
 
 
-def _pseudo_inverse(L, active, cache=None, key=None):
+def _pseudo_inverse(L, active, cache=None, key=None, with_range=False):
     """Pseudo-inverses (P, 12, n) of rows L (P, n, 12) with only the active (P, n) ones kept.
 
     cache: an optional dict that keeps the last result under ``key`` with its mask: L is fixed
     for a substep, and from pass to pass the set of active contacts mostly is too.
+    with_range: also return an orthonormal basis (P, n, r) of what the rows can change together
+    (the left singular vectors whose singular values are above ``DEPENDENT`` times the largest;
+    the columns beyond are zero): the part of a right-hand side outside it no solve can meet.
     """
     if cache is not None:
         hit = cache.get(key)
         if hit is not None and np.array_equal(hit[0], active):
-            return hit[1]
+            return hit[1] if not with_range else (hit[1], hit[2])
     u, sv, vt = np.linalg.svd(np.where(active[:, :, None], L, 0.0), full_matrices=False)
     eps = (PAIR_DAMPING * sv[:, :1]) ** 2 + 1e-300
     Lp = (np.swapaxes(vt, -1, -2) * (sv / (sv * sv + eps))[:, None, :]) @ np.swapaxes(u, -1, -2)
+    basis = u * (sv > DEPENDENT * sv[:, :1])[:, None, :]
     if cache is not None:
-        cache[key] = (active.copy(), Lp)
-    return Lp
+        cache[key] = (active.copy(), Lp, basis)
+    return Lp if not with_range else (Lp, basis)
 
 
 def _impulses(Lp, r):
@@ -322,7 +332,21 @@ def solve_contact_positions(slices, S):
         en = e[:, :, 0]
         active = valid & ((lam > 0.0) | (en < 0.0))
         Ln = L[:, 0::3]
-        dlam = -_impulses(_pseudo_inverse(Ln, active, cache, "normal"), np.where(active, en, 0.0))
+        Lp, basis = _pseudo_inverse(Ln, active, cache, "normal", with_range=True)
+        rhs = np.where(active, en, 0.0)
+        dlam = -_impulses(Lp, rhs)
+        # Contacts whose rows repeat others of the pair but ask for less (a thin box driven deeper
+        # than its thickness into the ground: its top corners penetrate less than the bottom ones
+        # along the same normal) have no common solution with them; the least squares would split
+        # the difference and leave the box straddling the surface, the bottom corners still in
+        # and the top ones pushed out (so held back by their impulses, pass after pass). The part
+        # of the right-hand side that no impulses can meet shows which; those let go of what they
+        # pushed with and the rest of the pair is solved without them.
+        unmet = rhs - einsum("pkr,pr->pk", basis, einsum("pkr,pk->pr", basis, rhs))
+        deepest = maximum(-rhs, 0.0).max(axis=1)
+        over = active & (unmet > INCONSISTENT * deepest[:, None])
+        if over.any():
+            dlam = _without(over, active, Ln, J[:, :, 0], M[:, :, 0], en, lam, dlam)
         dlam = maximum(dlam, -lam)
         lam += dlam
         # slip along t1, t2 after the normal correction
@@ -347,6 +371,19 @@ def solve_contact_positions(slices, S):
         lam_t[...] = total
         scale_out[...] = scale
         S[ab] += einsum("pki,pkij->pj", impulse, M).reshape(P, 2, 6)
+
+
+def _without(over, active, Ln, Jn, Mn, en, lam, dlam):
+    """The normal impulses (P, K) of one pass with the ``over`` contacts (P, K) left out: they give
+    back their accumulated impulse ``lam`` and the other active ones of their pairs are solved
+    for the separations ``en`` that leaves. Pairs with none left out keep ``dlam``."""
+    p = np.flatnonzero(over.any(axis=1))
+    release = np.where(over[p], -lam[p], 0.0)
+    en2 = en[p] + _einsum("pkj,pj->pk", Jn[p], _einsum("pk,pkj->pj", release, Mn[p]))
+    keep = active[p] & ~over[p]
+    out = dlam.copy()
+    out[p] = release - _impulses(_pseudo_inverse(Ln[p], keep), np.where(keep, en2, 0.0))
+    return out
 
 
 def solve_contact_restitution(blocks: PairBlocks, vw, solved, target, iterations):

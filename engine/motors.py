@@ -26,6 +26,7 @@ from . import quaternions as quat
 from .connector_common import check_ends, values_at
 from .errors import JakobsenError
 from .kernels_rigid import world_inverse_inertia
+from .sweep import SWEEP_DEPTH, body_thickness
 
 MODES = ("speed", "force", "servo")
 # Servo: how fast the remaining error is closed (1/s) once it is small; farther away, the speed a
@@ -34,6 +35,16 @@ MODES = ("speed", "force", "servo")
 # hinge has four times the inertia there, and with a half it overshot by 6 degrees).
 SERVO_RATE = 30.0
 SERVO_BRAKE = 0.25
+# What one substep can resolve of a speed or servo motor's drive. It moves (turns) its body
+# within the contact and connector solve, after the sweep (engine.sweep) has taken back the free
+# motion; a drive that pushes a body further in one substep than the contacts can take back (a
+# fraction SWEEP_DEPTH of its thickness; for a turn, that arc at its bounding radius) wins over
+# them every pass and leaves the body inside what it pushes against, where the contacts and the
+# drive fight it out (a 1 kg box driven into the ground with 1e5 N spun off at 100 m/s). The
+# impulse is held to that (with a warning, see ``drive_warnings``); more substeps raise it.
+# And a turn of more than MAX_TURN rad in a substep cannot be told from one the other way round
+# (its angle wraps at half a turn), so speed targets are held below it.
+MAX_TURN = 1.0
 
 
 @dataclass(frozen=True)
@@ -160,10 +171,58 @@ def apply_motor_forces(motors: Motors, x, q, v, w, inv_mass, inv_inertia, h: flo
     _apply(motors, sel, n, motors.effort * h, ia, ib, v, w, inv_mass)
 
 
-def motor_speeds(motors: Motors, x, q, inv_mass, inv_inertia, t: float) -> np.ndarray:
+def drive_limits(motors: Motors, bodies, h: float):
+    """What a substep of h s can resolve, per motor (M,): the most its drive may move (m) or
+    turn (rad) its body in one substep relative to the reference, and the fastest speed target
+    (m/s or rad/s; inf for linear motors)."""
+    if not motors.count:
+        return np.zeros(0), np.zeros(0)
+    a = motors.a
+    thickness = body_thickness(bodies)[a]
+    reach = np.maximum(bodies.bound_radius[a], 1e-300)
+    step = SWEEP_DEPTH * np.where(motors.linear, thickness, thickness / reach)
+    speed = np.where(motors.linear, np.inf, MAX_TURN / h)
+    return step, speed
+
+
+def drive_warnings(motors: Motors, bodies, h: float, substeps: int) -> list[str]:
+    """The speed and servo motors that a substep of h s cannot resolve as set, and what they are
+    held to (estimated at the rest pose), as warnings."""
+    out = []
+    if not motors.count:
+        return out
+    step, speed = drive_limits(motors, bodies, h)
+    count = bodies.count
+    inv_mass = np.append(bodies.inverse_mass, 0.0)
+    inv_inertia = np.vstack([bodies.inverse_inertia, np.zeros((1, 3))])
+    q = np.vstack([bodies.rest_orientation, [[1.0, 0.0, 0.0, 0.0]]])
+    n = quat.rotate(q[motors.a], motors.axis_a)
+    _, _, w_eff = _effective(motors, q, n, inv_mass, inv_inertia)
+    per = f"{substeps} substeps of {h:.3g} s"
+    for k in range(motors.count):
+        if MODES[motors.mode[k]] == "force":
+            continue
+        name, body = motors.names[k], bodies.names[motors.a[k]] if motors.a[k] < count else "the world"
+        what, unit, moves, dunit = ("force", "N", "move", "m") if motors.linear[k] \
+            else ("torque", "N m", "turn", "rad")
+        limit = step[k] / max(w_eff[k] * h * h, 1e-300)
+        if motors.effort[k] > limit:
+            out.append(f"motor '{name}': its {what} of {motors.effort[k]:g} {unit} would {moves} '{body}' by "
+                       f"{motors.effort[k] * h * h * w_eff[k]:.3g} {dunit} in one substep, more than its contacts and "
+                       f"connectors can take back at {per}; it drives with at most {limit:.3g} {unit} "
+                       "(more substeps raise the limit)")
+        target = motors.targets[k]
+        if MODES[motors.mode[k]] == "speed" and not callable(target) and abs(target) > speed[k]:
+            out.append(f"motor '{name}': its target of {target:g} rad/s turns '{body}' more than {MAX_TURN:g} rad "
+                       f"in a substep at {per}; it is held to {speed[k]:.3g} rad/s (more substeps raise the limit)")
+    return out
+
+
+def motor_speeds(motors: Motors, x, q, inv_mass, inv_inertia, t: float, speed_limit=None) -> np.ndarray:
     """The relative speed (M,) rad/s or m/s each "speed" and "servo" motor drives towards over
     the coming substep (0 for "force" motors): the target, or for a servo the approach to its
-    angle (position) from the pose at the substep's start."""
+    angle (position) from the pose at the substep's start; within ``speed_limit`` (M,) (see
+    ``drive_limits``)."""
     target = motors.targets_at(t)
     servo = motors.mode == MODES.index("servo")
     if np.any(servo):
@@ -173,14 +232,17 @@ def motor_speeds(motors: Motors, x, q, inv_mass, inv_inertia, t: float) -> np.nd
         error = np.where(motors.linear, error, (error + np.pi) % (2 * np.pi) - np.pi)
         brake = np.sqrt(2.0 * SERVO_BRAKE * motors.effort * w_eff * np.abs(error))
         target = np.where(servo, np.sign(error) * np.minimum(SERVO_RATE * np.abs(error), brake), target)
+    if speed_limit is not None:
+        target = np.clip(target, -speed_limit, speed_limit)
     return np.where(motors.mode == MODES.index("force"), 0.0, target)
 
 
 def solve_motor_positions(motors: Motors, x, q, x_prev, q_prev, S, inv_mass, inv_inertia, h: float, speeds,
-                          lam) -> None:
+                          lam, step_limit=None) -> None:
     """One pass of the "speed" and "servo" motors as position drives, adding to the corrections
     S (B+1, 6): each turns (moves) its body relative to the reference by speed * h over the
-    substep, the accumulated impulse ``lam`` (M,) kg m^2 (kg m) kept within effort * h^2.
+    substep, the accumulated impulse ``lam`` (M,) kg m^2 (kg m) kept within effort * h^2 and
+    within what moves the body by ``step_limit`` (M,) m or rad (see ``drive_limits``).
 
     Solved with the contacts and joints, a drive gets its way against the substep's friction
     and joints (applied after them, as a velocity kick, they would take part of it back each
@@ -199,6 +261,8 @@ def solve_motor_positions(motors: Motors, x, q, x_prev, q_prev, S, inv_mass, inv
     progress = np.einsum("ki,ki->k", n, np.where(motors.linear[:, None], moved, turned))
     ia, ib, w_eff = _effective(motors, q, n, inv_mass, inv_inertia)
     limit = motors.effort * h * h
+    if step_limit is not None:
+        limit = np.minimum(limit, step_limit / np.maximum(w_eff, 1e-300))
     total = np.clip(lam + (speeds * h - progress) / np.maximum(w_eff, 1e-300), -limit, limit)
     step = np.where(sel & (w_eff > 0), total - lam, 0.0)
     lam += step

@@ -14,9 +14,10 @@ from . import quaternions as quat
 from .model import BodyState, Model
 from .rigid import BodyMode, ShapeKind
 from .joints import bounce_limits, joint_layout, solve_joints
-from .motors import apply_motor_forces, motor_speeds, solve_motor_positions
+from .motors import apply_motor_forces, drive_limits, motor_speeds, solve_motor_positions
 from .springs import apply_springs, update_springs
 from .rigid_contacts import Contacts, shape_penetration, sweep_and_prune
+from .sweep import Sweeper
 
 
 MARGIN = 5e-3
@@ -65,6 +66,14 @@ class RigidStepper:
         # solve, which projects them only if the solve itself moves them into the surface; without
         # them a corner just outside is free to be rotated deep in by the other contacts' corrections.
         self.margin = np.append(np.full(count, MARGIN), 0.0)
+        self.sweeper = Sweeper(model)
+        # After the solve, the sweep leaves the bodies held by connectors where the connectors put
+        # them (it takes back the other body's motion instead): nothing after it would close a
+        # joint it opened.
+        self.inv_mass_unjointed = self.inv_mass.copy()
+        jointed = self.joint_layout.bodies[self.joint_layout.bodies >= 0]
+        self.inv_mass_unjointed[jointed] = 0.0
+        self.drive_step, self.drive_speed = drive_limits(model.motors, bodies, h)
 
     # -- state --------------------------------------------------------------------------------
 
@@ -150,6 +159,17 @@ class RigidStepper:
         self.apply_forces(bodies, t1)
         kernels_rigid.integrate_bodies(x, q, v, w, self.momentum, self.inertia, self.inv_inertia, self.dynamic,
                                        self.accel, self.h, self.lin_decay, self.ang_decay)
+        # Free motion that would carry a body deep into (or through) what it hits is taken back
+        # to the moment of impact before the contacts are found (see engine.sweep).
+        self.sweep(x, q, self.inv_mass, leave=1.0)
+
+    def sweep(self, x, q, inv_mass, leave: float) -> None:
+        """The substep's motion from its start poses to x, q (B+1, ...) swept against the frame's
+        colliders and body pairs, in place (see ``engine.sweep``); inv_mass (B+1,) shares the
+        corrections (0: the body is not moved)."""
+        if len(self.solid):
+            self.sweeper.run(self.x_prev, self.q_prev, x, q, self.t1 - self.h, self.h, self.queries,
+                             self.collider_bodies, inv_mass, leave)
 
     def apply_forces(self, bodies: BodyState, t1: float) -> None:
         """Force fields, springs and motors' forces: velocity changes over this substep."""
@@ -171,7 +191,7 @@ class RigidStepper:
                           np.isnan(bodies.spring_broken_at))
         if model.motors.count:
             apply_motor_forces(model.motors, x, q, v, w, self.inv_mass, self.inv_inertia, self.h, t1)
-            self.motor_speeds = motor_speeds(model.motors, x, q, self.inv_mass, self.inv_inertia, t1)
+            self.motor_speeds = motor_speeds(model.motors, x, q, self.inv_mass, self.inv_inertia, t1, self.drive_speed)
             self.motor_lam = np.zeros(model.motors.count)
         if model.joints.count:
             self.joint_impulses[...] = 0.0
@@ -312,7 +332,7 @@ class RigidStepper:
             kernels_rigid.solve_contact_positions(self.slices, self.S)
         if self.model.motors.count:
             solve_motor_positions(self.model.motors, x, q, self.x_prev, self.q_prev, self.S, self.inv_mass,
-                                  self.inv_inertia, self.h, self.motor_speeds, self.motor_lam)
+                                  self.inv_inertia, self.h, self.motor_speeds, self.motor_lam, self.drive_step)
         if self.model.joints.count:
             solve_joints(self.model.joints, self.joint_layout, x, q, self.S, self.inv_mass, self.inv_inertia,
                          np.isnan(bodies.joint_broken_at), self.steer, self.joint_impulses, self.limit_hits)
@@ -339,6 +359,9 @@ class RigidStepper:
             # The angular impulses that turned each body by dth: sum r x P = I_world dth.
             self.momentum[d] += np.einsum("kij,kj->ki", rot, self.inertia[d] * np.einsum("kji,kj->ki", rot, dth)) / h
             q[d] = quat.normalize(quat.multiply(quat.exp_rotation(dth), q[d]))
+            # The solve's drives and projections too (a motor's drive, a joint to a fast body);
+            # no contact solve follows, so nothing is left inside.
+            self.sweep(x, q, self.inv_mass_unjointed, leave=0.0)
         moving = np.arange(self.count)
         v[moving] = (x[moving] - self.x_prev[moving]) / h
         # Dynamic bodies: the angular momentum the integrator and the impulses left; kinematic

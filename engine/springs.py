@@ -4,8 +4,8 @@ suspension spring of a Wheel Suspension connector.
 A linear spring pulls its two anchors towards a rest length (or, with an axis, holds B's anchor
 at a rest position along an axis fixed in A); an angular one turns the bodies towards their rest
 relative rotation. Forces are applied as impulses at the start of every substep (symplectic Euler,
-which keeps an undamped spring's energy); a spring too stiff for the substep (omega h > 1) is
-integrated implicitly instead, which is stable at any stiffness but damps a little. Damping is
+which keeps an undamped spring's energy); a spring too stiff for the substep (omega h > 1), linear
+or angular, is integrated implicitly instead, which is stable at any stiffness but damps a little. Damping is
 always exact (exponential), so no setting can make it unstable.
 
 Shapes: S springs, B bodies (index B is the world).
@@ -185,8 +185,17 @@ def apply_springs(springs: Springs, x, q, v, w, inv_mass, inv_inertia, h: float,
         rel = quat.multiply(quat.conjugate(q[a]), q[b])
         phi = quat.rotate(q[a], quat.log_rotation(quat.multiply(rel, quat.conjugate(springs.rest_relative))))
         mass = ia + ib
-        impulse = -springs.angular_stiffness[:, None] * phi * h
         rel_w = w[b] - w[a]
+        k = springs.angular_stiffness
+        # As the linear springs: explicit while the substep resolves the spring (omega h <= 1),
+        # implicit (backward Euler along the way it is turned, stable at any stiffness) beyond;
+        # explicit, a stiff one gained energy every substep and blew up.
+        ahead = phi + h * rel_w
+        ahead_len = np.linalg.norm(ahead, axis=1)
+        toward = ahead / np.maximum(ahead_len, 1e-300)[:, None]
+        w_turn = np.einsum("ki,kij,kj->k", toward, mass, toward)
+        explicit = (h * h * k * w_turn <= 1.0)[:, None]
+        impulse = np.where(explicit, -k[:, None] * phi * h, -(h * k / (1.0 + h * h * k * w_turn))[:, None] * ahead)
         speed = np.linalg.norm(rel_w, axis=1)
         axis = rel_w / np.maximum(speed, 1e-300)[:, None]
         w_eff = np.einsum("ki,kij,kj->k", axis, mass, axis)
