@@ -10,11 +10,12 @@ import numpy as np
 
 from .cloth import cloth_pairs, flatten_faces, vertex_areas
 from .colliders import ColliderShape
+from .checks import FLOAT32_MAX, MAX_ANGULAR_SPEED, MAX_COORDINATE, MAX_SPEED, check_range
 from .errors import JakobsenError
 from .model import Goals, Model, StickKind, Sticks, _frozen
 from .forces import check_force, finalize_forces
 from .joints import check_joint, finalize_joints
-from .motors import check_motor, finalize_motors
+from .motors import MODES, check_motor, finalize_motors
 from .springs import check_spring, finalize_springs
 from .rigid import BodyHandle, BodySpec, empty_bodies, finalize_bodies, make_body
 
@@ -34,13 +35,14 @@ class ClothHandle:
         return slice(self.start, self.start + self.count)
 
 
-def _finite_array(values, shape_tail, what, where):
+def _finite_array(values, shape_tail, what, where, *, limit=FLOAT32_MAX, unit=""):
     a = np.asarray(values, dtype=np.float64)
     if a.ndim != 1 + len(shape_tail) or a.shape[1:] != tuple(shape_tail):
         raise JakobsenError(f"{where}: {what} must have shape (k, {', '.join(map(str, shape_tail))}), got {a.shape}")
     bad = np.flatnonzero(~np.all(np.isfinite(a.reshape(len(a), -1)), axis=1))
     if len(bad):
         raise JakobsenError(f"{where}: {what} {bad[0]} is not finite ({a[bad[0]].tolist()})")
+    check_range(a, what, where, limit=limit, unit=unit)
     return a
 
 
@@ -49,6 +51,8 @@ def _per_item(value, count, what, where, *, low=0.0, high=math.inf, low_open=Fal
     bad = ~np.isfinite(a) if high < math.inf else np.isnan(a)
     bad |= (a <= low) if low_open else (a < low)
     bad |= a > high
+    # Infinite may mean rigid; a finite value beyond single precision is inf in Blender.
+    bad |= np.isfinite(a) & (np.abs(a) > FLOAT32_MAX)
     if np.any(bad):
         k = int(np.flatnonzero(bad)[0])
         bound = f"> {low}" if low_open else f">= {low}"
@@ -107,9 +111,10 @@ class ModelBuilder:
         (combined with a collider's by geometric mean); drag: kg/m (force -drag*|v|*v).
         """
         where = self._where("particles", name)
-        pos = _finite_array(positions, (3,), "position", where)
+        pos = _finite_array(positions, (3,), "position", where, limit=MAX_COORDINATE, unit="m")
         k = len(pos)
-        vel = np.zeros((k, 3)) if velocities is None else _finite_array(velocities, (3,), "velocity", where)
+        vel = np.zeros((k, 3)) if velocities is None else _finite_array(velocities, (3,), "velocity", where,
+                                                                         limit=MAX_SPEED, unit="m/s")
         if len(vel) != k:
             raise JakobsenError(f"{where}: {len(vel)} velocities for {k} positions")
         mass = _per_item(masses, k, "mass", where)
@@ -190,7 +195,7 @@ class ModelBuilder:
         pinned vertex (Kim et al. 2012); only applied when stretching is rigid.
         """
         where = self._where("cloth", name)
-        verts = _finite_array(vertices, (3,), "vertex", where)
+        verts = _finite_array(vertices, (3,), "vertex", where, limit=MAX_COORDINATE, unit="m")
         corners, starts = flatten_faces(faces, len(verts), where)
         areas = vertex_areas(verts, corners, starts)
         density = float(_per_item(density, 1, "density", where, low_open=True, high=1e6)[0])
@@ -329,8 +334,23 @@ class ModelBuilder:
         most ``torque`` / ``force``); target: a number or a function of time.
         """
         name = name or f"motor {len(self._motors)}"
-        self._motors.append(check_motor(self._body_index(body), self._body_index(reference), axis, name,
-                                        len(self._bodies), **settings))
+        spec = check_motor(self._body_index(body), self._body_index(reference), axis, name, len(self._bodies),
+                           **settings)
+        target = spec["target"]
+        if MODES[spec["mode"]] == "speed" and not callable(target):
+            # Beyond these no substep resolves anything (a body at 1e5 m/s crosses 400 m of the
+            # scene per substep of 1/240 s); what one substep can resolve is checked against the
+            # solver's settings (``finalize(settings)``, ``Solver.warnings``).
+            limit, unit = (MAX_SPEED, "m/s") if spec["linear"] else (MAX_ANGULAR_SPEED, "rad/s")
+            if abs(target) > limit:
+                spec["target"] = math.copysign(limit, target)
+                self.warnings.append(f"motor '{name}': its target speed of {target:g} {unit} is absurd; it is "
+                                     f"held to {spec['target']:g} {unit}")
+        elif MODES[spec["mode"]] == "servo" and not callable(target) and spec["linear"] \
+                and abs(target) > MAX_COORDINATE:
+            raise JakobsenError(f"motor '{name}': its target position {target:g} m is absurd "
+                                f"(at most {MAX_COORDINATE:g} m)")
+        self._motors.append(spec)
         return len(self._motors) - 1
 
     @staticmethod
@@ -360,8 +380,13 @@ class ModelBuilder:
 
     # -- finalize -----------------------------------------------------------------------------
 
-    def finalize(self) -> Model:
-        """Check everything together, add tethers, colour the sticks; returns the Model."""
+    def finalize(self, settings=None) -> Model:
+        """Check everything together, add tethers, colour the sticks; returns the Model.
+
+        settings: the ``SolverSettings`` the model will be solved with, if known; then what their
+        substep cannot resolve (motors held to what it can) is added to ``warnings`` too (the
+        Solver raises for what it cannot simulate at all, and lists the same in its ``warnings``).
+        """
         if self.particle_count == 0 and not self._bodies:
             raise JakobsenError("the model has no particles and no rigid bodies")
         pos = self._positions()
@@ -375,7 +400,7 @@ class ModelBuilder:
         def joined(parts):
             return np.concatenate(parts) if parts else np.zeros(0)
 
-        return Model(
+        model = Model(
             rest_positions=_frozen(pos),
             initial_velocities=_frozen(joined(self._vel).reshape(-1, 3)),
             inverse_masses=_frozen(inv_mass),
@@ -393,6 +418,11 @@ class ModelBuilder:
             motors=finalize_motors(self._motors, bodies, len(self._bodies)),
             forces=finalize_forces(self._forces),
         )
+        if settings is not None:
+            from .solver import substep_warnings
+
+            self.warnings.extend(w for w in substep_warnings(model, settings) if w not in self.warnings)
+        return model
 
     def _finalize_sticks(self, inv_mass) -> Sticks:
         if not self._sticks:

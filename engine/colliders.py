@@ -18,6 +18,7 @@ from typing import Callable, Optional
 
 import numpy as np
 
+from .checks import MAX_COORDINATE
 from .errors import JakobsenError
 
 Motion = Callable[[float], np.ndarray]
@@ -27,6 +28,9 @@ def _rigid(transform, where: str) -> np.ndarray:
     m = np.asarray(transform, dtype=np.float64)
     if m.shape != (4, 4) or not np.all(np.isfinite(m)):
         raise JakobsenError(f"{where}: transform must be a finite 4x4 matrix, got shape {m.shape}")
+    if not np.all(np.abs(m[:3, 3]) <= MAX_COORDINATE):
+        raise JakobsenError(f"{where}: its position {m[:3, 3].tolist()} is absurd (at most {MAX_COORDINATE:g} m "
+                            "from the origin)")
     r = m[:3, :3]
     if not np.allclose(r.T @ r, np.eye(3), atol=1e-6) or np.linalg.det(r) < 0:
         raise JakobsenError(
@@ -39,6 +43,8 @@ def _positive(value: float, what: str, where: str) -> float:
     value = float(value)
     if not math.isfinite(value) or value <= 0.0:
         raise JakobsenError(f"{where}: {what} must be a positive finite number, got {value}")
+    if value > MAX_COORDINATE:
+        raise JakobsenError(f"{where}: {what} is absurd, {value:g} m (at most {MAX_COORDINATE:g})")
     return value
 
 

@@ -27,6 +27,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from . import quaternions as quat
+from .checks import FLOAT32_MAX, MAX_SPEED
 from .errors import JakobsenError
 
 FALLOFFS = ("none", "inverse", "inverse_square")
@@ -73,8 +74,8 @@ def _number(where, what, value, *, low=None, low_open=False) -> float:
     if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)):
         raise JakobsenError(f"{where}: {what} must be a number, got {value!r}")
     value = float(value)
-    if not math.isfinite(value):
-        raise JakobsenError(f"{where}: {what} must be finite, got {value}")
+    if not math.isfinite(value) or abs(value) > FLOAT32_MAX:
+        raise JakobsenError(f"{where}: {what} must be finite (in single precision too), got {value}")
     if low is not None and (value <= low if low_open else value < low):
         raise JakobsenError(f"{where}: {what} must be {'>' if low_open else '>='} {low:g}, got {value:g}")
     return value
@@ -85,7 +86,7 @@ def _vector(where, what, value) -> np.ndarray:
         v = np.asarray(value, dtype=np.float64)
     except (TypeError, ValueError):
         raise JakobsenError(f"{where}: {what} must be 3 finite numbers, got {value!r}") from None
-    if v.shape != (3,) or not np.all(np.isfinite(v)):
+    if v.shape != (3,) or not np.all(np.isfinite(v)) or not np.all(np.abs(v) <= FLOAT32_MAX):
         raise JakobsenError(f"{where}: {what} must be 3 finite numbers, got {value!r}")
     return v
 
@@ -121,6 +122,8 @@ def _check_wind(where, s) -> dict:
     if length < 1e-12:
         raise JakobsenError(f"{where}: direction must not be zero")
     strength = _number(where, "strength (m/s)", s["strength"], low=0.0)
+    if strength > MAX_SPEED:
+        raise JakobsenError(f"{where}: strength (m/s) is absurd, {strength:g} (at most {MAX_SPEED:g})")
     turbulence = _number(where, "turbulence", s["turbulence"], low=0.0)
     scale = _number(where, "turbulence scale (m)", s["turbulence_scale"], low=0.0, low_open=True)
     frequency = _number(where, "turbulence frequency (Hz)", s["turbulence_frequency"], low=0.0)

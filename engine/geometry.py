@@ -41,10 +41,14 @@ def mass_properties(vertices: np.ndarray, triangles: np.ndarray):
     Divergence theorem over tetrahedra from the origin (Tonon 2004): exact for closed meshes.
     A mesh wound inwards gives a negative volume; the sign is corrected.
     """
-    a, b, c = (vertices[triangles[:, k]] for k in range(3))
+    # About the vertices' mean, not the world origin: a small body far from the origin would
+    # otherwise lose its volume to rounding between the large tetrahedra from the origin.
+    origin = vertices[np.unique(triangles)].mean(axis=0) if len(triangles) else np.zeros(3)
+    a, b, c = (vertices[triangles[:, k]] - origin for k in range(3))
     det = np.einsum("ij,ij->i", a, np.cross(b, c))  # 6 x signed tetra volume
     volume = det.sum() / 6.0
-    if abs(volume) < 1e-15:
+    extent = float(np.ptp(vertices[np.unique(triangles)], axis=0).max()) if len(triangles) else 0.0
+    if not abs(volume) > 1e-12 * extent ** 3:
         return 0.0, np.zeros(3), np.zeros((3, 3))
     centre = (det[:, None] * (a + b + c)).sum(axis=0) / (24.0 * volume)
     # Second moment of each tetra (0, a, b, c): det/120 * (sum of v v^T + (sum v)(sum v)^T).
@@ -55,7 +59,7 @@ def mass_properties(vertices: np.ndarray, triangles: np.ndarray):
         volume, second = -volume, -second
     second -= volume * np.outer(centre, centre)  # about the centre of mass
     inertia = np.trace(second) * np.eye(3) - second
-    return float(volume), centre, inertia
+    return float(volume), centre + origin, inertia
 
 
 def fibonacci_directions(count: int) -> np.ndarray:

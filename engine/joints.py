@@ -43,6 +43,7 @@ import numpy as np
 
 from . import quaternions as quat
 from .connector_common import check_ends, values_at
+from .checks import FLOAT32_MAX, MAX_COORDINATE, check_range
 from .errors import JakobsenError
 from .kernels_rigid import world_inverse_inertia
 
@@ -167,6 +168,7 @@ def _pair(value, what: str, where: str, *, angle: bool) -> tuple[float, float]:
     lo, hi = (float(v) for v in value)
     if not (math.isfinite(lo) and math.isfinite(hi)):
         raise JakobsenError(f"{where}: {what} must be finite")
+    check_range([lo, hi], what, where, limit=MAX_COORDINATE, unit="m")
     if lo > hi:
         raise JakobsenError(f"{where}: {what}: the lower limit {lo:g} is above the upper {hi:g}")
     if angle and (lo < -math.pi or hi > math.pi):
@@ -176,8 +178,9 @@ def _pair(value, what: str, where: str, *, angle: bool) -> tuple[float, float]:
 
 def _non_negative(value, what: str, where: str, *, infinite: bool = False) -> float:
     v = float(value)
-    if math.isnan(v) or v < 0 or (math.isinf(v) and not infinite):
-        raise JakobsenError(f"{where}: {what} must be a non-negative number, got {value!r}")
+    if math.isnan(v) or v < 0 or (math.isinf(v) and not infinite) or (math.isfinite(v) and v > FLOAT32_MAX):
+        raise JakobsenError(f"{where}: {what} must be a non-negative number (finite in single precision), "
+                            f"got {value!r}")
     return v
 
 
@@ -193,6 +196,7 @@ def check_joint(kind: str, a, b, pivot, name: str, body_count: int, *, axis=(0.0
     p = np.asarray(pivot, float)
     if p.shape != (3,) or not np.all(np.isfinite(p)):
         raise JakobsenError(f"{where}: the pivot must be 3 finite numbers")
+    check_range(p, "the pivot", where, limit=MAX_COORDINATE, unit="m")
     lin, swing, twist = _DOFS[kind]
     lin_mode = np.array(lin, np.int8)
     lower, upper = np.zeros(3), np.zeros(3)
@@ -217,6 +221,7 @@ def check_joint(kind: str, a, b, pivot, name: str, body_count: int, *, axis=(0.0
         lo, hi = (np.asarray(v, float) for v in box_limits)
         if lo.shape != (3,) or hi.shape != (3,) or not np.all(np.isfinite(lo) & np.isfinite(hi)) or np.any(lo > hi):
             raise JakobsenError(f"{where}: box_limits must be finite (lower xyz, upper xyz) with lower <= upper")
+        check_range(np.stack([lo, hi]), "box_limits", where, limit=MAX_COORDINATE, unit="m")
         lower, upper = lo, hi
     if kind == "wheel_suspension":
         lower[2], upper[2] = _pair(suspension_limits, "the suspension limits", where, angle=False)
@@ -371,6 +376,8 @@ def joint_layout(joints: Joints, dynamic: np.ndarray) -> JointLayout:
 # it softens a redundant (singular) direction instead of inverting noise, and costs a well-posed
 # joint about this fraction of its correction per pass (the passes make it up).
 JOINT_DAMPING = 1e-5
+# The most one Newton step of a mechanism may turn a body, rad (see solve_joints).
+JOINT_MAX_TURN = 0.3
 
 
 def joint_rows(joints: Joints, x, q, steer, active):
@@ -567,6 +574,15 @@ def solve_joints(joints: Joints, layout: JointLayout, x, q, S, inv_mass, inv_ine
     ja = ja * on[..., None]
     jb = jb * on[..., None]
     delta, per_row = _mechanism_solve(layout, ja, jb, on, -c, q, inv_mass, inv_inertia)
+    # The rows are linear in the corrections only for small turns; a mechanism thrown far off its
+    # joints (a light body squeezed between a heavy one and the ground) would be turned by a
+    # radian or more in one step and land further off, so a step is shortened (all of it, which
+    # keeps its direction) to turn no body by more than JOINT_MAX_TURN; the next passes go on.
+    turn = np.linalg.norm(delta[:, :, 3:], axis=2).max(axis=1)
+    scale = np.minimum(1.0, JOINT_MAX_TURN / np.maximum(turn, 1e-300))
+    if np.any(scale < 1.0):
+        delta = delta * scale[:, None, None]
+        per_row = per_row * np.where(layout.mechanism >= 0, scale[np.maximum(layout.mechanism, 0)], 0.0)[:, None]
     moving = layout.bodies >= 0
     np.add.at(S, layout.bodies[moving], delta[moving])
     # Impulse sizes for breaking: the rows' lambdas per joint, translation and rotation.

@@ -24,6 +24,7 @@ import numpy as np
 
 from . import quaternions as quat
 from .connector_common import check_ends, values_at
+from .checks import FLOAT32_MAX
 from .errors import JakobsenError
 from .kernels_rigid import world_inverse_inertia
 from .sweep import SWEEP_DEPTH, body_thickness
@@ -95,7 +96,7 @@ def check_motor(a, b, axis, name: str, body_count: int, *, kind="angular", mode=
     if value is None:
         raise JakobsenError(f"{where}: an {kind} motor needs a {what}")
     effort = float(value)
-    if not (math.isfinite(effort) and effort >= 0):
+    if not (math.isfinite(effort) and 0 <= effort <= FLOAT32_MAX):
         raise JakobsenError(f"{where}: the {what} must be a non-negative finite number (turn the axis round to "
                             f"reverse it), got {value!r}")
     if not callable(target) and not math.isfinite(float(target)):

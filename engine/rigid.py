@@ -22,6 +22,8 @@ from enum import IntEnum
 import numpy as np
 
 from . import quaternions as quat
+from .checks import (FLOAT32_MAX, MAX_ANGULAR_SPEED, MAX_COORDINATE, MAX_SPEED, check_range,
+                     check_vector)
 from .errors import JakobsenError
 from .geometry import convex_hull, is_closed, mass_properties, triangulate
 
@@ -43,6 +45,12 @@ class ShapeKind(IntEnum):
 
 
 SAMPLE_INSET = 1e-3  # relative: 0.45 mm on a 0.9 m box
+# The sizes (largest extent, m) a rigid body may have. Below 0.01 mm a body's motion is lost in
+# Blender's single-precision keys a few metres from the origin (and its contacts in the rounding
+# of the solve); beyond 1000 km, so is everything else in the scene.
+MIN_BODY_SIZE = 1e-5
+MAX_BODY_SIZE = 1e6
+MAX_DENSITY = 2.3e6
 
 SHAPE_NAMES = {"sphere": ShapeKind.SPHERE, "box": ShapeKind.BOX, "capsule": ShapeKind.CAPSULE,
                "cylinder": ShapeKind.CYLINDER, "convex_hull": ShapeKind.CONVEX_HULL,
@@ -112,6 +120,10 @@ def make_body(vertices, faces, *, name: str, mass=None, density=1000.0, shape="a
     bad = np.flatnonzero(~np.all(np.isfinite(v), axis=1))
     if len(bad):
         raise JakobsenError(f"{where}: vertex {bad[0]} is not finite ({v[bad[0]].tolist()})")
+    check_range(v, "vertex", where, limit=MAX_COORDINATE, unit="m")
+    velocity = check_vector(velocity, "velocity", where, limit=MAX_SPEED, unit="m/s")
+    angular_velocity = check_vector(angular_velocity, "angular velocity", where, limit=MAX_ANGULAR_SPEED,
+                                    unit="rad/s")
     if mode not in MODE_NAMES:
         raise JakobsenError(f"{where}: mode must be one of {sorted(MODE_NAMES)}, got {mode!r}")
     if shape not in SHAPE_NAMES:
@@ -125,26 +137,38 @@ def make_body(vertices, faces, *, name: str, mass=None, density=1000.0, shape="a
     if motion is not None and not callable(motion):
         raise JakobsenError(f"{where}: motion must be a callable t -> 4x4 transform")
     tris = triangulate(faces, len(v), where) if faces is not None and len(faces) else np.zeros((0, 3), np.int64)
+    size = float(np.ptp(v, axis=0).max())
+    if not MIN_BODY_SIZE <= size <= MAX_BODY_SIZE:
+        raise JakobsenError(f"{where}: it is too {'small' if size < MIN_BODY_SIZE else 'large'} to simulate, "
+                            f"{size:.3g} m across; rigid bodies may be {MIN_BODY_SIZE:g} m to {MAX_BODY_SIZE:g} m "
+                            "across (scale the scene, or its units, towards metres)")
 
     # Mass properties from the closed mesh; an open or degenerate one falls back to its convex hull.
     volume, centre, inertia = (mass_properties(v, tris) if is_closed(tris) else (0.0, None, None))
     hull = None
-    if volume <= 1e-12 * max(float(np.ptp(v, axis=0).max()), 1e-9) ** 3:
+    if volume <= 1e-12 * size ** 3:
         if warnings is not None and len(tris):
             warnings.append(f"{where}: the mesh is not closed; its convex hull gives its mass and inertia")
         hull = convex_hull(v, where)
         volume, centre, inertia = mass_properties(v, hull[1])
     if mass is not None:
-        if not (math.isfinite(mass) and mass > 0):
+        if not (math.isfinite(mass) and 0 < mass <= FLOAT32_MAX):
             raise JakobsenError(f"{where}: mass must be a positive number of kilograms, got {mass}")
         total = float(mass)
     else:
-        if not (math.isfinite(density) and density > 0):
-            raise JakobsenError(f"{where}: density must be a positive number of kg/m^3, got {density}")
+        if not (math.isfinite(density) and 0 < density <= MAX_DENSITY):
+            raise JakobsenError(f"{where}: density must be a positive number of kg/m^3 (at most {MAX_DENSITY:g}, "
+                                f"a hundred times osmium's), got {density}")
         total = float(density) * volume
+    if not (math.isfinite(total) and total > 0.0 and volume > 0.0):
+        raise JakobsenError(f"{where}: its mass ({total:g} kg from a volume of {volume:g} m^3) must be a positive "
+                            "finite number of kilograms")
     moments, axes = _principal(inertia * (total / volume))
-    # A needle or a flat plate has a zero principal moment; keep the body solvable.
-    moments = np.maximum(moments, 1e-6 * max(moments.max(), 1e-12))
+    # A needle or a flat plate has a zero principal moment; keep the body solvable (relative to its
+    # largest moment: a 0.1 mm body's moments are about 1e-20 kg m^2).
+    moments = np.maximum(moments, 1e-6 * moments.max())
+    if not moments.max() > 0.0:
+        raise JakobsenError(f"{where}: it has no rotational inertia (its vertices lie on a point)")
 
     local = (v - centre) @ axes  # vertices in the body frame
     if shape_frame is None:
@@ -163,10 +187,10 @@ def make_body(vertices, faces, *, name: str, mass=None, density=1000.0, shape="a
     params = np.zeros(4)
     hull_n, hull_o = np.zeros((0, 3)), np.zeros(0)
     if kind == ShapeKind.SPHERE:
-        params[0] = max(half.max(), 1e-6)
+        params[0] = max(half.max(), 1e-6 * size)
         points, radius = np.zeros((1, 3)), np.array([params[0]])
     elif kind == ShapeKind.BOX:
-        params[:3] = np.maximum(half, 1e-6)
+        params[:3] = np.maximum(half, 1e-6 * size)
         # Corners pulled in by the same distance along every axis and given that distance as
         # their radius: the rounded corner still reaches exactly to the box's faces, so a box
         # stacked on another starts in contact instead of falling the inset first.
@@ -174,7 +198,7 @@ def make_body(vertices, faces, *, name: str, mass=None, density=1000.0, shape="a
         signs = np.array([[sx, sy, sz] for sx in (-1, 1) for sy in (-1, 1) for sz in (-1, 1)], float)
         points, radius = signs * (params[:3] - inset), np.full(8, inset)
     elif kind == ShapeKind.CAPSULE:
-        r = max(half[0], half[1], 1e-6)
+        r = max(half[0], half[1], 1e-6 * size)
         hh = max(half[2] - r, 0.0)
         params[:2] = r, hh
         n_seg = max(2, int(math.ceil(2 * hh / r)) + 1)
@@ -182,7 +206,7 @@ def make_body(vertices, faces, *, name: str, mass=None, density=1000.0, shape="a
         points[:, 2] = np.linspace(-hh, hh, n_seg)
         radius = np.full(n_seg, r)
     elif kind == ShapeKind.CYLINDER:
-        r, hh = max(half[0], half[1], 1e-6), max(half[2], 1e-6)
+        r, hh = max(half[0], half[1], 1e-6 * size), max(half[2], 1e-6 * size)
         params[:2] = r, hh
         angle = np.linspace(0, 2 * np.pi, 16, endpoint=False)
         rim = np.stack([r * np.cos(angle), r * np.sin(angle), np.zeros(16)], axis=1)

@@ -65,7 +65,8 @@ class RigidStepper:
         # Speculative contacts: sample points this close to a surface (m) join the substep's
         # solve, which projects them only if the solve itself moves them into the surface; without
         # them a corner just outside is free to be rotated deep in by the other contacts' corrections.
-        self.margin = np.append(np.full(count, MARGIN), 0.0)
+        # (Never more than a tenth of the body's size: 5 mm is several times a 1 mm body.)
+        self.margin = np.append(np.minimum(MARGIN, 0.1 * bodies.bound_radius), 0.0)
         self.sweeper = Sweeper(model)
         # After the solve, the sweep leaves the bodies held by connectors where the connectors put
         # them (it takes back the other body's motion instead): nothing after it would close a

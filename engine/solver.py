@@ -13,9 +13,12 @@ from dataclasses import dataclass
 import numpy as np
 
 from . import forces, kernels
+from .checks import FLOAT32_MAX, MAX_ACCELERATION, MAX_SPEED, check_vector
+from .energy import EnergyGuard
 from . import quaternions as quat
 from .errors import JakobsenError
 from .model import Model, State
+from .motors import drive_warnings
 from .rigid_solver import RigidStepper
 
 
@@ -32,7 +35,8 @@ class SolverSettings:
     contact projection passes per iteration. Both are Gauss-Seidel between pairs of bodies, the
     contacts of one pair solved together, so one pass already bounces a lone box straight and
     holds it still on a slope; bodies that touch several others need more (the stack of ten
-    boxes is tested with the four of each here).
+    boxes is tested with the four of each here). energy_guard: stop a frame in which bodies
+    that nothing drives gained energy (see ``engine.energy``) with a JakobsenError.
     """
 
     frame_rate: float = 24.0
@@ -45,6 +49,7 @@ class SolverSettings:
     sqrt_approximation: bool = False
     velocity_iterations: int = 4
     contact_iterations: int = 4
+    energy_guard: bool = True
 
     def validate(self) -> None:
         for name in ("substeps", "iterations", "velocity_iterations", "contact_iterations"):
@@ -55,17 +60,59 @@ class SolverSettings:
                 raise JakobsenError(f"solver settings: {name} = {value} is absurd (at most 10000)")
         if not (math.isfinite(self.frame_rate) and 0.0 < self.frame_rate <= 100_000.0):
             raise JakobsenError(f"solver settings: frame_rate must be a positive number of frames per second, got {self.frame_rate}")
-        if not (math.isfinite(self.damping) and self.damping >= 0.0):
-            raise JakobsenError(f"solver settings: damping must be >= 0 (1/s), got {self.damping}")
-        for name in ("gravity", "air_velocity", "wind_acceleration"):
-            v = np.asarray(getattr(self, name), dtype=np.float64)
-            if v.shape != (3,) or not np.all(np.isfinite(v)):
-                raise JakobsenError(f"solver settings: {name} must be 3 finite numbers, got {getattr(self, name)!r}")
+        if not (math.isfinite(self.damping) and 0.0 <= self.damping <= 1e6):
+            raise JakobsenError(f"solver settings: damping must be >= 0 and at most 1e6 (1/s), got {self.damping}")
+        # Finite in float64 is not enough: 3e38 m/s^2 of gravity overflows to inf in the single
+        # precision Blender keeps, and anything near it is no physics anyway.
+        for name, limit, unit in (("gravity", MAX_ACCELERATION, "m/s^2"), ("air_velocity", MAX_SPEED, "m/s"),
+                                  ("wind_acceleration", MAX_ACCELERATION, "m/s^2")):
+            check_vector(getattr(self, name), name, "solver settings", limit=limit, unit=unit)
+        if not isinstance(self.energy_guard, (bool, np.bool_)):
+            raise JakobsenError(f"solver settings: energy_guard must be True or False, got {self.energy_guard!r}")
 
     @property
     def substep(self) -> float:
         """Substep length h, s."""
         return 1.0 / (self.frame_rate * self.substeps)
+
+
+# A cloth whose edges are shorter than this many times the distance gravity (and the settings'
+# wind) moves it in one substep stretches like rubber however many sweeps: refused.
+EDGE_SUBSTEPS = 2.0
+
+
+def substep_warnings(model: Model, settings: SolverSettings) -> list[str]:
+    """What the settings' substep cannot resolve of the model as set, and what the solver holds
+    it to (motors: see ``engine.motors.drive_limits``)."""
+    settings.validate()
+    return drive_warnings(model.motors, model.bodies, settings.substep, settings.substeps)
+
+
+def check_resolution(model: Model, settings: SolverSettings) -> None:
+    """Raise JakobsenError for a cloth the settings' substep cannot resolve (its edges shorter
+    than ``EDGE_SUBSTEPS`` times what gravity moves it in a substep)."""
+    s = model.sticks
+    if not s.count:
+        return
+    h = settings.substep
+    fall = float(np.linalg.norm(np.asarray(settings.gravity) + np.asarray(settings.wind_acceleration))) * h * h
+    for where, start, stop in model.labels:
+        inside = (s.i >= start) & (s.i < stop) & (s.kind == 0)
+        if not np.any(inside):
+            continue
+        edge = float(s.rest[inside].min())
+        if fall * EDGE_SUBSTEPS > edge:
+            need = int(math.ceil(settings.substeps * math.sqrt(fall * EDGE_SUBSTEPS / edge)))
+            raise JakobsenError(
+                f"{where}: it is too small (or too finely divided) for {settings.substeps} substeps per frame: its "
+                f"shortest edge, {edge:.3g} m, is less than {EDGE_SUBSTEPS:g} times how far gravity moves it in one "
+                f"substep ({fall:.3g} m), and it would stretch like rubber; use at least {need} substeps, or "
+                "fewer, larger faces")
+
+
+def _in_float32(a: np.ndarray) -> np.ndarray:
+    """Rows (k,) of a (k, m) whose values are all finite and within single precision's range."""
+    return (np.abs(a) <= FLOAT32_MAX).all(axis=1)  # NaN compares False
 
 
 class Solver:
@@ -74,8 +121,11 @@ class Solver:
     def __init__(self, model: Model, settings: SolverSettings | None = None):
         settings = settings or SolverSettings()
         settings.validate()
+        check_resolution(model, settings)
         self.model = model
         self.settings = settings
+        # What the substep cannot resolve and is held to (see ``substep_warnings``).
+        self.warnings = substep_warnings(model, settings)
         h = self.h = settings.substep
         inv_mass = model.inverse_masses
         self._movable = (inv_mass > 0).astype(np.float64)
@@ -109,6 +159,7 @@ class Solver:
                                    settings.velocity_iterations) if model.bodies.count else None
         if self._rigid:
             self._rigid.air_velocity = self._air  # the still air that body drag and winds act against
+        self._guard = EnergyGuard(model, settings) if self._rigid and settings.energy_guard else None
 
     # -- state ----------------------------------------------------------------------------------
 
@@ -190,26 +241,31 @@ class Solver:
             with np.errstate(all="ignore"):
                 if self._rigid:
                     self._rigid.begin_frame(state.bodies, state.positions, self.model.radii, self._movable)
+                    if self._guard:
+                        self._guard.begin(state, self._rigid)
                 for k in range(self.settings.substeps):
                     if pins is not None:
                         f = (k + 1) / self.settings.substeps
                         state.positions[pins] = pin_start + (pin_end - pin_start) * f
                         state.previous_positions[pins] = pin_start + (pin_end - pin_start) * (k / self.settings.substeps)
                     self._substep(state)
-            finite = np.isfinite(state.positions).all(axis=1)
+            # Finite in float64 is not enough: Blender keeps single precision, where 1e39 is inf.
+            finite = _in_float32(np.hstack([state.positions, state.previous_positions]))
             if not finite.all():
                 bad = int(np.flatnonzero(~finite)[0])
                 raise JakobsenError(
                     f"the step at t = {t0:.4f} s would make {self.model.label_of(bad)} non-finite "
-                    "(an unstable setting: try more substeps, less stiffness or smaller forces); "
-                    "the state was left as it was")
-            finite = np.isfinite(np.hstack(state.bodies.arrays())).all(axis=1)
+                    "(or beyond the single-precision range Blender stores, 3.4e38; an unstable setting: try "
+                    "more substeps, less stiffness or smaller forces); the state was left as it was")
+            finite = _in_float32(np.hstack(state.bodies.arrays()))
             if not finite.all():
                 bad = int(np.flatnonzero(~finite)[0])
                 raise JakobsenError(
                     f"the step at t = {t0:.4f} s would make rigid body '{self.model.bodies.names[bad]}' "
-                    "non-finite (an unstable setting: try more substeps or smaller forces); "
-                    "the state was left as it was")
+                    "non-finite (or beyond the single-precision range Blender stores, 3.4e38; an unstable "
+                    "setting: try more substeps or smaller forces); the state was left as it was")
+            if self._guard:
+                self._guard.check(state, t0)
         except BaseException:
             state.positions[...], state.previous_positions[...], state.time = x0, p0, t0
             for now, before in zip(state.bodies.arrays() + state.bodies.extras(), bodies0):

@@ -20,6 +20,7 @@ import numpy as np
 
 from . import quaternions as quat
 from .connector_common import check_ends
+from .checks import FLOAT32_MAX, MAX_COORDINATE, check_range
 from .errors import JakobsenError
 from .kernels_rigid import world_inverse_inertia
 
@@ -66,8 +67,9 @@ def empty_springs() -> Springs:
 
 def _setting(value, what: str, where: str, *, infinite: bool = False) -> float:
     v = float(value)
-    if math.isnan(v) or v < 0 or (math.isinf(v) and not infinite):
-        raise JakobsenError(f"{where}: {what} must be a non-negative number, got {value!r}")
+    if math.isnan(v) or v < 0 or (math.isinf(v) and not infinite) or (math.isfinite(v) and v > FLOAT32_MAX):
+        raise JakobsenError(f"{where}: {what} must be a non-negative number (finite in single precision), "
+                            f"got {value!r}")
     return v
 
 
@@ -82,13 +84,14 @@ def check_spring(a, b, anchor_a, anchor_b, name: str, body_count: int, *, kind="
     pa, pb = np.asarray(anchor_a, float), np.asarray(anchor_b, float)
     if pa.shape != (3,) or pb.shape != (3,) or not np.all(np.isfinite(pa) & np.isfinite(pb)):
         raise JakobsenError(f"{where}: the anchors must be 3 finite numbers each")
+    check_range(np.stack([pa, pb]), "anchor", where, limit=MAX_COORDINATE, unit="m")
     linear = kind in ("linear", "both")
     if axis is not None:
         u = np.asarray(axis, float)
         u = u / np.linalg.norm(u)
         rest = float(rest_length)  # a signed position along the axis
-        if not math.isfinite(rest):
-            raise JakobsenError(f"{where}: the rest position must be finite")
+        if not (math.isfinite(rest) and abs(rest) <= MAX_COORDINATE):
+            raise JakobsenError(f"{where}: the rest position must be finite (at most {MAX_COORDINATE:g} m)")
     else:
         u = np.zeros(3)
         distance = float(np.linalg.norm(pb - pa))
