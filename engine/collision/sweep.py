@@ -158,6 +158,17 @@ class Sweeper:
 
     # -- conservative advancement -------------------------------------------------------------
 
+    def _bounds(self, owner, target, shape, arm, x0, move, spin):
+        """For points at ``arm`` from their owner's centre against ``shape`` of ``target``: the
+        depth a substep may drive them in (``CONTACT_DEPTH`` of the thinner shape) and a bound on
+        how fast, per unit of the substep's motion, they can close on the surface."""
+        world = self.count
+        thick = np.where(target < world, self.thickness[target], self.shape_thickness[shape])
+        allow = CONTACT_DEPTH * np.minimum(self.thickness[owner], thick)
+        reach = np.linalg.norm(x0[owner] - x0[target], axis=1) + arm + move[owner] + spin[owner] * self.bound[owner]
+        speed = move[owner] + spin[owner] * arm + np.where(target < world, move[target] + spin[target] * reach, 0.0)
+        return allow, speed
+
     def _hits(self, x0, q0, dx, phi):
         world = self.count
         move = np.linalg.norm(dx, axis=1)
@@ -166,22 +177,14 @@ class Sweeper:
         # by its longest arm: a side that is slow for that bound has no fast point (most of a pile
         # at rest), so only the other sides' queries are looked at one by one.
         o, t, sh = self.sides.T
-        side_thick = np.where(t < world, self.thickness[t], self.shape_thickness[sh])
-        side_allow = CONTACT_DEPTH * np.minimum(self.thickness[o], side_thick)
-        arm_o = self.body_arm[o]
-        side_reach = np.linalg.norm(x0[o] - x0[t], axis=1) + arm_o + move[o] + spin[o] * self.bound[o]
-        side_speed = move[o] + spin[o] * arm_o + np.where(t < world, move[t] + spin[t] * side_reach, 0.0)
+        side_allow, side_speed = self._bounds(o, t, sh, self.body_arm[o], x0, move, spin)
         fast_sides = np.flatnonzero(side_speed > side_allow)
         if not len(fast_sides):
             return []
         first, counts = self.side_first[fast_sides], np.diff(self.side_first)[fast_sides]
         rows = np.repeat(first - np.cumsum(counts) + counts, counts) + np.arange(counts.sum())
         point, owner, target, shape = self.queries[rows].T
-        thick = np.where(target < world, self.thickness[target], self.shape_thickness[shape])
-        allow = CONTACT_DEPTH * np.minimum(self.thickness[owner], thick)
-        arm = self.arm[point]
-        reach = np.linalg.norm(x0[owner] - x0[target], axis=1) + arm + move[owner] + spin[owner] * self.bound[owner]
-        speed = move[owner] + spin[owner] * arm + np.where(target < world, move[target] + spin[target] * reach, 0.0)
+        allow, speed = self._bounds(owner, target, shape, self.arm[point], x0, move, spin)
         fast = np.flatnonzero(speed > allow)
         if not len(fast):
             return []

@@ -53,7 +53,12 @@ def test_verlet_integration_agrees(rng):
         assert np.abs(a[0] - args(drag)[0]).max() > 0  # it moved something
 
 
-def test_stick_sweeps_agree_on_a_random_net_with_every_kind_and_compliance(rng):
+@pytest.mark.parametrize("threads", ["serial", "colours on all cores"])
+def test_stick_sweeps_agree_on_a_random_net_with_every_kind_and_compliance(rng, threads, monkeypatch):
+    from jakobsen_engine.backend.numba import particles as compiled
+
+    if threads != "serial":  # every colour is big enough for the threads here
+        monkeypatch.setattr(compiled, "PARALLEL_STICKS", 1)
     n, m = 300, 900
     seed = int(rng.integers(1 << 30))
 

@@ -1,8 +1,8 @@
 """Particle kernels compiled with numba: the functions of ``backend/numpy/particles.py`` with the
 same arguments and, per item, the same arithmetic in the same order (so the same numbers).
 
-Loops run serially in the order numpy's vectorised colours would: a colour's sticks share no
-movable particle, so projecting them one after another equals projecting them at once.
+A colour's sticks share no movable particle, so projecting them one after another (or, for a big
+colour, on all cores at once) equals numpy's projecting them at once: the same bits.
 """
 
 from __future__ import annotations
@@ -10,9 +10,12 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from numba import njit
+from numba import njit, prange
 
 JIT = dict(cache=True, nogil=True, error_model="numpy")
+# Colours with at least this many sticks are projected on all cores (a large cloth's); below it
+# starting the threads costs more than it saves.
+PARALLEL_STICKS = 20_000
 
 
 @njit(**JIT)
@@ -48,7 +51,8 @@ def verlet_integrate(x, x_prev, movable, accel, decay, h, drag_w, air_velocity):
 
 
 @njit(**JIT)
-def project_sticks(x, i, j, w_i, w_j, rest, alpha, kind, lam, colour_offsets, passes, sqrt_approximation):
+def _project_sticks_serial(x, i, j, w_i, w_j, rest, alpha, kind, lam, colour_offsets, passes,
+                           sqrt_approximation):
     for row in range(passes.shape[0]):
         a = colour_offsets[passes[row, 0]]
         b = colour_offsets[passes[row, 1]]
@@ -85,6 +89,67 @@ def project_sticks(x, i, j, w_i, w_j, rest, alpha, kind, lam, colour_offsets, pa
                 x[pj, 0] += sj * dx
                 x[pj, 1] += sj * dy
                 x[pj, 2] += sj * dz
+
+
+@njit(**JIT)
+def _project_sticks_parallel(x, i, j, w_i, w_j, rest, alpha, kind, lam, colour_offsets, passes,
+                             sqrt_approximation):
+    """The serial sweep's passes with each colour's sticks on all cores (the same arithmetic per
+    stick; the threads stay up from one colour to the next)."""
+    for row in range(passes.shape[0]):
+        for _ in range(passes[row, 2]):
+            for colour in range(passes[row, 0], passes[row, 1]):
+                _colour_in_parallel(x, i, j, w_i, w_j, rest, alpha, kind, lam, colour_offsets[colour],
+                                    colour_offsets[colour + 1], sqrt_approximation)
+
+
+@njit(parallel=True, **JIT)
+def _colour_in_parallel(x, i, j, w_i, w_j, rest, alpha, kind, lam, a, b, sqrt_approximation):
+    for s in prange(a, b):
+        pi = i[s]
+        pj = j[s]
+        dx = x[pj, 0] - x[pi, 0]
+        dy = x[pj, 1] - x[pi, 1]
+        dz = x[pj, 2] - x[pi, 2]
+        dd = dx * dx + dy * dy + dz * dz
+        L = rest[s]
+        if sqrt_approximation:
+            length = (dd + L * L) / (2.0 * L)
+        else:
+            length = math.sqrt(dd)
+        c = length - L
+        k = kind[s]
+        if (k == 1 and c > 0.0) or (k == 2 and c < 0.0):
+            continue
+        al = alpha[s]
+        ws = w_i[s] + w_j[s] + al
+        if al != 0.0:
+            dlam = (-c - al * lam[s]) / ws
+            lam[s] += dlam
+        else:
+            dlam = -c / ws
+        sc = dlam / max(length, 1e-12)
+        si = sc * w_i[s]
+        sj = sc * w_j[s]
+        x[pi, 0] -= si * dx
+        x[pi, 1] -= si * dy
+        x[pi, 2] -= si * dz
+        x[pj, 0] += sj * dx
+        x[pj, 1] += sj * dy
+        x[pj, 2] += sj * dz
+
+
+def project_sticks(x, i, j, w_i, w_j, rest, alpha, kind, lam, colour_offsets, passes, sqrt_approximation):
+    """The stick passes (see the numpy reference): serial while every colour is small; a cloth
+    with a colour of PARALLEL_STICKS sticks or more has each colour projected on all cores. A
+    colour's sticks share no movable particle, so the order (or the threads) cannot change the
+    bits. (The choice is made here: a compiled sweep that merely could start the threads made
+    small cloths three times slower.)"""
+    if len(colour_offsets) > 1 and int(np.max(np.diff(colour_offsets))) >= PARALLEL_STICKS:
+        _project_sticks_parallel(x, i, j, w_i, w_j, rest, alpha, kind, lam, colour_offsets, passes,
+                                 sqrt_approximation)
+    else:
+        _project_sticks_serial(x, i, j, w_i, w_j, rest, alpha, kind, lam, colour_offsets, passes, sqrt_approximation)
 
 
 @njit(**JIT)
