@@ -29,7 +29,7 @@ def test_modal_bake_in_the_gui_cancels_cleanly_and_then_bakes():
     out = REPO / "gui-out"
     result_file = out / "result.json"
     result_file.unlink(missing_ok=True)
-    subprocess.run([str(TOOL), "tests/gui/modal_bake.py", str(out), "300"], cwd=REPO, check=True, timeout=900)
+    subprocess.run([str(TOOL), "tests/gui/modal_bake.py", str(out), "900"], cwd=REPO, check=True, timeout=1500)
     result = json.loads(result_file.read_text())
     assert result["invoke_1"] == ["RUNNING_MODAL"]
     # Half way: the scene is on a computed frame, the cloth's stand-in shows it, the original is hidden.
