@@ -28,7 +28,8 @@ def main(argv: list[str] | None = None) -> int:
     build = sub.add_parser("build", help="write the Blender extension zip (Install from Disk)")
     build.add_argument("-o", "--out", default="dist", metavar="DIR", help="directory for the zips (default dist)")
     build.add_argument("--platform", action="append", choices=["linux-x64", "windows-x64", "macos-arm64", "none", "all"],
-                       help="a zip with numba for this platform (repeatable; 'none': the one without it, numpy "
+                       help="the zips with numba for this platform, one per Blender Python (3.11: Blender 4.2 to "
+                            "5.0; 3.13: 5.1 on) (repeatable; 'none': the one without it, numpy "
                             "kernels on any platform; 'all': every one; default all)")
 
     bench = sub.add_parser("bench", help="print a benchmark table, side by side with Blender's own solver")

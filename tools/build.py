@@ -7,9 +7,12 @@ the extension's site-packages, so the add-on imports ``jakobsen_engine`` by the 
 repository and the tests do (one module identity), and nothing generic lands in site-packages.
 Left out: the command line (``tools/``), caches and anything that is not part of the add-on.
 
-One zip per platform (Linux x86-64, Windows x64, macOS arm64) adds numba and llvmlite, the
-compiled kernels' compiler, as the wheels PyPI publishes for that platform and for Python 3.11
-(Blender 4.2 to 5.0) and 3.13 (5.1 and later); the manifest says which platform it is for.
+One zip per platform (Linux x86-64, Windows x64, macOS arm64) and Blender Python (3.11: Blender
+4.2 to 5.0; 3.13: 5.1 and later) adds numba and llvmlite, the compiled kernels' compiler, as the
+wheels PyPI publishes for that platform and Python; the manifest says which platform and which
+Blender versions it is for. (One zip with the wheels of both Pythons does not work on Blender
+4.2: its installer keeps one wheel per package name, the later file name, so it installed the
+3.13 numba into Python 3.11, which then could not import it.)
 ``--platform none`` builds the one zip without them, for any platform: it bakes with the numpy
 kernels. Downloaded wheels are kept in ``build/wheels`` (pip download, from PyPI).
 """
@@ -39,7 +42,8 @@ STAMP = (2024, 1, 1, 0, 0, 0)
 # The compiler of the kernels, by Blender platform: PyPI's platform tag for its wheels.
 NUMBA = ("numba==0.68.1", "llvmlite==0.50.0")
 PLATFORMS = {"linux-x64": "manylinux_2_28_x86_64", "windows-x64": "win_amd64", "macos-arm64": "macosx_12_0_arm64"}
-PYTHONS = ("3.11", "3.13")  # Blender 4.2-5.0, 5.1-
+# Blender's Python -> the Blender versions that have it: (first, first that does not; None: open).
+PYTHONS = {"3.11": ("4.2.0", "5.1.0"), "3.13": ("5.1.0", None)}
 WHEEL_CACHE = os.path.join(REPO, "build", "wheels")
 
 
@@ -111,47 +115,65 @@ def build_engine_wheel(out_dir: str, version: str, *, engine_dir: str = ENGINE_D
     return path
 
 
-def manifest_with_wheels(text: str, wheels: list[str], platform: str | None = None) -> str:
-    """The manifest's text with ``wheels = [...]`` (and, for one platform's zip, ``platforms``)
-    among its top-level keys (before the first table, where TOML would read them as part of it)."""
+def manifest_with_wheels(text: str, wheels: list[str], platform: str | None = None,
+                         python: str | None = None) -> str:
+    """The manifest's text with ``wheels = [...]`` (and, for one platform's zip, ``platforms`` and
+    the Blender versions that have its ``python``) among its top-level keys (before the first
+    table, where TOML would read them as part of it)."""
     entry = "wheels = [\n" + "".join(f'  "./wheels/{w}",\n' for w in wheels) + "]\n"
     if platform:
         entry += f'platforms = ["{platform}"]\n'
+    if python:
+        first, beyond = PYTHONS[python]
+        text = re.sub(r'^blender_version_min\s*=\s*"([^"]*)"',
+                      lambda m: f'blender_version_min = "{max(m.group(1), first, key=_version_key)}"', text,
+                      flags=re.M)
+        if beyond:
+            entry += f'blender_version_max = "{beyond}"\n'
     entry += "\n"
     match = re.search(r"^\[", text, flags=re.M)
     at = match.start() if match else len(text)
     return text[:at] + entry + text[at:]
 
 
-def platform_wheels(platform: str, cache: str = WHEEL_CACHE) -> list[str]:
-    """numba's and llvmlite's wheels for ``platform`` and each Blender Python, downloaded from PyPI
-    into ``cache`` once (paths, sorted). numpy is not among them: Blender ships its own."""
+def _version_key(version: str) -> tuple[int, ...]:
+    return tuple(int(part) for part in version.split("."))
+
+
+def platform_wheels(platform: str, python: str, cache: str = WHEEL_CACHE) -> list[str]:
+    """numba's and llvmlite's wheels for ``platform`` and Blender's ``python`` ("3.11" or "3.13"),
+    downloaded from PyPI into ``cache`` once (paths, sorted). numpy is not among them: Blender
+    ships its own."""
     if platform not in PLATFORMS:
         raise BuildError(f"unknown platform {platform!r}; one of {', '.join(PLATFORMS)}")
+    if python not in PYTHONS:
+        raise BuildError(f"unknown Blender Python {python!r}; one of {', '.join(PYTHONS)}")
     folder = os.path.join(cache, platform)
     os.makedirs(folder, exist_ok=True)
-    for python in PYTHONS:
-        tag = "cp" + python.replace(".", "")
-        have = [n for n in os.listdir(folder) if f"-{tag}-" in n]
-        if all(any(n.startswith(req.split("==")[0] + "-" + req.split("==")[1]) for n in have) for req in NUMBA):
-            continue
+    tag = "-cp" + python.replace(".", "") + "-"
+
+    def wanted() -> list[str]:
+        return [n for n in os.listdir(folder) if n.endswith(".whl") and tag in n
+                and any(n.startswith(req.replace("==", "-")) for req in NUMBA)]
+
+    if len(wanted()) < len(NUMBA):
         done = subprocess.run([sys.executable, "-m", "pip", "download", "--quiet", "--no-deps", "--only-binary=:all:",
                                "--platform", PLATFORMS[platform], "--python-version", python, "-d", folder, *NUMBA],
                               capture_output=True, text=True)
         if done.returncode != 0:
             raise BuildError(f"could not download {' '.join(NUMBA)} for {platform}, Python {python}: "
                              f"{done.stderr.strip()[-500:]}")
-    wanted = [n for n in os.listdir(folder) if n.endswith(".whl")
-              and any(n.startswith(req.replace("==", "-")) for req in NUMBA)
-              and any(f"-cp{p.replace('.', '')}-" in n for p in PYTHONS)]
-    return sorted(os.path.join(folder, n) for n in wanted)
+    return sorted(os.path.join(folder, n) for n in wanted())
 
 
-def build(out_dir: str = "dist", *, platform: str | None = None, addon_dir: str = ADDON_DIR,
-          engine_dir: str = ENGINE_DIR, wheel_cache: str = WHEEL_CACHE) -> str:
+def build(out_dir: str = "dist", *, platform: str | None = None, python: str | None = None,
+          addon_dir: str = ADDON_DIR, engine_dir: str = ENGINE_DIR, wheel_cache: str = WHEEL_CACHE) -> str:
     """Write the extension zip into ``out_dir``: ``<id>-<version>.zip`` without the compiler (any
-    platform, numpy kernels), or with ``platform`` its numba wheels, ``<id>-<version>-<platform>.zip``;
-    returns its absolute path."""
+    platform and Blender, numpy kernels), or with ``platform`` and Blender's ``python`` the numba
+    wheels for them, ``<id>-<version>-<platform>-py<311>.zip`` (for the Blender versions with that
+    Python); returns its absolute path."""
+    if (platform is None) != (python is None):
+        raise BuildError("a zip with the compiler is for one platform and one Blender Python: give both")
     from jakobsen_engine import __version__
 
     manifest = read_manifest(addon_dir)
@@ -172,8 +194,8 @@ def build(out_dir: str = "dist", *, platform: str | None = None, addon_dir: str 
         raise BuildError(f"the solver at {engine_dir} has no __init__.py")
     os.makedirs(out_dir, exist_ok=True)
     engine_wheel = build_engine_wheel(out_dir, __version__, engine_dir=engine_dir)
-    wheels = [engine_wheel] + (platform_wheels(platform, wheel_cache) if platform else [])
-    suffix = f"-{platform.replace('-', '_')}" if platform else ""
+    wheels = [engine_wheel] + (platform_wheels(platform, python, wheel_cache) if platform else [])
+    suffix = f"-{platform.replace('-', '_')}-py{python.replace('.', '')}" if platform else ""
     path = os.path.abspath(os.path.join(out_dir, f"{manifest['id']}-{manifest['version']}{suffix}.zip"))
     tmp = path + ".tmp"
     with zipfile.ZipFile(tmp, "w") as zf:
@@ -181,7 +203,8 @@ def build(out_dir: str = "dist", *, platform: str | None = None, addon_dir: str 
             with open(disk, "rb") as f:
                 data = f.read()
             if arc == MANIFEST:
-                data = manifest_with_wheels(data.decode(), [os.path.basename(w) for w in wheels], platform).encode()
+                data = manifest_with_wheels(data.decode(), [os.path.basename(w) for w in wheels], platform,
+                                            python).encode()
             _write(zf, arc, data)
         for wheel in wheels:
             with open(wheel, "rb") as f:
@@ -198,13 +221,19 @@ def run_build(out_dir: str = "dist", platforms=("none",)) -> list[str]:
     """``jakobsen build [--platform ...]``: the zips asked for (``all``: one per platform and the
     one without the compiler)."""
     chosen = list(PLATFORMS) + ["none"] if "all" in platforms else list(platforms)
+    jobs = [(None, None) if p == "none" else (p, python) for p in chosen for python in
+            ((None,) if p == "none" else PYTHONS)]
     paths = []
-    for platform in chosen:
-        path = build(out_dir, platform=None if platform == "none" else platform)
+    for platform, python in jobs:
+        path = build(out_dir, platform=platform, python=python)
         with zipfile.ZipFile(path) as zf:
             names = zf.namelist()
         size = os.path.getsize(path)
-        what = "numpy kernels, any platform" if platform == "none" else f"numba kernels, {platform}"
+        if platform is None:
+            what = "numpy kernels, any platform"
+        else:
+            first, beyond = PYTHONS[python]
+            what = f"numba kernels, {platform}, Blender {first}" + (f" to before {beyond}" if beyond else " and later")
         print(f"jakobsen build: {path} ({len(names)} files, {size / 1e6:.1f} MB; {what})")
         paths.append(path)
     print("  install it in Blender 4.2+: Edit > Preferences > Get Extensions > Install from Disk")

@@ -135,19 +135,29 @@ def test_the_zip_holds_the_add_on_at_its_root_and_the_solver_as_a_wheel(tmp_path
         assert a.read() == b.read()
 
 
-@pytest.mark.parametrize("platform", [None, "linux-x64", "windows-x64", "macos-arm64"])
-def test_blenders_validator_accepts_the_zip(tmp_path, platform):
+@pytest.mark.parametrize("platform, python", [(None, None), ("linux-x64", "3.11"), ("linux-x64", "3.13"),
+                                              ("windows-x64", "3.11"), ("windows-x64", "3.13"),
+                                              ("macos-arm64", "3.11"), ("macos-arm64", "3.13")])
+def test_blenders_validator_accepts_the_zip(tmp_path, platform, python):
     import bpy
 
-    path = build_mod.build(str(tmp_path), platform=platform)
+    path = build_mod.build(str(tmp_path), platform=platform, python=python)
     with zipfile.ZipFile(path) as zf:
         manifest = tomllib.loads(zf.read("blender_manifest.toml").decode())
         names = zf.namelist()
     if platform:
         assert manifest["platforms"] == [platform]
-        for python in ("cp311", "cp313"):  # Blender 4.2 to 5.0, and 5.1 on
-            assert any(n.startswith("wheels/numba-") and f"-{python}-" in n for n in names)
-            assert any(n.startswith("wheels/llvmlite-") and f"-{python}-" in n for n in names)
+        # Only this Python's wheels (Blender 4.2 keeps one wheel per name, whatever its Python),
+        # and only the Blender versions that have this Python.
+        tag = "-cp" + python.replace(".", "") + "-"
+        for package in ("numba", "llvmlite"):
+            wheels = [n for n in names if n.startswith(f"wheels/{package}-")]
+            assert len(wheels) == 1 and tag in wheels[0], wheels
+        first, beyond = build_mod.PYTHONS[python]
+        assert manifest["blender_version_min"] == first
+        assert manifest.get("blender_version_max") == beyond
+    else:
+        assert manifest["blender_version_min"] == "4.2.0" and "blender_version_max" not in manifest
     assert all(f"./{n}" in manifest["wheels"] for n in names if n.startswith("wheels/"))
     scripts = bpy.utils.system_resource('SCRIPTS')
     cli = os.path.join(scripts, "addons_core", "bl_pkg", "cli", "blender_ext.py")
@@ -160,7 +170,9 @@ def test_blenders_validator_accepts_the_zip(tmp_path, platform):
 def test_install_from_disk_enable_bake_disable_uninstall_in_real_blender(tmp_path):
     """The Linux zip, with numba and llvmlite in it as wheels: the bake runs on the compiled kernels
     from the wheels the extension installed (not from this test's own environment)."""
-    path = build_mod.build(str(tmp_path / "dist"), platform="linux-x64")
+    # The zip for this Blender's Python (the one a user of this Blender downloads).
+    path = build_mod.build(str(tmp_path / "dist"), platform="linux-x64",
+                           python=f"{sys.version_info.major}.{sys.version_info.minor}")
     home = tmp_path / "home"
     home.mkdir()
     env = dict(os.environ, HOME=str(home), BLENDER_USER_RESOURCES=str(home / "blender"))
