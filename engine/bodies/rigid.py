@@ -1,14 +1,13 @@
-"""Rigid bodies: mass properties from a mesh, collision shapes, sample points, the particle cluster.
+"""Rigid bodies: mass properties from a mesh, collision shapes, sample points, the derived cluster.
 
-A rigid body is Jakobsen's particle cluster: four particles of mass M/4 at (+-a_x, +-a_y, +-a_z)
-(the even sign patterns) in the body's principal frame, with a_k chosen so the cluster has the
-mesh's mass, centre of mass and inertia tensor exactly. Any point p of the body is a fixed affine
-combination p = sum c_i x_i of the four particles (its weights are the same at every pose), which
-is how collision geometry is embedded. Because four particles held by six sticks bleed spin under
-projection (thesis, section 3.2) and cannot conserve momentum to 1e-6, the solver keeps the
-cluster's rigid pose (centre, orientation, velocity, angular velocity) as its state; the particle
-positions follow from it (``cluster_positions``) and contact corrections move the cluster as the
-converged Jakobsen projection would: by the rigid body's own generalized inverse mass.
+What the solver steps is each body's rigid pose (centre of mass, orientation) and velocities,
+moved by Extended XPBD; its sample points and shape are fixed in the body's frame. Jakobsen's
+particle cluster (four particles of mass M/4 at (+-a_x, +-a_y, +-a_z), the even sign patterns, in
+the principal frame, with a_k chosen so that the cluster has the mesh's mass, centre of mass and
+inertia tensor exactly) is derived from the pose (``cluster_positions``), not stepped: four
+particles held by six sticks bleed spin under projection (thesis, section 3.2) and cannot
+conserve momentum to 1e-6, so contact corrections move the body as the converged Jakobsen
+projection would, by the rigid body's own generalized inverse mass.
 
 Shapes: n vertices, B bodies, P sample points.
 """
@@ -285,13 +284,6 @@ def cluster_offsets(mass: float, inertia: np.ndarray) -> np.ndarray:
     a = np.sqrt(np.maximum(s, 0.0) / mass)
     signs = np.array([[1, 1, 1], [1, -1, -1], [-1, 1, -1], [-1, -1, 1]], float)
     return signs * a
-
-
-def embedding_weights(cluster: np.ndarray, points: np.ndarray) -> np.ndarray:
-    """Weights c (k, 4), sum 1, with p = sum c_i x_i for body-frame points (k, 3) in a cluster (4, 3)."""
-    m = np.vstack([cluster.T, np.ones(4)])  # (4, 4): [x_i; 1]
-    rhs = np.vstack([np.asarray(points, float).T, np.ones(len(points))])
-    return np.linalg.solve(m, rhs).T
 
 
 @dataclass(frozen=True)
