@@ -138,18 +138,17 @@ def solver_settings(scene) -> SolverSettings:
         settings.validate()
     except JakobsenError as error:
         # The engine names its own parameters ("air_velocity"); the user knows the panel's labels.
-        words = str(error).replace(":", " ").split()
-        for field, prop in _PANEL_PROPERTY.items():
-            if field in words:
-                if field == "gravity" and props.use_scene_gravity:
-                    shown = "Gravity (Scene > Gravity)"
-                elif field == "frame_rate":
-                    shown = "Frame Rate (Output Properties > Format)"
-                else:
-                    shown = f"{label(props, prop)} (Scene > Jakobsen Physics)"
-                raise JakobsenError(f"scene '{scene.name}': its {shown} is out of the range the solver takes "
-                                    f"({error})") from None
-        raise
+        field = error.setting
+        if field not in _PANEL_PROPERTY:
+            raise
+        if field == "gravity" and props.use_scene_gravity:
+            shown = "Gravity (Scene > Gravity)"
+        elif field == "frame_rate":
+            shown = "Frame Rate (Output Properties > Format)"
+        else:
+            shown = f"{label(props, _PANEL_PROPERTY[field])} (Scene > Jakobsen Physics)"
+        raise JakobsenError(f"scene '{scene.name}': its {shown} is out of the range the solver takes "
+                            f"({error})") from None
     return settings
 
 

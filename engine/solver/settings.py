@@ -45,23 +45,30 @@ class SolverSettings:
     energy_guard: bool = True
 
     def validate(self) -> None:
+        """Raise JakobsenError (its ``setting`` the field's name) for a setting out of range."""
         for name in ("substeps", "iterations", "velocity_iterations", "contact_iterations"):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1:
-                raise JakobsenError(f"solver settings: {name} must be a whole number >= 1, got {value!r}")
+                raise JakobsenError(f"solver settings: {name} must be a whole number >= 1, got {value!r}", setting=name)
             if value > 10_000:
-                raise JakobsenError(f"solver settings: {name} = {value} is absurd (at most 10000)")
+                raise JakobsenError(f"solver settings: {name} = {value} is absurd (at most 10000)", setting=name)
         if not (math.isfinite(self.frame_rate) and 0.0 < self.frame_rate <= 100_000.0):
-            raise JakobsenError(f"solver settings: frame_rate must be a positive number of frames per second, got {self.frame_rate}")
+            raise JakobsenError("solver settings: frame_rate must be a positive number of frames per second, got "
+                                f"{self.frame_rate}", setting="frame_rate")
         if not (math.isfinite(self.damping) and 0.0 <= self.damping <= 1e6):
-            raise JakobsenError(f"solver settings: damping must be >= 0 and at most 1e6 (1/s), got {self.damping}")
+            raise JakobsenError(f"solver settings: damping must be >= 0 and at most 1e6 (1/s), got {self.damping}",
+                                setting="damping")
         # Finite in float64 is not enough: 3e38 m/s^2 of gravity overflows to inf in the single
         # precision Blender keeps, and anything near it is no physics anyway.
         for name, limit, unit in (("gravity", MAX_ACCELERATION, "m/s^2"), ("air_velocity", MAX_SPEED, "m/s"),
                                   ("wind_acceleration", MAX_ACCELERATION, "m/s^2")):
-            check_vector(getattr(self, name), name, "solver settings", limit=limit, unit=unit)
+            try:
+                check_vector(getattr(self, name), name, "solver settings", limit=limit, unit=unit)
+            except JakobsenError as error:
+                raise JakobsenError(str(error), setting=name) from None
         if not isinstance(self.energy_guard, (bool, np.bool_)):
-            raise JakobsenError(f"solver settings: energy_guard must be True or False, got {self.energy_guard!r}")
+            raise JakobsenError(f"solver settings: energy_guard must be True or False, got {self.energy_guard!r}",
+                                setting="energy_guard")
 
     @property
     def substep(self) -> float:
