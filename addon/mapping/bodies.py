@@ -108,6 +108,24 @@ def add_collider(builder: ModelBuilder, obj, depsgraph, track, frame_rate: float
                            animated=track is not None)
 
 
+def initial_velocities(obj, mode: str, warnings: list[str]) -> tuple[tuple, tuple]:
+    """The body's Initial Velocity (world m/s) and Angular (world rad/s), or zeros when it is off.
+    A body with Dynamic Off follows its animation, so its initial velocity is left out (with a
+    warning when one is set)."""
+    rb = obj.jakobsen.rigid_body
+    still = (0.0, 0.0, 0.0)
+    if not rb.use_initial_velocity:
+        return still, still
+    linear = tuple(float(v) for v in rb.initial_velocity)
+    angular = tuple(float(v) for v in rb.initial_angular_velocity)
+    if mode == "kinematic":
+        if any(linear) or any(angular):
+            warnings.append(f"{describe(obj)}: its Initial Velocity is ignored: with Dynamic Off it follows its "
+                            "animation (set Dynamic On to start it moving)")
+        return still, still
+    return linear, angular
+
+
 def add_rigid_body(builder: ModelBuilder, obj, depsgraph, track, frame_rate: float,
                     warnings: list[str]) -> BodyBinding | ColliderBinding:
     """A rigid body: an engine body, or for a passive body that collides with its faces a
@@ -128,6 +146,7 @@ def add_rigid_body(builder: ModelBuilder, obj, depsgraph, track, frame_rate: flo
     size = max(float(np.ptp(world, axis=0).max()), 1e-9)
     flat = float(np.linalg.svd(world - world.mean(axis=0), compute_uv=False)[-1]) <= 1e-6 * size
     faces_collide = rb.collision_shape == 'STATIC_MESH' or (rb.collision_shape == 'AUTOMATIC' and flat)
+    velocity, angular_velocity = initial_velocities(obj, mode, warnings)
     if mode == "kinematic" and faces_collide:
         # Rest-pose world vertices, moved by the object's motion from its rest pose.
         offset = np.linalg.inv(rigid(rotation, m[:3, 3]))
@@ -167,7 +186,7 @@ def add_rigid_body(builder: ModelBuilder, obj, depsgraph, track, frame_rate: flo
         world, faces, name=obj.name,
         mass=None if rb.use_density else float(rb.mass), density=float(rb.density),
         shape=shape, shape_frame=m, friction=float(rb.friction), restitution=float(rb.bounce),
-        mode=mode, motion=motion,
+        mode=mode, motion=motion, velocity=velocity, angular_velocity=angular_velocity,
         linear_damping=damping_rate(rb.linear_damping), angular_damping=damping_rate(rb.angular_damping),
         drag=float(rb.drag), follow_position=FOLLOW_RATE * float(rb.follow_position) if follows else 0.0,
         follow_rotation=FOLLOW_RATE * float(rb.follow_rotation) if follows else 0.0)

@@ -18,11 +18,23 @@ from ..translate.transforms import matrix
 from .bindings import BodyBinding, ColliderBinding
 
 
+def _is_wheel(ob) -> bool:
+    return ob.jakobsen.connector.connector_type == 'WHEEL_SUSPENSION'
+
+
+def _is_angular(ob) -> bool:
+    return ob.jakobsen.motor.motor_type == 'ANGULAR'
+
+
 # Animatable settings of the Empties, sampled per frame when the Empty has animation:
-# setting -> (role, getter of the evaluated object). A motor reads only the target its mode uses.
+# setting -> (role, getter of the evaluated object, whether the object uses it). A motor reads
+# only the target its mode uses, and the torque or the force its type uses.
 ANIMATABLE = {
-    "steering": ('CONNECTOR', lambda ob: ob.jakobsen.connector.steering_angle),
-    "motor target": ('MOTOR', lambda ob: motor_target(ob.jakobsen.motor)),
+    "steering": ('CONNECTOR', lambda ob: ob.jakobsen.connector.steering_angle, _is_wheel),
+    "motor target": ('MOTOR', lambda ob: motor_target(ob.jakobsen.motor), None),
+    "motor on": ('MOTOR', lambda ob: float(ob.jakobsen.motor.use_motor), None),
+    "motor torque": ('MOTOR', lambda ob: ob.jakobsen.motor.max_torque, _is_angular),
+    "motor force": ('MOTOR', lambda ob: ob.jakobsen.motor.max_force, lambda ob: not _is_angular(ob)),
 }
 
 
@@ -42,9 +54,8 @@ def animated_settings(objects) -> dict[tuple, object]:
     for obj in objects:
         if obj.type != 'EMPTY' or not has_animation(obj):
             continue
-        for setting, (role, getter) in ANIMATABLE.items():
-            if obj.jakobsen.type == role and (setting != "steering"
-                                               or obj.jakobsen.connector.connector_type == 'WHEEL_SUSPENSION'):
+        for setting, (role, getter, uses) in ANIMATABLE.items():
+            if obj.jakobsen.type == role and (uses is None or uses(obj)):
                 out[(obj.name, setting)] = getter
     return out
 
@@ -226,9 +237,16 @@ def add_empties(builder: ModelBuilder, objects, depsgraph, bodies: list[BodyBind
             breakable.setdefault(obj.name, "spring")
         else:
             m = obj.jakobsen.motor
-            angular = m.motor_type == 'ANGULAR'
-            effort = {"torque": float(m.max_torque)} if angular else {"force": float(m.max_force)}
+            effort = (("torque", "motor torque") if m.motor_type == 'ANGULAR' else ("force", "motor force"))
+            settings = {effort[0]: setting_over_time(obj, effort[1], sampled, frame_rate)}
+            enabled = setting_over_time(obj, "motor on", sampled, frame_rate)
+            if isinstance(enabled, Track):
+                # Keyed on and off: a boolean's keys hold their value, so each frame's sample is 0 or 1.
+                settings["enabled"] = Track(rate=frame_rate, values=(np.asarray(enabled.values) > 0.5).astype(float))
+            elif not enabled:
+                settings["enabled"] = 0.0
+            # (A motor that is on throughout leaves ``enabled`` at the engine's default.)
             builder.add_motor(ends[0], ends[1], frame[:3, 2], name=obj.name, kind=m.motor_type.lower(),
                               mode=MOTOR_MODES[m.mode],
-                              target=setting_over_time(obj, "motor target", sampled, frame_rate), **effort)
+                              target=setting_over_time(obj, "motor target", sampled, frame_rate), **settings)
     return breakable
