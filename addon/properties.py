@@ -249,6 +249,7 @@ class JakobsenColliderSettings(PropertyGroup):
             ('BOX', "Box", "The object's bounding box"),
             ('SPHERE', "Sphere", "A sphere around the bounding box centre"),
             ('CAPSULE', "Capsule", "A capsule along the object's local Z axis"),
+            ('MESH', "Mesh", "The mesh's faces as they are (bumpy terrain, ramps, bowls, anything with holes)"),
         ),
         default='AUTOMATIC',
     )

@@ -87,6 +87,75 @@ def rigid_track(obj, track: np.ndarray, scale: np.ndarray, frame_rate: float, of
     return Track(rate=frame_rate, values=np.array(rotations))
 
 
+def mesh_collider(obj, data: MeshData, m: np.ndarray, track, frame_rate: float, friction: float,
+                  bounce: float, warnings: list[str]) -> TriangleMesh:
+    """The object's faces as a triangle-mesh collider: its world vertices on the first frame,
+    moved along its animation (the motion from that pose) if it has one. A Collider with Shape
+    Mesh and a rigid body with Dynamic Off and Static Mesh collide the same way."""
+    where = describe(obj)
+    rotation, scale = rotation_and_scale(m, where, [])  # (the faces are exact in the world, sheared or not)
+    world = into_world(data.local, m)
+    motion = None
+    if track is not None:
+        motion = rigid_track(obj, track, scale, frame_rate, np.linalg.inv(rigid(rotation, m[:3, 3])), warnings)
+    return TriangleMesh.from_mesh(world, face_list(data.loop_total, data.corners), where=where,
+                                  friction=float(friction), restitution=float(bounce), motion=motion,
+                                  name=obj.name)
+
+
+# How far a mesh's surface may lie from the shape fitted to it: a tenth of the shape's thinnest
+# extent, and at least this fraction of the mesh's size (a plane has no thickness).
+FIT_TOLERANCE, FIT_FLOOR = 0.1, 0.002
+FIT_LEFT_OUT = 0.25  # warn when more of the mesh's surface area than this is off the shape
+
+# Where each triangle of a face is sampled (barycentric): its centre and a point towards each corner.
+_SAMPLES = np.array([[1 / 3, 1 / 3, 1 / 3], [2 / 3, 1 / 6, 1 / 6], [1 / 6, 2 / 3, 1 / 6], [1 / 6, 1 / 6, 2 / 3]])
+
+
+def surface_samples(points: np.ndarray, loop_total, corners) -> tuple[np.ndarray, np.ndarray]:
+    """Points spread over a mesh's faces (each face fanned into triangles, four points a
+    triangle) and the area each stands for: (s, 3), (s,)."""
+    loop_total = np.asarray(loop_total, dtype=np.int64)
+    starts = np.concatenate(([0], np.cumsum(loop_total)[:-1])).astype(np.int64)
+    face_of = np.repeat(np.arange(len(loop_total)), loop_total)
+    within = np.arange(len(corners)) - starts[face_of]
+    fan = np.flatnonzero((within >= 1) & (within <= loop_total[face_of] - 2))  # corner j: triangle (0, j, j + 1)
+    a, b, c = points[corners[starts[face_of[fan]]]], points[corners[fan]], points[corners[fan + 1]]
+    area = 0.5 * np.linalg.norm(np.cross(b - a, c - a), axis=1)
+    samples = np.einsum("sk,tkd->tsd", _SAMPLES, np.stack([a, b, c], axis=1)).reshape(-1, 3)
+    return samples, np.repeat(area / len(_SAMPLES), len(_SAMPLES))
+
+
+def surface_off_fitted_shape(shape: str, size: dict, offset: np.ndarray, points: np.ndarray, loop_total,
+                             corners) -> tuple[float, float]:
+    """How much of a mesh the collision shape fitted to it leaves out: (the fraction of its
+    surface area that lies farther than the tolerance from the shape's surface, the tolerance
+    in m). points: (n, 3) the mesh in the object's rotated but unscaled frame (where
+    ``fit_shape`` fits), offset: the shape's frame in it."""
+    samples, areas = surface_samples(points, loop_total, corners)
+    q = (samples - offset[:3, 3]) @ offset[:3, :3]  # in the shape's frame
+    if shape == 'BOX':
+        half = np.asarray(size["half_extents"])
+        outside = np.abs(q) - half
+        distance = np.abs(np.linalg.norm(np.maximum(outside, 0.0), axis=1) + np.minimum(outside.max(axis=1), 0.0))
+        thinnest = 2.0 * float(half.min())
+    elif shape == 'SPHERE':
+        distance = np.abs(np.linalg.norm(q, axis=1) - size["radius"])
+        thinnest = 2.0 * size["radius"]
+    elif shape == 'CAPSULE':
+        axis_point = np.clip(q[:, 2], -size["half_height"], size["half_height"])
+        distance = np.abs(np.linalg.norm(q - np.outer(axis_point, [0.0, 0.0, 1.0]), axis=1) - size["radius"])
+        thinnest = 2.0 * size["radius"]
+    else:  # a plane: its normal is the frame's Z
+        distance = np.abs(q[:, 2])
+        thinnest = 0.0
+    tolerance = max(FIT_TOLERANCE * thinnest, FIT_FLOOR * float(np.ptp(points, axis=0).max()))
+    total = float(areas.sum())
+    if total <= 0.0:
+        return 0.0, tolerance
+    return float(areas[distance > tolerance].sum()) / total, tolerance
+
+
 def add_collider(builder: ModelBuilder, obj, depsgraph, track, frame_rate: float,
                   warnings: list[str]) -> ColliderBinding:
     where = describe(obj)
@@ -96,8 +165,24 @@ def add_collider(builder: ModelBuilder, obj, depsgraph, track, frame_rate: float
         raise JakobsenError(f"{where}: the mesh has no vertices to fit a collision shape to")
     m = matrix(obj.evaluated_get(depsgraph).matrix_world)
     check_matrix(obj, m)
+    if c.shape == 'MESH':
+        if len(data.loop_total) == 0:
+            raise JakobsenError(f"{where}: the mesh has no faces to collide with (Shape: Mesh); give it faces "
+                                "or choose another Shape")
+        index = builder.add_collider(mesh_collider(obj, data, m, track, frame_rate, c.friction, c.bounce, warnings))
+        return ColliderBinding(object_name=obj.name, role='COLLIDER', shape='MESH', index=index,
+                               animated=track is not None)
     rotation, scale = rotation_and_scale(m, where, warnings)
     shape, cls, size, offset = fit_shape(c.shape, data.local, scale, where)
+    if len(data.loop_total):
+        left_out, tolerance = surface_off_fitted_shape(shape, size, offset, data.local * scale, data.loop_total,
+                                                       data.corners)
+        if left_out > FIT_LEFT_OUT:
+            chosen = shape.lower() if c.shape != 'AUTOMATIC' else f"automatic shape ({shape.lower()})"
+            warnings.append(f"{where}: its {chosen} leaves out much of its mesh ({left_out:.0%} of its surface "
+                            f"lies more than {tolerance:.3g} m from the {shape.lower()}'s), so things collide "
+                            "with the shape, not with what is seen; set Shape: Mesh (Physics > Jakobsen "
+                            "Physics > Collider) to collide with its faces")
     kwargs = dict(size, friction=float(c.friction), restitution=float(c.bounce), name=obj.name)
     if track is None:
         collider = cls(transform=rigid(rotation, m[:3, 3]) @ offset, **kwargs)
@@ -148,12 +233,8 @@ def add_rigid_body(builder: ModelBuilder, obj, depsgraph, track, frame_rate: flo
     faces_collide = rb.collision_shape == 'STATIC_MESH' or (rb.collision_shape == 'AUTOMATIC' and flat)
     velocity, angular_velocity = initial_velocities(obj, mode, warnings)
     if mode == "kinematic" and faces_collide:
-        # Rest-pose world vertices, moved by the object's motion from its rest pose.
-        offset = np.linalg.inv(rigid(rotation, m[:3, 3]))
-        motion = rigid_track(obj, track, scale, frame_rate, offset, warnings) if moves else None
-        collider = TriangleMesh.from_mesh(world, faces, where=where, friction=float(rb.friction),
-                                          restitution=float(rb.bounce), motion=motion, name=obj.name)
-        index = builder.add_collider(collider)
+        index = builder.add_collider(mesh_collider(obj, data, m, track, frame_rate, rb.friction, rb.bounce,
+                                                   warnings))
         return ColliderBinding(object_name=obj.name, role='RIGID_BODY', shape='STATIC_MESH', index=index,
                                animated=moves)
     if rb.collision_shape == 'STATIC_MESH' and mode == "dynamic":
