@@ -146,6 +146,18 @@ def takes_part(obj) -> bool:
     return obj.jakobsen.enabled
 
 
+def simulated_ancestor(obj):
+    """The nearest parent (or grandparent...) of ``obj`` that the solver moves and the bake keys
+    (a rigid body with Dynamic On or Ghost that takes part), or None."""
+    o = obj.parent
+    while o is not None:
+        if (o.type == 'MESH' and takes_part(o) and o.jakobsen.type == 'RIGID_BODY'
+                and o.jakobsen.rigid_body.dynamic != 'OFF'):
+            return o
+        o = o.parent
+    return None
+
+
 def enabled_objects(context) -> list:
     """The objects that take part, in a stable order (by name)."""
     context.view_layer.update()  # objects linked since the last update are not in the view layer before

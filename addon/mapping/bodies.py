@@ -9,15 +9,35 @@ import numpy as np
 from jakobsen_engine import JakobsenError, ModelBuilder, Track, TriangleMesh
 
 from ..blender_io.checks import ROLE_NAMES, check_invertible, check_matrix, describe
-from ..blender_io.reads import MeshData, may_move, read_mesh
+from ..blender_io.reads import MeshData, may_move, read_mesh, simulated_ancestor
 from ..translate.meshes import face_areas, face_list, fit_shape, mesh_warnings
 from ..translate.settings import FOLLOW_RATE, PIN_WEIGHT, RIGID_MODES, RIGID_SHAPES, damping_rate
 from ..translate.transforms import matrix, rigid, rotation_and_scale, world as into_world
 from .bindings import BodyBinding, ColliderBinding
 
 
+def parent_warning(obj, warnings: list[str]) -> bool:
+    """Warns (and returns True) when a parent of ``obj`` is a body the bake moves: on playback the
+    object would be moved twice, by what the bake writes for it and by its parent's keys (or, if
+    the bake writes nothing for it, simulated where it stood while its parent carries it away)."""
+    parent = simulated_ancestor(obj)
+    if parent is None:
+        return False
+    where = describe(obj)
+    role = obj.jakobsen.type
+    moved = role in ('CLOTH', 'SOFT_BODY') or (role == 'RIGID_BODY' and obj.jakobsen.rigid_body.dynamic != 'OFF')
+    how = (f"on playback it is moved twice, by its own baked {'shapes' if role != 'RIGID_BODY' else 'keys'} "
+           f"and again by its parent's" if moved else
+           "it is simulated as if it stood still while its parent carries it away on playback")
+    warnings.append(f"{where}: its parent '{parent.name}' is a simulated rigid body, so {how}; clear the parent "
+                    "(Object > Parent > Clear and Keep Transformation) and join them with a connector (a Fixed "
+                    "one keeps them together)")
+    return True
+
+
 def add_deformable(builder: ModelBuilder, obj, depsgraph, track, warnings: list[str]):
     where = describe(obj)
+    parent_warning(obj, warnings)
     s = obj.jakobsen.cloth
     data = read_mesh(obj, depsgraph, where, s.pin_group)
     if len(data.loop_total) == 0:
@@ -159,6 +179,7 @@ def surface_off_fitted_shape(shape: str, size: dict, offset: np.ndarray, points:
 def add_collider(builder: ModelBuilder, obj, depsgraph, track, frame_rate: float,
                   warnings: list[str]) -> ColliderBinding:
     where = describe(obj)
+    parent_warning(obj, warnings)
     data = read_mesh(obj, depsgraph, where)
     c = obj.jakobsen.collider
     if len(data.local) == 0:
@@ -217,6 +238,7 @@ def add_rigid_body(builder: ModelBuilder, obj, depsgraph, track, frame_rate: flo
     triangle-mesh collider (which the cloth and the other bodies meet the same way)."""
     where = describe(obj)
     rb = obj.jakobsen.rigid_body
+    carried = parent_warning(obj, warnings)
     data = read_rigid_body(obj, depsgraph)
     ob_eval = obj.evaluated_get(depsgraph)
     m = matrix(ob_eval.matrix_world)
@@ -252,7 +274,7 @@ def add_rigid_body(builder: ModelBuilder, obj, depsgraph, track, frame_rate: flo
                         "starts at rest from its pose on the first frame and the bake replaces its animation "
                         "(Free Bake puts it back; Follow Position and Rotation pull it along the animation)")
     if mode != "kinematic":
-        if obj.parent is not None and may_move(obj.parent):
+        if obj.parent is not None and may_move(obj.parent) and not carried:
             warnings.append(f"{where}: its parent moves during the bake; the bake keys it as if the parent "
                             "stayed where it is on the first frame (clear the parent to bake it in world space)")
         deltas = np.r_[obj.delta_location, obj.delta_rotation_euler, np.subtract(obj.delta_rotation_quaternion,

@@ -185,6 +185,33 @@ _PANEL_READERS = {
 }
 
 
+MOTOR_AXLE_DEGREES = 10.0  # a motor further than this from its wheel's axle is warned about
+
+
+def wheel_connectors(wheel, objects) -> list:
+    """The Wheel Suspension connectors among ``objects`` that hold ``wheel`` (their Object B)."""
+    return [o for o in objects if o.type == 'EMPTY' and o.jakobsen.type == 'CONNECTOR'
+            and o.jakobsen.connector.connector_type == 'WHEEL_SUSPENSION' and o.jakobsen.connector.object_b == wheel]
+
+
+def motor_axle_warnings(motor, axis: np.ndarray, objects, depsgraph) -> list[str]:
+    """Warnings for an angular motor whose Object A is the wheel of a Wheel Suspension connector:
+    the motor turns about its Empty's Z, the wheel spins only about the connector's X (its axle),
+    so a motor more than a few degrees off the axle pushes against the connector."""
+    wheel = motor.jakobsen.motor.object_a
+    out = []
+    for connector in wheel_connectors(wheel, objects) if wheel is not None else ():
+        axle = empty_frame(connector, depsgraph)[:3, 0]
+        angle = math.degrees(math.acos(min(1.0, abs(float(np.dot(axis, axle))))))
+        if angle > MOTOR_AXLE_DEGREES:
+            out.append(f"{describe(motor)}: its axis (the Empty's Z) is {angle:.0f} degrees from the axle of the "
+                       f"wheel '{wheel.name}' it drives (the X axis of the Wheel Suspension '{connector.name}'), "
+                       "so only the part of its torque along the axle turns the wheel and the connector takes the "
+                       "rest (at 90 degrees the wheel does not turn at all); turn the Empty so that its Z lies "
+                       "along the axle (Add Motor with the wheel active does)")
+    return out
+
+
 def add_empties(builder: ModelBuilder, objects, depsgraph, bodies: list[BodyBinding],
                  colliders: list[ColliderBinding], sampled: dict, frame_rate: float,
                  warnings: list[str]) -> dict[str, str]:
@@ -246,6 +273,8 @@ def add_empties(builder: ModelBuilder, objects, depsgraph, bodies: list[BodyBind
             elif not enabled:
                 settings["enabled"] = 0.0
             # (A motor that is on throughout leaves ``enabled`` at the engine's default.)
+            if m.motor_type == 'ANGULAR':
+                warnings.extend(motor_axle_warnings(obj, frame[:3, 2], objects, depsgraph))
             builder.add_motor(ends[0], ends[1], frame[:3, 2], name=obj.name, kind=m.motor_type.lower(),
                               mode=MOTOR_MODES[m.mode],
                               target=setting_over_time(obj, "motor target", sampled, frame_rate), **settings)

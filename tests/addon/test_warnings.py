@@ -135,3 +135,130 @@ def test_shape_mesh_needs_faces(blender, helpers):
     _frames(1, 4)
     with pytest.raises(JakobsenError, match=r"collider 'Dots': the mesh has no faces to collide with \(Shape: Mesh\)"):
         scene_to_model.build(bpy.context)
+
+
+# -- children of simulated bodies -------------------------------------------------------------------
+
+def _parented(child, parent):
+    child.parent = parent
+    child.matrix_parent_inverse = parent.matrix_world.inverted()
+    return child
+
+
+def _children_warnings(warnings, child, parent):
+    return [w for w in warnings if f"'{child}': its parent '{parent}' is a simulated rigid body" in w]
+
+
+@pytest.mark.parametrize("role, settings, twice", [
+    ('RIGID_BODY', {}, True),  # a wheel parented to the car it is simulated with
+    ('RIGID_BODY', {"dynamic": 'GHOST'}, True),
+    ('RIGID_BODY', {"dynamic": 'OFF'}, False),  # simulated standing still, carried away on playback
+    ('COLLIDER', {}, False),
+])
+def test_a_simulated_child_of_a_simulated_body_is_named_with_its_parent(blender, role, settings, twice):
+    body = _cube("Body", size=1.0, location=(0.0, 0.0, 2.0), collision_shape='BOX')
+    child = _cube("Part", size=0.3, location=(2.0, 0.0, 2.0), collision_shape='BOX')
+    _enable(child, role, **settings)
+    _parented(child, body)
+    _frames(1, 4)
+    warnings = _children_warnings(scene_to_model.build(bpy.context).warnings, "Part", "Body")
+    print(warnings)
+    assert len(warnings) == 1
+    assert ("moved twice" in warnings[0]) == twice
+    assert "Clear and Keep Transformation" in warnings[0]
+
+
+def test_a_cloth_child_and_a_grandchild_through_an_empty_are_named(blender, helpers):
+    body = _cube("Body", size=1.0, location=(0.0, 0.0, 2.0), collision_shape='BOX')
+    group = _parented(_empty("Group", (1.0, 0.0, 2.0)), body)
+    flag = helpers.link(bpy.data.objects.new("Flag", helpers.grid_mesh("Flag", 3, 3, 1.0)))
+    _enable(flag, 'CLOTH')
+    flag.location = (3.0, 0.0, 2.0)
+    _parented(flag, group)
+    _frames(1, 4)
+    warnings = _children_warnings(scene_to_model.build(bpy.context).warnings, "Flag", "Body")
+    assert len(warnings) == 1 and "baked shapes" in warnings[0]
+
+
+def test_children_that_do_not_take_part_or_of_passive_parents_are_not_warned_about(blender):
+    body = _cube("Body", size=1.0, location=(0.0, 0.0, 2.0), collision_shape='BOX')
+    decoration = _parented(_cube("Decoration", size=0.2, location=(0.0, 0.0, 2.7)), body)
+    decoration.jakobsen.enabled = False  # rides along with the body: what a C4D user parents a car's shell for
+    stand = _cube("Stand", size=1.0, location=(3.0, 0.0, 0.5), dynamic='OFF', collision_shape='BOX')
+    _parented(_cube("Lamp", size=0.2, location=(3.0, 0.0, 1.2), collision_shape='BOX'), stand)
+    _frames(1, 4)
+    assert not [w for w in scene_to_model.build(bpy.context).warnings if "is a simulated rigid body" in w]
+
+
+def test_a_dynamic_child_of_a_falling_body_plays_back_moved_twice_as_warned(blender):
+    """What the warning is about: the bake keys the child where it was simulated, in its
+    parent's space as on the first frame; on playback the parent's own keys move it again."""
+    body = _cube("Body", size=1.0, location=(0.0, 0.0, 2.0), collision_shape='BOX')
+    child = _parented(_cube("Part", size=0.3, location=(2.0, 0.0, 2.0), collision_shape='BOX'), body)
+    _frames(1, 12)
+    job = BakeJob(bpy.context.scene.name)
+    job.run()
+    simulated = job.body_results("Part")[-1][:3, 3]
+    fallen = 2.0 - job.body_results("Body")[-1][2, 3]
+    bpy.context.scene.frame_set(12)
+    shown = np.array(child.matrix_world.translation)
+    print(f"the child was simulated at z = {simulated[2]:.4f}, is shown at {shown[2]:.4f}; the parent fell "
+          f"{fallen:.4f} m")
+    assert fallen > 0.3
+    assert shown[2] == pytest.approx(simulated[2] - fallen, abs=1e-4)
+
+
+# -- a motor turning a wheel about another axis than its axle -----------------------------------
+
+def _wheel_and_motor(motor_degrees: float):
+    """A 0.3 m wheel whose axle is world X, held to the world by a Wheel Suspension (X along the
+    axle, Z up), and a motor Empty at the hub whose Z is ``motor_degrees`` from the axle (in the
+    horizontal plane)."""
+    bpy.ops.mesh.primitive_cylinder_add(radius=0.3, depth=0.2, location=(0.0, 0.0, 1.0), rotation=(0.0, math.pi / 2, 0.0))
+    wheel = _enable(bpy.context.object, 'RIGID_BODY', collision_shape='CYLINDER', mass=10.0)
+    wheel.name = "Wheel"
+    _enable(_empty("Suspension", (0.0, 0.0, 1.0)), 'CONNECTOR', connector_type='WHEEL_SUSPENSION', object_b=wheel)
+    # The Empty's Z onto world X (Y rotation 90 degrees), then turned about world Z.
+    from mathutils import Euler, Matrix
+
+    motor = _empty("Drive", (0.0, 0.0, 1.0))
+    motor.rotation_euler = (Matrix.Rotation(math.radians(motor_degrees), 3, 'Z')
+                            @ Euler((0.0, math.pi / 2, 0.0)).to_matrix()).to_euler()
+    _enable(motor, 'MOTOR', object_a=wheel, mode='REGULATE_SPEED', target_angular_speed=10.0, max_torque=50.0)
+    return wheel, motor
+
+
+def _motor_warnings(warnings):
+    return [w for w in warnings if w.startswith("motor 'Drive': its axis")]
+
+
+@pytest.mark.parametrize("degrees", [0.0, 6.0, 25.0, 90.0, 160.0])
+def test_a_motor_off_its_wheels_axle_is_named_with_the_angle(blender, degrees):
+    _wheel_and_motor(degrees)
+    _frames(1, 4)
+    warnings = _motor_warnings(scene_to_model.build(bpy.context).warnings)
+    off = min(degrees, 180.0 - degrees)  # either sign of the axle is the axle
+    print(warnings)
+    assert len(warnings) == (off > 10.0)
+    if warnings:
+        assert f"is {off:.0f} degrees from the axle of the wheel 'Wheel'" in warnings[0]
+        assert "Wheel Suspension 'Suspension'" in warnings[0]
+
+
+@pytest.mark.parametrize("degrees, drives", [(0.0, True), (90.0, False)])
+def test_a_motor_along_the_axle_spins_the_wheel_and_one_across_it_does_not(blender, degrees, drives):
+    """Why the warning matters: across the axle the connector holds the wheel against the motor."""
+    wheel, motor = _wheel_and_motor(degrees)
+    _frames(1, 13)
+    job = BakeJob(bpy.context.scene.name)
+    job.run()
+    r = job.body_results("Wheel")[:, :3, :3]
+    # The wheel's spin about world X: its local Y (a radius) turning in the world YZ plane.
+    radius = r[:, :, 1]
+    spin = np.unwrap(np.arctan2(radius[:, 2], radius[:, 1]))
+    rate = (spin[-1] - spin[-4]) / 3 * bpy.context.scene.render.fps
+    print(f"motor {degrees} degrees off the axle: the wheel spins at {rate:.3f} rad/s about it (target 10)")
+    if drives:
+        assert rate == pytest.approx(10.0, rel=0.02)
+    else:
+        assert abs(rate) < 0.1
