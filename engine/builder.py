@@ -104,6 +104,7 @@ class ModelBuilder:
         self._joints: list[dict] = []
         self._springs: list[dict] = []
         self._motors: list[dict] = []
+        self._vehicles: list = []
         self._forces: list[dict] = []
         self._labels: list[tuple[str, int, int]] = []
         self._names: set[str] = set()
@@ -369,6 +370,39 @@ class ModelBuilder:
         self._motors.append(spec)
         return len(self._motors) - 1
 
+    def joint_index(self, name: str) -> int:
+        """The index of the connector called ``name``."""
+        for k, spec in enumerate(self._joints):
+            if spec["name"] == name:
+                return k
+        raise JakobsenError(f"there is no connector '{name}'")
+
+    # -- vehicles -----------------------------------------------------------------------------
+
+    def add_vehicle(self, chassis: BodyHandle, wheel_joints, *, name: str = "", forward, **settings) -> int:
+        """A vehicle: ``chassis`` on the wheels that the Wheel Suspension connectors ``wheel_joints``
+        (indices from ``add_joint``; each with the chassis as body A and its wheel as body B) hold.
+
+        forward: (3,) world direction of the chassis' front at rest; up (3,), default +Z.
+        settings: drive "rear" | "front" | "all" | "none"; differential "open" | "locked";
+        target_speed m/s, throttle 0..1, motor_torque N m (the most at the driven wheels in all),
+        steering rad (positive turns left), brake and handbrake 0..1 (numbers or Tracks);
+        max_steering rad; ackermann bool; brake_torque N m per wheel; rolling_resistance (a
+        fraction of the weight); initial_speed m/s; suspension {"front": {...}, "rear": {...}}
+        with rest m (the spring is free there), travel m (the wheel moves up from rest by at
+        most this), stiffness N/m, damping N s/m, anti_roll N/m (replacing the connectors' own);
+        wheel_radii (W,) m (default: from the wheels' shapes); path (P, 3) world points to follow,
+        path_speed (P,) factors of the target speed, path_cyclic; look_ahead s,
+        max_lateral_acceleration m/s^2, steering_response s, drift 0..1.
+        Returns the vehicle's index. See ``engine.vehicles``.
+        """
+        from .vehicles.vehicle import make_vehicle
+
+        name = name or f"vehicle {len(self._vehicles)}"
+        self._vehicles.append(make_vehicle(self, self._body_index(chassis), wheel_joints, name=name,
+                                           forward=forward, **settings))
+        return len(self._vehicles) - 1
+
     @staticmethod
     def _body_index(handle) -> int | None:
         if handle is None:
@@ -445,6 +479,7 @@ class ModelBuilder:
             springs=finalize_springs(self._springs, bodies, bodies.count),
             motors=finalize_motors(self._motors, bodies, bodies.count),
             forces=finalize_forces(self._forces),
+            vehicles=tuple(self._vehicles),
         )
         if settings is not None:
             from .solver.solver import substep_warnings

@@ -99,6 +99,7 @@ class Model:
     forces: Forces = field(default_factory=empty_forces)
     springs: Springs = field(default_factory=empty_springs)
     motors: Motors = field(default_factory=empty_motors)
+    vehicles: tuple = ()  # ``vehicles.vehicle.Vehicle``s
 
     @property
     def particle_count(self) -> int:
@@ -154,8 +155,12 @@ class BodyState:
 
     def extras(self):
         """The connectors' state: ``joint_broken_at`` (J,) s (NaN while intact), ``spring_rest``
-        (S,) m (changes when a spring gives way plastically), ``spring_broken_at`` (S,) s."""
-        return self.joint_broken_at, self.spring_rest, self.spring_broken_at
+        (S,) m (changes when a spring gives way plastically), ``spring_broken_at`` (S,) s; and
+        the vehicles' drivers' (``vehicles.control.VehicleState``: speed integral, steering,
+        path segment, (V,) each)."""
+        out = (self.joint_broken_at, self.spring_rest, self.spring_broken_at)
+        drivers = getattr(self, "vehicles", None)
+        return out + ((drivers.integral, drivers.steer, drivers.hint) if drivers is not None else ())
 
 
 class State:

@@ -10,7 +10,8 @@ relative to a reference body or the world, which takes the reaction:
 - "servo": a target angle (position) from the rest pose, reached along the fastest profile the
   maximum torque (force) can brake from, then held.
 
-Targets may be numbers or functions of time (animated every frame).
+Targets, efforts (the torque or force) and the on/off switch may be numbers or functions of
+time (animated every frame); ``Motors.at(t)`` gives the motors as they are at t.
 
 Shapes: M motors, B bodies (index B is the world).
 """
@@ -18,7 +19,7 @@ Shapes: M motors, B bodies (index B is the world).
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -56,7 +57,9 @@ class Motors:
     in A's frame; linear: (M,) bool; mode: (M,) index into MODES; effort: (M,) N m or N (the most
     a speed or servo motor applies, the constant of a force motor); targets: (M,) numbers or
     callables; rest_relative: (M, 4) A's orientation relative to B's at rest; rest_offset: (M, 3)
-    A's centre relative to B's, in B's frame, at rest; names: (M,)."""
+    A's centre relative to B's, in B's frame, at rest; names: (M,); efforts, switches: (M,)
+    numbers or callables, the effort and on (>= 0.5) / off over time (``effort`` is the largest
+    effort, what the warnings judge)."""
 
     a: np.ndarray
     b: np.ndarray
@@ -68,10 +71,25 @@ class Motors:
     rest_relative: np.ndarray
     rest_offset: np.ndarray
     names: tuple
+    efforts: tuple = ()
+    switches: tuple = ()
 
     @property
     def count(self) -> int:
         return len(self.a)
+
+    @property
+    def animated(self) -> bool:
+        return any(callable(e) for e in self.efforts) or any(callable(s) for s in self.switches)
+
+    def at(self, t: float) -> "Motors":
+        """The motors at time t: their efforts then, 0 for those switched off."""
+        if not self.animated:
+            return self
+        where = tuple(f"motor '{n}'" for n in self.names)
+        effort = values_at(self.efforts, t, where, "the torque or force")
+        on = values_at(self.switches, t, where, "the on/off switch") >= 0.5
+        return replace(self, effort=np.where(on, np.maximum(effort, 0.0), 0.0))
 
     def targets_at(self, t: float) -> np.ndarray:
         return values_at(self.targets, t, tuple(f"motor '{n}'" for n in self.names), "the target")
@@ -82,7 +100,7 @@ def empty_motors() -> Motors:
 
 
 def check_motor(a, b, axis, name: str, body_count: int, *, kind="angular", mode="speed", target=0.0,
-                torque=None, force=None) -> dict:
+                torque=None, force=None, enabled=True) -> dict:
     where = f"motor '{name}'"
     if a is None:
         raise JakobsenError(f"{where}: it has no body to drive (Object A)")
@@ -97,14 +115,21 @@ def check_motor(a, b, axis, name: str, body_count: int, *, kind="angular", mode=
     what, value = ("torque", torque) if kind == "angular" else ("force", force)
     if value is None:
         raise JakobsenError(f"{where}: an {kind} motor needs a {what}")
-    effort = float(value)
-    if not (math.isfinite(effort) and 0 <= effort <= FLOAT32_MAX):
+    values = getattr(value, "values", None)  # a Track: its samples are what it can be
+    if callable(value) and values is None:
+        raise JakobsenError(f"{where}: an animated {what} must be a Track (samples over time)")
+    samples = np.asarray(values if values is not None else [value], dtype=float)
+    if not (np.all(np.isfinite(samples)) and np.all(samples >= 0) and np.all(samples <= FLOAT32_MAX)):
         raise JakobsenError(f"{where}: the {what} must be a non-negative finite number (turn the axis round to "
                             f"reverse it), got {value!r}")
     if not callable(target) and not math.isfinite(float(target)):
         raise JakobsenError(f"{where}: the target must be a finite number or a function of time")
+    if not callable(enabled) and not isinstance(enabled, (bool, int, float, np.bool_, np.floating, np.integer)):
+        raise JakobsenError(f"{where}: on/off must be a bool, a number (>= 0.5: on) or a function of time")
     return dict(a=a, b=b, axis=u / np.linalg.norm(u), linear=kind == "linear", mode=MODES.index(mode),
-                effort=effort, target=target if callable(target) else float(target), name=name)
+                effort=float(samples.max()), effort_over_time=value if callable(value) else float(value),
+                switch=enabled if callable(enabled) else float(enabled),
+                target=target if callable(target) else float(target), name=name)
 
 
 def finalize_motors(specs: list[dict], bodies, world: int) -> Motors:
@@ -123,7 +148,8 @@ def finalize_motors(specs: list[dict], bodies, world: int) -> Motors:
     return Motors(a=a, b=b, axis_a=axis_a, linear=np.array([s["linear"] for s in specs], bool),
                   mode=np.array([s["mode"] for s in specs], np.int8), effort=np.array([s["effort"] for s in specs]),
                   targets=tuple(s["target"] for s in specs), rest_relative=rest_relative, rest_offset=rest_offset,
-                  names=tuple(s["name"] for s in specs))
+                  names=tuple(s["name"] for s in specs), efforts=tuple(s["effort_over_time"] for s in specs),
+                  switches=tuple(s["switch"] for s in specs))
 
 
 def motor_positions(motors: Motors, x, q):

@@ -7,6 +7,8 @@ cloth and constraints share one loop.
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 
 from ..bodies.rigid import BodyMode
@@ -18,6 +20,7 @@ from ..constraints.springs import update_springs
 from ..forces import fields as forces
 from ..geometry import quaternions as quat
 from ..model import BodyState, Model
+from ..vehicles.control import VehicleState, drive_vehicles
 
 MARGIN = 5e-3
 # Gauss-Seidel sweeps over a pair's contacts in each contact pass: two hold a stack of boxes
@@ -130,6 +133,8 @@ class RigidStepper:
         self.drive_step, self.drive_speed = drive_limits(model.motors, bodies, h)
         # Continuous collision for bodies faster than their contacts can take back (``collision.sweep``).
         self.sweeper = Sweeper(model, backend.sweep)
+        self.motors = model.motors  # as they are in this substep (animated efforts, brakes)
+        self.gravity = float(np.linalg.norm(gravity))
 
     # -- state --------------------------------------------------------------------------------
 
@@ -139,6 +144,7 @@ class RigidStepper:
         state.joint_broken_at = np.full(m.joints.count, np.nan)
         state.spring_rest = np.array(m.springs.rest, dtype=np.float64)
         state.spring_broken_at = np.full(m.springs.count, np.nan)
+        state.vehicles = VehicleState(len(m.vehicles))
         return state
 
     # -- per frame ----------------------------------------------------------------------------
@@ -240,16 +246,25 @@ class RigidStepper:
         if model.springs.count:
             self.backend.springs.apply_springs(model.springs, x, q, v, w, self.inv_mass, self.inv_inertia, self.h,
                                                bodies.spring_rest, np.isnan(bodies.spring_broken_at), self.accel)
-        if model.motors.count:
-            apply_motor_forces(model.motors, x, q, v, w, self.inv_mass, self.inv_inertia, self.h, t1, self.drive_step,
-                               self.drive_speed)
-            self.motor_speeds = motor_speeds(model.motors, x, q, self.inv_mass, self.inv_inertia, t1, self.drive_speed)
-            self.motor_lam = np.zeros(model.motors.count)
         if model.joints.count:
             self.joint_impulses[...] = 0.0
             self.limit_hits[...] = 0.0
             if model.joints.steered:
                 self.steer = model.joints.steering_at(t1)
+        if model.motors.count:
+            self.motors = model.motors.at(t1)
+        if model.vehicles:
+            # The drivers set steering, drive torques, brakes and grip for this substep.
+            effort = np.array(self.motors.effort)
+            drive_vehicles(model.vehicles, bodies.vehicles, t1, self.h, self.gravity, x, q, v, w, self.inv_mass,
+                           self.inv_inertia, self.steer, effort, self.body_friction)
+            self.motors = replace(self.motors, effort=effort)
+        if model.motors.count:
+            motors = self.motors
+            apply_motor_forces(motors, x, q, v, w, self.inv_mass, self.inv_inertia, self.h, t1, self.drive_step,
+                               self.drive_speed)
+            self.motor_speeds = motor_speeds(motors, x, q, self.inv_mass, self.inv_inertia, t1, self.drive_speed)
+            self.motor_lam = np.zeros(model.motors.count)
 
     def find_contacts(self, bodies: BodyState, t1: float) -> None:
         """This substep's contacts (features against shapes, at the poses after integration), their
@@ -313,7 +328,7 @@ class RigidStepper:
                                                        CONTACT_SWEEPS, q, self.inv_mass, self.inv_inertia,
                                                        buf.rows_a, buf.factors, buf.factored)
         if self.model.motors.count:
-            self.backend.motors.solve_motor_positions(self.model.motors, x, q, self.x_prev, self.q_prev, self.S,
+            self.backend.motors.solve_motor_positions(self.motors, x, q, self.x_prev, self.q_prev, self.S,
                                                       self.inv_mass, self.inv_inertia, self.h, self.motor_speeds,
                                                       self.motor_lam, self.drive_step)
         if self.model.joints.count:

@@ -1,0 +1,223 @@
+"""Driving the vehicles, once a substep, before the bodies move (the driver of each car).
+
+For each vehicle, from the poses and velocities at the substep's start:
+- steering: the driver's angle, or on a path the angle that keeps the front axle on it (the
+  Stanley controller: the heading error plus the cross-track error over the speed) at a steering
+  rate the response time allows; each steered wheel turned by its Ackermann angle;
+- speed: a target (the driver's, or on a path the most the curvature ahead allows at the
+  lateral acceleration limit, braking in time); the drive torque closes the driven wheels' speed
+  error within ``vehicle.RESPONSE`` s and an integral on the chassis' speed takes out what
+  rolling resistance and slopes leave, within the Motor Torque times the Throttle; an open
+  differential gives each wheel of an axle the same torque, a locked one also makes them turn
+  at one speed; the chassis takes the reaction;
+- brakes: each wheel's brake motor gets the brake's and the handbrake's torque plus the rolling
+  resistance's (weight share x coefficient x radius), a brake that never lets go;
+- anti-roll bars: equal and opposite forces on an axle's wheels and the chassis, in proportion to
+  the difference of their travel;
+- drift: the rear wheels lose part of their grip in proportion to the steering.
+
+The car moves only through its wheels: the controller sets torques, brake torques, steering
+angles and grip; contacts and connectors do the rest.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from ..backend.numpy.rigid import world_inverse_inertia
+from ..constraints.common import values_at
+from ..geometry import quaternions as quat
+from .vehicle import DRIFT_GRIP, HANDBRAKE, INTEGRAL, RESPONSE, Vehicle
+
+# Path following: below this speed (m/s) the steering acts as at it.
+SOFT_SPEED = 1.0
+# Braking for a turn ahead uses this share of the lateral limit as deceleration.
+BRAKING_SHARE = 0.7
+# Following a path, the driver brakes fully when this much (m/s) faster than the speed wanted.
+BRAKING_SPEED = 2.0
+
+
+class VehicleState:
+    """What the drivers remember between substeps: the speed integral (N m), the steering angle
+    (rad) and the path segment last found, per vehicle."""
+
+    def __init__(self, count: int):
+        self.integral = np.zeros(count)
+        self.steer = np.zeros(count)
+        self.hint = np.full(count, -1, np.int64)
+
+    def copy(self) -> "VehicleState":
+        out = VehicleState(len(self.integral))
+        out.integral[...], out.steer[...], out.hint[...] = self.integral, self.steer, self.hint
+        return out
+
+
+def _value(setting, t: float, where: str, what: str) -> float:
+    return float(values_at((setting,), t, (where,), what)[0])
+
+
+def drive_vehicles(vehicles: tuple, state: VehicleState, t: float, h: float, gravity: float, x, q, v, w,
+                   inv_mass, inv_inertia, steer, effort, friction) -> None:
+    """One substep of every vehicle's driver, in place: angular velocities w (drive torques and
+    their reaction), v and w (anti-roll bars), joint steering angles ``steer`` (J,), the brake
+    motors' efforts ``effort`` (M,), and the wheels' ``friction`` (B + 1,)."""
+    for k, car in enumerate(vehicles):
+        _drive(car, k, state, t, h, gravity, x, q, v, w, inv_mass, inv_inertia, steer, effort, friction)
+
+
+def _drive(car: Vehicle, k: int, state: VehicleState, t, h, gravity, x, q, v, w, inv_mass, inv_inertia, steer,
+           effort, friction) -> None:
+    where = f"vehicle '{car.name}'"
+    c = car.chassis
+    qc = q[c]
+    forward = quat.rotate(qc, car.forward_local)
+    left = quat.rotate(qc, car.left_local)
+    up = quat.rotate(qc, car.up_local)
+    speed = float(v[c] @ forward)
+    wheels = car.wheels
+
+    # -- what the driver asks for --
+    target = _value(car.target_speed, t, where, "the target speed")
+    if car.path is not None:
+        angle, target, braking = _follow(car, k, state, t, h, x, q, v, forward, left, up, speed, target)
+    else:
+        braking = 0.0
+        angle = min(max(_value(car.steering, t, where, "the steering angle"), -car.max_steering), car.max_steering)
+        state.steer[k] = angle
+    _steer_wheels(car, angle, steer)
+
+    # -- drive --
+    brake = max(_value(car.brake, t, where, "the brake"), braking)
+    available = _value(car.throttle, t, where, "the throttle") * _value(car.motor_torque, t, where,
+                                                                          "the motor torque") * (1.0 - brake)
+    axles = quat.rotate(q[wheels], car.axle_local)
+    spin = np.einsum("ki,ki->k", w[wheels] - w[c], axles)  # forward rolling is positive
+    driven = np.flatnonzero(car.driven)
+    rot_w = quat.to_matrix(q[wheels])
+    i_wheel = world_inverse_inertia(rot_w, inv_inertia[wheels])
+    if len(driven) and available > 0.0:
+        r = float(np.mean(car.radius[driven]))
+        inertia = car.mass * r * r
+        gain = inertia / RESPONSE
+        wheel_error = target / r - float(np.mean(spin[driven]))
+        # The integral only acts within the torque there is, and not while the drive is at its
+        # limit (no wind-up while accelerating, held or coasting).
+        if abs(gain * wheel_error + state.integral[k]) < available:
+            state.integral[k] = min(max(state.integral[k] + gain * (target - speed) / r * h / INTEGRAL,
+                                        -available), available)
+        total = min(max(gain * wheel_error + state.integral[k], -available), available)
+        groups = np.unique(car.axle[driven])
+        torque = np.zeros(len(wheels))
+        for g in groups:
+            members = driven[car.axle[driven] == g]
+            torque[members] = total / len(groups) / len(members)
+        rot_c = quat.to_matrix(qc)
+        i_chassis = world_inverse_inertia(rot_c, inv_inertia[c])
+        impulse = (torque * h)[:, None] * axles  # (W, 3) angular impulses on the wheels
+        w[wheels] += np.einsum("kij,kj->ki", i_wheel, impulse)
+        w[c] -= i_chassis @ impulse.sum(axis=0)
+    else:
+        state.integral[k] = 0.0
+    if car.locked and len(driven):
+        # A locked axle: its driven wheels share one spin (an exchange of angular momentum
+        # between them about their axles).
+        w_eff = np.einsum("ki,kij,kj->k", axles, i_wheel, axles)
+        for g in np.unique(car.axle[driven]):
+            members = driven[car.axle[driven] == g]
+            if len(members) < 2:
+                continue
+            s = np.einsum("ki,ki->k", w[wheels[members]] - w[c], axles[members])
+            mean = float(np.sum(s / w_eff[members]) / np.sum(1.0 / w_eff[members]))
+            w[wheels[members]] += ((mean - s) / w_eff[members])[:, None] * np.einsum(
+                "kij,kj->ki", i_wheel[members], axles[members])
+
+    # -- brakes and rolling resistance --
+    handbrake = _value(car.handbrake, t, where, "the handbrake")
+    rear = car.axle > 0
+    load = car.mass * gravity / len(wheels)
+    effort[car.brakes] = car.brake_torque * (brake + np.where(rear, HANDBRAKE * handbrake, 0.0)) \
+        + car.rolling_resistance * load * car.radius
+
+    # -- drift: the rear lets go in proportion to the steering --
+    if car.drift > 0.0 and car.max_steering > 0.0:
+        lock = min(abs(state.steer[k]) / car.max_steering, 1.0)
+        friction[wheels] = np.where(rear, car.friction * (1.0 - DRIFT_GRIP * car.drift * lock), car.friction)
+
+    # -- anti-roll bars --
+    if len(car.roll_pairs):
+        pivots = x[c] + quat.rotate(qc[None], car.pivot_local)
+        axes = quat.rotate(qc[None], car.travel_axis_local)
+        travel = np.einsum("ki,ki->k", x[wheels] - pivots, axes)
+        rot_c = quat.to_matrix(qc)
+        i_chassis = world_inverse_inertia(rot_c, inv_inertia[c])
+        for (lw, rw), stiffness in zip(car.roll_pairs, car.roll_stiffness):
+            force = stiffness * (travel[lw] - travel[rw])  # pushes the higher wheel down, the other up
+            for m, sign in ((lw, -1.0), (rw, 1.0)):
+                p = sign * force * h * axes[m]
+                v[wheels[m]] += inv_mass[wheels[m]] * p
+                v[c] -= inv_mass[c] * p
+                w[c] -= i_chassis @ np.cross(pivots[m] - x[c], p)
+
+
+def _steer_wheels(car: Vehicle, angle: float, steer) -> None:
+    """Each steered wheel's connector turned by its angle: with Ackermann, the angle that points
+    it at the turning centre on the rear axle's line (the inner wheel turns more)."""
+    steered = np.flatnonzero(car.steered)
+    if not len(steered):
+        return
+    if car.ackermann and abs(angle) > 1e-9:
+        s = math.copysign(1.0, angle)
+        base = car.longitudinal[steered] - car.rear_x
+        radius = float(np.mean(base)) / math.tan(abs(angle))
+        angles = s * np.arctan2(base, radius - s * car.lateral[steered])
+    else:
+        angles = np.full(len(steered), angle)
+    steer[car.joints[steered]] = car.steer_sign[steered] * angles
+
+
+def _follow(car: Vehicle, k: int, state: VehicleState, t, h, x, q, v, forward, left, up, speed, target):
+    """The steering angle, target speed and brake that follow the path (see the module docstring)."""
+    path = car.path
+    c = car.chassis
+    rear = x[c] + quat.rotate(q[c], car.rear_point_local)
+    segment, s, closest = path.closest(rear, int(state.hint[k]))
+    state.hint[k] = segment
+    tangent = path.sample(s, path.tangent)
+    tangent = tangent - up * (tangent @ up)
+    tangent /= max(np.linalg.norm(tangent), 1e-12)
+    # Rear-wheel feedback: the yaw rate that keeps the rear axle on the path (the path's own
+    # turn, fed forward a steering response ahead, less the heading and offset errors over a
+    # critically damped distance of the look-ahead at this speed).
+    heading_error = math.atan2(float(np.cross(tangent, forward) @ up), float(forward @ tangent))  # > 0: points left
+    offset = float(np.cross(tangent, rear - closest) @ up)  # > 0: left of the path
+    moving = max(abs(speed), SOFT_SPEED)
+    span = max(car.look_ahead * moving, 0.5 * car.wheelbase)
+    kappa = float(path.sample(s + moving * 0.5 * car.steering_response, path.curvature))
+    sinc = math.sin(heading_error) / heading_error if abs(heading_error) > 1e-9 else 1.0
+    yaw_rate = moving * (kappa * math.cos(heading_error) / max(1.0 - kappa * offset, 0.2)
+                         - 2.0 / span * heading_error - offset * sinc / (span * span))
+    wanted = math.atan(car.wheelbase * yaw_rate / moving)
+    wanted = min(max(wanted, -car.max_steering), car.max_steering)
+    if car.steering_response > 0.0:
+        rate = car.max_steering / car.steering_response * h
+        wanted = state.steer[k] + min(max(wanted - state.steer[k], -rate), rate)
+    state.steer[k] = wanted
+
+    # Speed: the profile, held to what the curvature ahead allows when braking in time.
+    brake = BRAKING_SHARE * car.max_lateral_acceleration
+    horizon = speed * speed / (2.0 * brake) + car.wheelbase + 1.0
+    ahead, distance = path.ahead(s, horizon)
+    here = np.array([s])
+    ahead, distance = np.concatenate([here, ahead]), np.concatenate([[0.0], distance])
+    kappa = np.abs(np.interp(ahead % path.length if path.cyclic else ahead, path.s, path.curvature))
+    limit = np.minimum(np.sqrt(car.max_lateral_acceleration / np.maximum(kappa, 1e-9)),
+                       abs(target) * np.interp(ahead % path.length if path.cyclic else ahead, path.s, path.speed))
+    cruise = float(np.min(np.sqrt(limit * limit + 2.0 * brake * distance)))
+    if not path.cyclic:
+        # Stop with the chassis' centre (ahead of the rear axle by -rear_x) at the end.
+        cruise = min(cruise, math.sqrt(2.0 * brake * max(path.length - s + car.rear_x, 0.0)))
+    # Faster than that: the driver brakes too (the drive alone slows at its torque's pace).
+    braking = min(max((abs(speed) - cruise) / BRAKING_SPEED, 0.0), 1.0)
+    return wanted, math.copysign(cruise, target if target else 1.0), braking
