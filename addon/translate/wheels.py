@@ -110,8 +110,9 @@ def wheel_geometry(vertices, where: str = "the wheel") -> Wheel:
     """
     v = np.asarray(vertices, dtype=np.float64).reshape(-1, 3)
     if len(v) < 4 or not np.all(np.isfinite(v)):
-        raise JakobsenError(f"{where}: it has {'only ' * bool(len(v))}{len(v)} {'vertex' if len(v) == 1 else 'vertices'}; "
-                            "a wheel needs a round solid with a width (a cylinder, a tyre)")
+        count = f"only {len(v)} {'vertex' if len(v) == 1 else 'vertices'}" if len(v) else "no vertices"
+        raise JakobsenError(f"{where}: it has {count}; a wheel needs a round solid with a width (a cylinder, "
+                            "a tyre)")
     size = float(np.ptp(v, axis=0).max())
     centroid = v.mean(axis=0)
     values, vectors = np.linalg.eigh(np.cov((v - centroid).T, bias=True))
@@ -155,6 +156,19 @@ def wheel_geometry(vertices, where: str = "the wheel") -> Wheel:
         raise JakobsenError(f"{where}: it has no volume (it is flat across its axle); a wheel needs a round "
                             "solid with a width (a cylinder, a tyre)")
     return Wheel(hub=hub, axle=axle, radius=radius, width=float(width))
+
+
+def covers_circle(vertices, wheel: Wheel, bins: int = 6) -> bool:
+    """Whether the vertices farthest from the wheel's axle go all the way round it (each of
+    ``bins`` equal sectors holds one): a tyre's do, a box's four corners do not."""
+    v = np.asarray(vertices, dtype=np.float64).reshape(-1, 3) - wheel.hub
+    u = np.cross(wheel.axle, [1.0, 0.0, 0.0] if abs(wheel.axle[0]) < 0.9 else [0.0, 1.0, 0.0])
+    u /= np.linalg.norm(u)
+    w = np.cross(wheel.axle, u)
+    x, y = v @ u, v @ w
+    outer = np.hypot(x, y) >= 0.9 * wheel.radius
+    sector = np.floor((np.arctan2(y[outer], x[outer]) + np.pi) / (2 * np.pi) * bins).astype(np.int64) % bins
+    return len(np.unique(sector)) == bins
 
 
 # -- loose parts --------------------------------------------------------------------------------------
@@ -232,7 +246,8 @@ class Layout:
     """Where a car's wheels are. lateral: (3,) unit, the car's left (world); forward: (3,) unit,
     its front (world); forward_axis: the chassis-local axis that is ``forward`` (a name of
     ``AXES``); axle_of: (k,) index of each wheel's axle, 0 the frontmost; front: (k,) whether a
-    wheel is on the front axle; left: (k,) whether it is on the car's left; up: (3,) unit."""
+    wheel is on the front axle (none when there is one axle: a trailer's); on_left: (k,) whether it
+    is on the car's left; up: (3,) unit."""
 
     lateral: np.ndarray
     forward: np.ndarray
@@ -240,7 +255,7 @@ class Layout:
     up: np.ndarray
     axle_of: np.ndarray
     front: np.ndarray
-    left: np.ndarray
+    on_left: np.ndarray
 
     @property
     def axle_count(self) -> int:
@@ -279,7 +294,8 @@ def wheel_layout(hubs, axles, chassis_matrix, *, forward_axis: str | None = None
     The lateral direction is the mean axle; the wheelbase runs across it and across ``up``, and
     the forward axis is the chassis-local axis nearest to it, by convention (``CONVENTIONAL_FRONT``)
     the one that is Blender's (or glTF's) front, unless ``forward_axis`` names one. Wheels whose
-    hubs lie within about a wheel radius of each other along the wheelbase share an axle.
+    hubs lie within a wheel radius (``radii``, (k,); without them a tenth of the car's size) of
+    each other along the wheelbase share an axle.
     """
     hubs = np.asarray(hubs, dtype=np.float64).reshape(-1, 3)
     k = len(hubs)
@@ -306,7 +322,10 @@ def wheel_layout(hubs, axles, chassis_matrix, *, forward_axis: str | None = None
         lateral = -lateral
     ahead = hubs @ forward
     order = np.argsort(-ahead, kind="stable")
-    r = float(np.mean(radii)) if radii is not None and len(radii) else float(np.ptp(ahead) / 4 or 1.0)
+    if radii is not None and len(radii):
+        r = float(np.mean(radii))
+    else:  # without radii: a tenth of the car's size
+        r = 0.1 * float(np.ptp(hubs, axis=0).max()) if k > 1 else 1.0
     axle_of = np.zeros(k, dtype=np.int64)
     group = 0
     for previous, current in zip(order[:-1], order[1:], strict=True):
@@ -318,4 +337,4 @@ def wheel_layout(hubs, axles, chassis_matrix, *, forward_axis: str | None = None
     # One axle (a trailer's) is not a front axle: nothing steers it.
     front = (axle_of == 0) & (group > 0)
     return Layout(lateral=lateral, forward=forward, forward_axis=forward_axis, up=up, axle_of=axle_of,
-                  front=front, left=side > 0)
+                  front=front, on_left=side > 0)
