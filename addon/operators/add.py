@@ -7,14 +7,30 @@ Object A (the car tutorial's order: A = the base, B = the wheel); with one mesh 
 is the world. A motor drives Object A relative to Object B, so there the active object (the one
 driven) is Object A and the other selected mesh, if any, Object B (else the world). Bodies that
 do not take part yet are enabled as rigid bodies.
+
+Wheels are found from their geometry (``translate.wheels.wheel_geometry``: hub and axle from the
+vertices, never from the object's local axes): a Wheel Suspension is placed at the wheel's hub
+with its X along the axle and its Z up; an angular motor at the hub of the body it drives with
+its Z along the axle (the axle of the Wheel Suspension holding it, if there is one), the sign
+chosen so that a positive speed rolls the wheel forward: towards the Forward axis of Object B
+(its Vehicle settings when it is a vehicle, else Blender's front, -Y, or the chassis-local axis
+that lies across the axle).
 """
 
 import bpy
+import numpy as np
 from bpy.props import EnumProperty
 from bpy.types import Operator
 from mathutils import Matrix
 
+from jakobsen_engine import JakobsenError
+
+from ..blender_io.checks import describe
+from ..blender_io.reads import read_mesh, takes_part
+from ..mapping.connectors import empty_frame, wheel_connectors
 from ..properties import CONNECTOR_TYPE_ITEMS, MOTOR_TYPE_ITEMS, TYPE_ITEMS
+from ..translate.transforms import matrix, world
+from ..translate.wheels import CONVENTIONAL_FRONT, UP, axis_vector, wheel_geometry
 
 _BODY_ITEMS = tuple(item for item in TYPE_ITEMS if item[0] in ('RIGID_BODY', 'CLOTH', 'SOFT_BODY', 'COLLIDER'))
 
@@ -51,6 +67,68 @@ def _new_empty(context, name: str, kind: str, location, display: str):
     empty.select_set(True)
     context.view_layer.objects.active = empty
     return empty
+
+
+def _wheel(context, obj):
+    """(hub (3,), axle (3,) unit, radius) of a mesh from its evaluated vertices in the world, or
+    None when they do not make a solid (flat, a line)."""
+    try:
+        data = read_mesh(obj, context.evaluated_depsgraph_get(), describe(obj))
+        found = wheel_geometry(world(data.local, matrix(obj.matrix_world)), describe(obj))
+    except JakobsenError:
+        return None
+    return found.hub, found.axle, found.radius
+
+
+def _forward(reference, axle: np.ndarray) -> np.ndarray:
+    """The direction a wheel on ``axle`` rolls forward: Object B's Forward axis (its Vehicle
+    setting when it is a vehicle, else the conventional fronts, -Y first) or for the world -Y,
+    the first that lies across the axle, made horizontal and across it."""
+    frame = np.eye(4) if reference is None else matrix(reference.matrix_world)
+    axes = list(CONVENTIONAL_FRONT)
+    if reference is not None and reference.jakobsen.vehicle.enabled:
+        axes.insert(0, reference.jakobsen.vehicle.forward_axis)
+    for axis in axes:
+        v = axis_vector(frame, axis)
+        v = v - (v @ axle) * axle - (v @ UP) * UP
+        if np.linalg.norm(v) > 0.5:
+            return v / np.linalg.norm(v)
+    return np.cross(axle, UP) / max(np.linalg.norm(np.cross(axle, UP)), 1e-12)
+
+
+def _frame(x=None, z=None, location=(0.0, 0.0, 0.0)) -> Matrix:
+    """A Blender matrix with the given unit X or Z axis (the other axes completed, Z kept as near
+    world up as the X allows), at ``location``."""
+    if z is not None:  # Z given: X across it, horizontal where it can be
+        helper = UP if abs(z @ UP) < 0.9 else np.array([1.0, 0.0, 0.0])
+        x = np.cross(helper, z)
+        x /= np.linalg.norm(x)
+    else:  # X given: Z up, made square to X
+        z = UP - (UP @ x) * x
+        if np.linalg.norm(z) < 1e-6:  # a vertical axle: Z along world Y
+            z = np.array([0.0, 1.0, 0.0]) - x[1] * x
+        z /= np.linalg.norm(z)
+    y = np.cross(z, x)
+    m = np.eye(4)
+    m[:3, 0], m[:3, 1], m[:3, 2], m[:3, 3] = x, y, z, location
+    return Matrix(m.tolist())
+
+
+def _motor_frame(context, driven, reference):
+    """Where an angular motor driving ``driven`` goes and how it is turned (a Blender matrix),
+    and its display size; None when ``driven`` has no axle to find."""
+    held = wheel_connectors(driven, [o for o in context.scene.objects if takes_part(o)])
+    found = _wheel(context, driven)
+    if held:  # the axle the Wheel Suspension lets it spin about
+        m = empty_frame(held[0], context.evaluated_depsgraph_get())
+        hub, axle = m[:3, 3], m[:3, 0]
+    elif found is not None:
+        hub, axle = found[0], found[1]
+    else:
+        return None
+    z = axle if np.cross(UP, _forward(reference, axle)) @ axle >= 0.0 else -axle
+    size = 1.5 * found[2] if found is not None else 0.5
+    return _frame(z=z, location=hub), size
 
 
 def _enable_bodies(*objects) -> None:
@@ -117,6 +195,15 @@ class JAKOBSEN_OT_add_connector(_FromSelection, Operator):
         a, b, settings = made
         settings.connector_type = self.connector_type
         settings.object_a, settings.object_b = a, b
+        if self.connector_type == 'WHEEL_SUSPENSION':
+            found = _wheel(context, b)
+            if found is None:
+                self.report({'WARNING'}, f"'{b.name}' has no axle to find (it is flat); the connector is not "
+                                         "turned: set its X along the axle and its Z up")
+            else:
+                empty = context.view_layer.objects.active
+                empty.matrix_world = _frame(x=found[1], location=found[0])
+                empty.empty_display_size = 1.2 * found[2]
         return {'FINISHED'}
 
 
@@ -156,12 +243,23 @@ class JAKOBSEN_OT_add_motor(_FromSelection, Operator):
         items=MOTOR_TYPE_ITEMS, default='ANGULAR')
 
     def execute(self, context):
-        made = _empty_for_pair(self, context, "Motor", 'MOTOR', 'CIRCLE', lambda a, b: b.matrix_world.translation)
+        # A single arrow shows the Empty's Z: the axis the motor turns about (right-handed) or
+        # pushes along.
+        made = _empty_for_pair(self, context, "Motor", 'MOTOR', 'SINGLE_ARROW',
+                               lambda a, b: b.matrix_world.translation)
         if made is None:
             return {'CANCELLED'}
         reference, driven, settings = made
         settings.motor_type = self.motor_type
         settings.object_a, settings.object_b = driven, reference
+        if self.motor_type == 'ANGULAR':
+            placed = _motor_frame(context, driven, reference)
+            if placed is None:
+                self.report({'WARNING'}, f"'{driven.name}' has no axle to find (it is flat); the motor turns "
+                                         "about the Empty's Z: turn the Empty so that its Z is the axle")
+            else:
+                empty = context.view_layer.objects.active
+                empty.matrix_world, empty.empty_display_size = placed
         return {'FINISHED'}
 
 
