@@ -15,16 +15,9 @@ bpy = pytest.importorskip("bpy")
 from jakobsen_physics.bake_job import BakeJob  # noqa: E402
 
 from .test_connectors import _empty, _enable, _frames  # noqa: E402
+from .test_setup import _select  # noqa: E402
 
 pytestmark = pytest.mark.blender
-
-
-def _select(*objects, active):
-    for obj in bpy.context.view_layer.objects:
-        obj.select_set(False)
-    for obj in objects:
-        obj.select_set(True)
-    bpy.context.view_layer.objects.active = active
 
 
 def _wheel(name="Wheel", hub=(1.0, -1.2, 0.35), axle_yaw=0.0, radius=0.35, origin_offset=(0.0, 0.0, 0.0)):
