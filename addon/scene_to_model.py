@@ -56,6 +56,8 @@ from .mapping.bindings import BodyBinding, ColliderBinding, DeformableBinding
 from .mapping.bodies import add_collider, add_deformable, add_rigid_body
 from .mapping.connectors import add_empties, animated_settings, check_pairs
 from .mapping.fields import add_force_field
+from .mapping.vehicles import add_vehicles
+from .mapping.vehicles import animated_settings as vehicle_settings
 from .properties import types_for
 from .translate.transforms import rigid, rotation
 
@@ -187,6 +189,7 @@ def build(context, *, frame_range: tuple[int, int] | None = None) -> SceneModel:
         with baking.previous_bakes_hidden([o.name for o in meshes]):
             moving = [o.name for o in meshes if may_move(o)]
             animated = animated_settings(objects)
+            animated.update(vehicle_settings(objects))
             tracks, sampled = (sample_matrices(scene, context, moving, frames, animated)
                                if moving or animated else ({}, {}))
             scene.frame_set(start)
@@ -208,6 +211,7 @@ def build(context, *, frame_range: tuple[int, int] | None = None) -> SceneModel:
                     colliders.append(add_collider(builder, obj, depsgraph, track, settings.frame_rate, warnings))
             breakable = add_empties(builder, objects, depsgraph, bodies, colliders, sampled, settings.frame_rate,
                                      warnings)
+            add_vehicles(builder, objects, depsgraph, bodies, sampled, settings.frame_rate, warnings)
             for obj in fields:
                 add_force_field(builder, obj, depsgraph, warnings)
     finally:

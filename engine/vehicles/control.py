@@ -34,9 +34,9 @@ from .vehicle import DRIFT_GRIP, HANDBRAKE, INTEGRAL, RESPONSE, Vehicle
 # Path following: below this speed (m/s) the steering acts as at it.
 SOFT_SPEED = 1.0
 # Braking for a turn ahead uses this share of the lateral limit as deceleration.
-BRAKING_SHARE = 0.7
+BRAKING_SHARE = 0.5
 # Following a path, the driver brakes fully when this much (m/s) faster than the speed wanted.
-BRAKING_SPEED = 2.0
+BRAKING_SPEED = 1.0
 
 
 class VehicleState:
@@ -206,12 +206,15 @@ def _follow(car: Vehicle, k: int, state: VehicleState, t, h, x, q, v, forward, l
     state.steer[k] = wanted
 
     # Speed: the profile, held to what the curvature ahead allows when braking in time.
+    # Planned from the front axle (the car's front enters a turn first), braking at a share of
+    # the lateral limit.
     brake = BRAKING_SHARE * car.max_lateral_acceleration
-    horizon = speed * speed / (2.0 * brake) + car.wheelbase + 1.0
-    ahead, distance = path.ahead(s, horizon)
-    here = np.array([s])
+    front = s + car.wheelbase
+    horizon = speed * speed / (2.0 * brake) + 1.0
+    ahead, distance = path.ahead(front, horizon)
+    here = np.array([front if path.cyclic else min(front, path.length)])
     ahead, distance = np.concatenate([here, ahead]), np.concatenate([[0.0], distance])
-    kappa = np.abs(np.interp(ahead % path.length if path.cyclic else ahead, path.s, path.curvature))
+    kappa = np.interp(ahead % path.length if path.cyclic else ahead, path.s, path.sharpness)
     limit = np.minimum(np.sqrt(car.max_lateral_acceleration / np.maximum(kappa, 1e-9)),
                        abs(target) * np.interp(ahead % path.length if path.cyclic else ahead, path.s, path.speed))
     cruise = float(np.min(np.sqrt(limit * limit + 2.0 * brake * distance)))

@@ -19,12 +19,15 @@ from ..errors import JakobsenError
 class Path:
     """points (P, 3) m; s (P,) arc length from the first point; tangent (P, 3) unit; curvature
     (P,) 1/m, signed (positive: the path turns left about ``up``), smoothed over about a
-    wheelbase; speed (P,) factors of the target speed; cyclic: the last point joins the first."""
+    wheelbase; sharpness (P,) 1/m, the same of the unsigned turning (an S's bend does not cancel
+    out at its middle: what a speed limit needs); speed (P,) factors of the target speed;
+    cyclic: the last point joins the first."""
 
     points: np.ndarray
     s: np.ndarray
     tangent: np.ndarray
     curvature: np.ndarray
+    sharpness: np.ndarray
     speed: np.ndarray
     cyclic: bool
     up: np.ndarray
@@ -112,17 +115,29 @@ def make_path(points, speed=None, *, cyclic: bool = False, up=(0.0, 0.0, 1.0), s
     e2 = np.cross(up, e1)
     heading = np.unwrap(np.arctan2(t @ e2, t @ e1))
     half = max(smoothing, 1e-3) / 2
+    turning = np.concatenate([[0.0], np.cumsum(np.abs(np.diff(heading)))])
+    curvature = _slope(s, heading, half, cyclic)
+    # The sharpest local turning within the window (its mean would dip where two bends meet).
+    local = _slope(s, turning, half / 4, cyclic)
+    gap = np.abs(s[:, None] - s[None, :])
     if cyclic:
-        # Extend by one lap either side so the curvature wraps.
-        total, turn = s[-1], heading[-1] - heading[0]
-        ss = np.concatenate([s[:-1] - total, s, s[1:] + total])
-        hh = np.concatenate([heading[:-1] - turn, heading, heading[1:] + turn])
-    else:
-        ss, hh = s, heading
-    lo = np.interp(s - half, ss, hh)
-    hi = np.interp(s + half, ss, hh)
-    span = np.minimum(s + half, ss[-1]) - np.maximum(s - half, ss[0])
-    curvature = (hi - lo) / np.maximum(span, 1e-9)
+        gap = np.minimum(gap, s[-1] - gap)
+    sharpness = np.max(np.where(gap <= half, local[None, :], 0.0), axis=1)
     if not math.isfinite(float(np.max(np.abs(curvature)))):
         raise JakobsenError(f"{where}: its path's curvature is not a number")
-    return Path(points=p, s=s, tangent=t, curvature=curvature, speed=factors, cyclic=bool(cyclic), up=up)
+    return Path(points=p, s=s, tangent=t, curvature=curvature, sharpness=sharpness, speed=factors,
+                cyclic=bool(cyclic), up=up)
+
+
+def _slope(s: np.ndarray, angle: np.ndarray, half: float, cyclic: bool) -> np.ndarray:
+    """The mean slope (P,) of ``angle`` against arc length over [s - half, s + half] (wrapped
+    on a cyclic path, cut at the ends of an open one)."""
+    if cyclic:
+        # Extend by one lap either side.
+        total, turn = s[-1], angle[-1] - angle[0]
+        ss = np.concatenate([s[:-1] - total, s, s[1:] + total])
+        aa = np.concatenate([angle[:-1] - turn, angle, angle[1:] + turn])
+    else:
+        ss, aa = s, angle
+    span = np.minimum(s + half, ss[-1]) - np.maximum(s - half, ss[0])
+    return (np.interp(s + half, ss, aa) - np.interp(s - half, ss, aa)) / np.maximum(span, 1e-9)

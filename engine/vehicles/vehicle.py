@@ -105,7 +105,7 @@ def _setting(value, what: str, where: str, *, low=-math.inf, high=math.inf):
 def make_vehicle(builder, chassis: int, wheel_joints, *, name: str, forward, up=(0.0, 0.0, 1.0),
                  drive="rear", differential="open", target_speed=5.0, throttle=1.0, motor_torque=2000.0,
                  steering=0.0, brake=0.0, handbrake=0.0, max_steering=math.radians(35.0), ackermann=True,
-                 brake_torque=5000.0, rolling_resistance=0.01, initial_speed=0.0, suspension=None,
+                 brake_torque=5000.0, rolling_resistance=0.01, initial_speed=0.0, suspension=None, wheel_friction=None,
                  wheel_radii=None, path=None, path_speed=None, path_cyclic=False, look_ahead=0.6,
                  max_lateral_acceleration=5.0, steering_response=0.3, drift=0.0) -> Vehicle:
     """Check and lay out a vehicle from the builder's bodies and joints (see
@@ -220,6 +220,11 @@ def make_vehicle(builder, chassis: int, wheel_joints, *, name: str, forward, up=
     steer_sign = np.array([1.0 if np.asarray(joints[j]["frame"])[:, 2] @ up >= 0 else -1.0 for j in wheel_joints])
     pivot_local = quat.rotate(to_chassis[None], hubs - c.position)
     travel_axis = quat.rotate(to_chassis[None], np.array([np.asarray(joints[j]["frame"])[:, 2] for j in wheel_joints]))
+
+    if wheel_friction is not None:
+        grip = _setting(wheel_friction, "wheel friction", where, low=0.0)
+        for b in wheels:
+            bodies[b].friction = grip
 
     speed0 = _setting(initial_speed, "initial speed", where)
     if speed0:
