@@ -164,6 +164,20 @@ class JakobsenRigidBodySettings(PropertyGroup):
                     "a critically damped pull at 20 per second, closing most of a gap in about 0.1 s)",
         subtype='FACTOR', default=0.0, min=0.0, max=1.0,
     )
+    use_initial_velocity: BoolProperty(
+        name="Initial Velocity",
+        description="Start the bake with the velocities below instead of at rest (Cinema 4D's Custom "
+                    "Initial Velocity)",
+        default=False,
+    )
+    initial_velocity: FloatVectorProperty(
+        name="Linear", description="Velocity of the body's centre on the bake's first frame, in world axes",
+        subtype='VELOCITY', unit='VELOCITY', size=3, default=(0.0, 0.0, 0.0),
+    )
+    initial_angular_velocity: FloatVectorProperty(
+        name="Angular", description="Spin on the bake's first frame about world X, Y and Z, per second",
+        subtype='EULER', unit='ROTATION', size=3, default=(0.0, 0.0, 0.0),
+    )
 
 
 class JakobsenClothSettings(PropertyGroup):
@@ -504,12 +518,191 @@ class JakobsenMotorSettings(PropertyGroup):
     )
     max_torque: FloatProperty(
         name="Torque", description="Largest torque the motor applies, in newton metres "
-                                   "(Apply Force: the torque applied)",
+                                   "(Apply Force: the torque applied; animatable)",
         default=100.0, min=0.0, soft_max=1e5,
     )
     max_force: FloatProperty(
-        name="Force", description="Largest force the motor applies, in newtons (Apply Force: the force applied)",
+        name="Force", description="Largest force the motor applies, in newtons (Apply Force: the force applied; "
+                                  "animatable)",
         default=100.0, min=0.0, soft_max=1e5,
+    )
+    use_motor: BoolProperty(
+        name="On", description="The motor acts (animatable: key it off and the body coasts)",
+        default=True,
+    )
+
+
+AXIS_ITEMS = (
+    ('POS_X', "+X", "The chassis' local +X axis"),
+    ('NEG_X', "-X", "The chassis' local -X axis"),
+    ('POS_Y', "+Y", "The chassis' local +Y axis"),
+    ('NEG_Y', "-Y", "The chassis' local -Y axis (Blender's and glTF's front)"),
+)
+
+
+def _is_curve(_self, obj) -> bool:
+    return obj.type == 'CURVE'
+
+
+class JakobsenVehicleSettings(PropertyGroup):
+    """A car (Houdini's RBD Car Rig): set on the chassis, a rigid body; its wheels are the rigid
+    bodies held by the Wheel Suspension connectors whose Object A is the chassis. The vehicle
+    drives, brakes and steers them (through those connectors) on every substep of the bake."""
+
+    enabled: BoolProperty(
+        name="Vehicle", description="This rigid body is the chassis of a vehicle: its Wheel Suspension "
+                                    "connectors are its wheels, driven and steered from here",
+        default=False,
+    )
+    forward_axis: EnumProperty(
+        name="Forward", description="The chassis' axis that points to its front (Create Vehicle finds it "
+                                    "from the wheels: the axle that is longer apart is the length)",
+        items=AXIS_ITEMS, default='NEG_Y',
+    )
+    drive: EnumProperty(
+        name="Drive", description="Which wheels the motor drives",
+        items=(
+            ('REAR', "Rear", "Rear-wheel drive"),
+            ('FRONT', "Front", "Front-wheel drive"),
+            ('ALL', "All", "All-wheel drive"),
+            ('NONE', "None", "No motor: a trailer, or a car that only rolls"),
+        ),
+        default='REAR',
+    )
+    target_speed: FloatProperty(
+        name="Target Speed", description="Forward speed the motor drives towards (negative: reverse; "
+                                         "animatable)",
+        unit='VELOCITY', default=5.0, soft_min=-30.0, soft_max=60.0,
+    )
+    throttle: FloatProperty(
+        name="Throttle", description="How much of the Motor Torque is available (0: coasting; animatable)",
+        subtype='FACTOR', default=1.0, min=0.0, max=1.0,
+    )
+    motor_torque: FloatProperty(
+        name="Motor Torque", description="Largest total torque at the driven wheels, in newton metres "
+                                         "(animatable)",
+        default=2000.0, min=0.0, soft_max=1e5,
+    )
+    differential: EnumProperty(
+        name="Differential", description="How a driven axle shares its torque between its wheels",
+        items=(
+            ('OPEN', "Open", "The wheels of an axle turn at their own speeds and share the torque (a road car)"),
+            ('LOCKED', "Locked", "The wheels of an axle turn at one speed (a kart, a locked off-roader)"),
+        ),
+        default='OPEN',
+    )
+    steering_angle: FloatProperty(
+        name="Steering", description="Steering angle of the front wheels (positive turns left; animatable; "
+                                     "ignored while following a path)",
+        subtype='ANGLE', default=0.0, min=-1.570796, max=1.570796,
+    )
+    max_steering_angle: FloatProperty(
+        name="Max Steering", description="Largest steering angle (Steering and Follow Path are held to it)",
+        subtype='ANGLE', default=0.610865, min=0.0, max=1.570796,
+    )
+    use_ackermann: BoolProperty(
+        name="Ackermann", description="The inner front wheel turns more than the outer one, so both roll "
+                                      "round one centre",
+        default=True,
+    )
+    brake: FloatProperty(
+        name="Brake", description="Brake on all wheels (1: the full Brake Torque; animatable)",
+        subtype='FACTOR', default=0.0, min=0.0, max=1.0,
+    )
+    handbrake: FloatProperty(
+        name="Handbrake", description="Brake on the rear wheels (1: locks them; animatable)",
+        subtype='FACTOR', default=0.0, min=0.0, max=1.0,
+    )
+    brake_torque: FloatProperty(
+        name="Brake Torque", description="Largest brake torque on each wheel, in newton metres",
+        default=5000.0, min=0.0, soft_max=1e5,
+    )
+    wheel_friction: FloatProperty(
+        name="Wheel Friction", description="Grip of the tyres (the wheels' friction coefficient)",
+        default=1.0, min=0.0, soft_max=2.0,
+    )
+    rolling_resistance: FloatProperty(
+        name="Rolling Resistance", description="Rolling resistance coefficient: the force that slows a "
+                                               "coasting car, as a fraction of its weight (tyres on asphalt "
+                                               "about 0.01)",
+        default=0.01, min=0.0, soft_max=0.3, precision=3,
+    )
+    initial_speed: FloatProperty(
+        name="Initial Speed", description="Forward speed of the car and its wheels on the bake's first frame",
+        unit='VELOCITY', default=0.0,
+    )
+    front_suspension_rest: FloatProperty(
+        name="Rest", description="Front axle: where the spring is free along the connector's Z (0: at the "
+                                 "wheel as modelled, so nothing starts compressed)",
+        subtype='DISTANCE', default=0.0,
+    )
+    front_suspension_travel: FloatProperty(
+        name="Travel", description="Front axle: how far the wheel moves up from Rest before the bump stop",
+        subtype='DISTANCE', default=0.2, min=0.001,
+    )
+    front_suspension_stiffness: FloatProperty(
+        name="Stiffness", description="Front axle: spring stiffness of each wheel in newtons per metre",
+        default=60000.0, min=0.0, soft_max=1e6,
+    )
+    front_suspension_damping: FloatProperty(
+        name="Damping", description="Front axle: damping of each wheel in newton seconds per metre",
+        default=3400.0, min=0.0, soft_max=1e5,
+    )
+    front_anti_roll: FloatProperty(
+        name="Anti-Roll", description="Front axle: anti-roll bar stiffness in newtons per metre of "
+                                      "difference between the left and right wheels' travel",
+        default=0.0, min=0.0, soft_max=1e6,
+    )
+    rear_suspension_rest: FloatProperty(
+        name="Rest", description="Rear axle: where the spring is free along the connector's Z (0: at the "
+                                 "wheel as modelled, so nothing starts compressed)",
+        subtype='DISTANCE', default=0.0,
+    )
+    rear_suspension_travel: FloatProperty(
+        name="Travel", description="Rear axle: how far the wheel moves up from Rest before the bump stop",
+        subtype='DISTANCE', default=0.2, min=0.001,
+    )
+    rear_suspension_stiffness: FloatProperty(
+        name="Stiffness", description="Rear axle: spring stiffness of each wheel in newtons per metre",
+        default=60000.0, min=0.0, soft_max=1e6,
+    )
+    rear_suspension_damping: FloatProperty(
+        name="Damping", description="Rear axle: damping of each wheel in newton seconds per metre",
+        default=3400.0, min=0.0, soft_max=1e5,
+    )
+    rear_anti_roll: FloatProperty(
+        name="Anti-Roll", description="Rear axle: anti-roll bar stiffness in newtons per metre of "
+                                      "difference between the left and right wheels' travel",
+        default=0.0, min=0.0, soft_max=1e6,
+    )
+    follow_path: PointerProperty(
+        name="Follow Path", type=bpy.types.Object, poll=_is_curve,
+        description="A curve the car steers itself along at the Target Speed (empty: steer by the Steering "
+                    "angle)",
+    )
+    use_path_speed: BoolProperty(
+        name="Speed from Radius", description="The curve's point Radius scales the Target Speed along the "
+                                              "path (Alt+S in Edit Mode): a speed profile",
+        default=False,
+    )
+    look_ahead: FloatProperty(
+        name="Look Ahead", description="How far ahead along the curve the car aims, in seconds of driving "
+                                       "(longer: smoother, cuts corners more)",
+        unit='TIME_ABSOLUTE', default=0.6, min=0.05, soft_max=3.0,
+    )
+    max_lateral_acceleration: FloatProperty(
+        name="Max Lateral Acceleration", description="The car slows before turns so that it corners with "
+                                                     "at most this sideways acceleration",
+        unit='ACCELERATION', default=5.0, min=0.1, soft_max=20.0,
+    )
+    steering_response: FloatProperty(
+        name="Steering Response", description="Time the steering takes to go from straight to full lock "
+                                              "while following a path",
+        unit='TIME_ABSOLUTE', default=0.3, min=0.0, soft_max=2.0,
+    )
+    drift: FloatProperty(
+        name="Drift", description="How much the rear lets go in turns while following a path (0: full grip)",
+        subtype='FACTOR', default=0.0, min=0.0, max=1.0,
     )
 
 
@@ -541,6 +734,8 @@ class JakobsenObjectSettings(PropertyGroup):
                             description="Settings used when the Empty is a spring")
     motor: PointerProperty(type=JakobsenMotorSettings, name="Motor",
                            description="Settings used when the Empty is a motor")
+    vehicle: PointerProperty(type=JakobsenVehicleSettings, name="Vehicle",
+                             description="Settings used when the rigid body is a vehicle's chassis")
 
     def pair(self):
         """(Object A, Object B) of a connector, spring or motor; (None, None) for other types."""
@@ -620,6 +815,7 @@ classes = (
     JakobsenConnectorSettings,
     JakobsenSpringSettings,
     JakobsenMotorSettings,
+    JakobsenVehicleSettings,
     JakobsenObjectSettings,
     JakobsenSceneSettings,
 )
