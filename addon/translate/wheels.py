@@ -29,6 +29,7 @@ CONVENTIONAL_FRONT = ('NEG_Y', 'NEG_X', 'POS_Z')
 PARALLEL_DEGREES = 15.0
 # Parts of a mesh whose bounding boxes come this close (relative to the mesh's size) are one wheel.
 TOUCH = 1e-6
+_BLOCK = 512  # parts compared against all the others at once
 
 
 @dataclass(frozen=True)
@@ -231,9 +232,14 @@ def group_wheels(vertices, edges_or_faces) -> list[np.ndarray]:
     np.minimum.at(lo, part, v)
     np.maximum.at(hi, part, v)
     tol = TOUCH * max(float(np.ptp(v, axis=0).max()), 1e-300)
-    overlap = np.all((lo[:, None, :] <= hi[None, :, :] + tol) & (lo[None, :, :] <= hi[:, None, :] + tol), axis=2)
-    i, j = np.nonzero(np.triu(overlap, k=1))
-    merged = connected_labels(p, np.stack([i, j], axis=1))[part]
+    pairs = []
+    for first in range(0, p, _BLOCK):  # blocks of parts against all: memory stays bounded
+        a = slice(first, min(first + _BLOCK, p))
+        overlap = np.all((lo[a, None, :] <= hi[None, :, :] + tol) & (lo[None, :, :] <= hi[a, None, :] + tol), axis=2)
+        i, j = np.nonzero(overlap)
+        i = i + first
+        pairs.append(np.stack([i[i < j], j[i < j]], axis=1))
+    merged = connected_labels(p, np.concatenate(pairs))[part]
     order = np.argsort(merged, kind="stable")
     bounds = np.flatnonzero(np.diff(merged[order])) + 1
     return [np.sort(g) for g in np.split(order, bounds)]
