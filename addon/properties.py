@@ -536,7 +536,9 @@ AXIS_ITEMS = (
     ('POS_X', "+X", "The chassis' local +X axis"),
     ('NEG_X', "-X", "The chassis' local -X axis"),
     ('POS_Y', "+Y", "The chassis' local +Y axis"),
-    ('NEG_Y', "-Y", "The chassis' local -Y axis (Blender's and glTF's front)"),
+    ('NEG_Y', "-Y", "The chassis' local -Y axis (Blender's front)"),
+    ('POS_Z', "+Z", "The chassis' local +Z axis (glTF's front, in a model still Y-up under its parent)"),
+    ('NEG_Z', "-Z", "The chassis' local -Z axis"),
 )
 
 
@@ -555,8 +557,8 @@ class JakobsenVehicleSettings(PropertyGroup):
         default=False,
     )
     forward_axis: EnumProperty(
-        name="Forward", description="The chassis' axis that points to its front (Create Vehicle finds it "
-                                    "from the wheels: the axle that is longer apart is the length)",
+        name="Forward", description="The chassis' local axis that points to its front (Create Vehicle sets "
+                                    "it: the axis nearest the line from the rear to the front wheels)",
         items=AXIS_ITEMS, default='NEG_Y',
     )
     drive: EnumProperty(

@@ -19,14 +19,15 @@ from jakobsen_engine import JakobsenError, ModelBuilder, Track
 from ..blender_io.checks import check_numbers, describe
 from ..blender_io.reads import has_animation
 from ..translate.transforms import matrix
+from ..translate.wheels import AXES
 from .bindings import BodyBinding
 
 # Animatable settings of a chassis: engine keyword -> Vehicle property.
 ANIMATED = {"target_speed": "target_speed", "throttle": "throttle", "motor_torque": "motor_torque",
             "steering": "steering_angle", "brake": "brake", "handbrake": "handbrake"}
 
-# Forward axis -> (local axis index, sign).
-_AXES = {'POS_X': (0, 1.0), 'NEG_X': (0, -1.0), 'POS_Y': (1, 1.0), 'NEG_Y': (1, -1.0)}
+# Forward axis -> (local axis index, sign), as Create Vehicle names them.
+_AXES = AXES
 
 
 def is_chassis(obj) -> bool:

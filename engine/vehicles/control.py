@@ -7,9 +7,9 @@ For each vehicle, from the poses and velocities at the substep's start:
 - speed: a target (the driver's, or on a path the most the curvature ahead allows at the
   lateral acceleration limit, braking in time); the drive torque closes the driven wheels' speed
   error within ``vehicle.RESPONSE`` s and an integral on the chassis' speed takes out what
-  rolling resistance and slopes leave, within the Motor Torque times the Throttle; an open
-  differential gives each wheel of an axle the same torque, a locked one also makes them turn
-  at one speed; the chassis takes the reaction;
+  rolling resistance and slopes leave, within the Motor Torque times the Throttle; each driven
+  wheel of an axle gets the same torque (an open differential; a locked one is a drive between
+  the wheels, see ``vehicle.make_vehicle``); the chassis takes the reaction;
 - brakes: each wheel's brake motor gets the brake's and the handbrake's torque plus the rolling
   resistance's (weight share x coefficient x radius), a brake that never lets go;
 - anti-roll bars: equal and opposite forces on an axle's wheels and the chassis, in proportion to
@@ -120,19 +120,6 @@ def _drive(car: Vehicle, k: int, state: VehicleState, t, h, gravity, x, q, v, w,
         w[c] -= i_chassis @ impulse.sum(axis=0)
     else:
         state.integral[k] = 0.0
-    if car.locked and len(driven):
-        # A locked axle: its driven wheels share one spin (an exchange of angular momentum
-        # between them about their axles).
-        w_eff = np.einsum("ki,kij,kj->k", axles, i_wheel, axles)
-        for g in np.unique(car.axle[driven]):
-            members = driven[car.axle[driven] == g]
-            if len(members) < 2:
-                continue
-            s = np.einsum("ki,ki->k", w[wheels[members]] - w[c], axles[members])
-            mean = float(np.sum(s / w_eff[members]) / np.sum(1.0 / w_eff[members]))
-            w[wheels[members]] += ((mean - s) / w_eff[members])[:, None] * np.einsum(
-                "kij,kj->ki", i_wheel[members], axles[members])
-
     # -- brakes and rolling resistance --
     handbrake = _value(car.handbrake, t, where, "the handbrake")
     rear = car.axle > 0

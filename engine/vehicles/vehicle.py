@@ -24,6 +24,7 @@ from .path import Path, make_path
 
 DRIVES = ("rear", "front", "all", "none")
 DIFFERENTIALS = ("open", "locked")
+GRAVITY = 9.81  # for sizing the locked differential's hold (the driver reads the solver's)
 # The speed regulator: the drive closes a wheel-speed error within RESPONSE s (proportional, on
 # the driven wheels' mean speed), and an integral on the chassis' own speed removes what rolling
 # resistance, slopes and slip leave, over INTEGRAL s.
@@ -186,14 +187,15 @@ def make_vehicle(builder, chassis: int, wheel_joints, *, name: str, forward, up=
             group += 1
         axle_of[k] = group
     axle_count = group + 1
-    if axle_count < 2:
+    if axle_count < 2 and drive != "none":
         raise JakobsenError(f"{where}: its wheels stand on one axle across the car; a vehicle needs wheels at "
-                            "the front and the back (check its forward direction)")
-    front = axle_of == 0
+                            "the front and the back (check its forward direction; only a trailer, with Drive "
+                            "None, may stand on one axle)")
+    front = (axle_of == 0) if axle_count > 1 else np.zeros(W, bool)  # a trailer's one axle does not steer
     driven = {"rear": ~front, "front": front, "all": np.ones(W, bool), "none": np.zeros(W, bool)}[drive]
     rear_x = float(np.mean(x_long[axle_of == axle_count - 1])) if axle_count > 1 else float(np.min(x_long))
     rear_point = c.position + f * rear_x + left * float(np.mean(y_lat[axle_of == axle_count - 1]))
-    wheelbase = float(np.mean(x_long[front])) - rear_x
+    wheelbase = float(np.mean(x_long[axle_of == 0])) - rear_x
 
     # Suspension per axle: free at rest, moving up by at most travel.
     suspension = suspension or {}
@@ -240,6 +242,20 @@ def make_vehicle(builder, chassis: int, wheel_joints, *, name: str, forward, up=
                                          name=f"{name} brake {bodies[b].name}", kind="angular", mode="speed",
                                          target=0.0, torque=0.0) for k, b in enumerate(wheels)], np.int64)
 
+    # A locked differential: each driven wheel of an axle is driven to turn with its neighbour
+    # (a drive of no relative spin about its axle, solved with the contacts), with torque enough
+    # to hold against both tyres' full grip.
+    mass = float(c.mass + sum(bodies[b].mass for b in wheels))
+    if differential == "locked":
+        lock = 4.0 * mass * GRAVITY * float(np.mean(radii))
+        for g in range(axle_count):
+            members = [k for k in np.flatnonzero((axle_of == g) & driven)]
+            members.sort(key=lambda k: -y_lat[k])
+            for k0, k1 in zip(members[:-1], members[1:]):
+                builder.add_motor(wheels[k0], wheels[k1], quat.rotate(bodies[wheels[k0]].orientation, axles_local[k0]),
+                                  name=f"{name} differential {bodies[wheels[k0]].name}", kind="angular", mode="speed",
+                                  target=0.0, torque=lock)
+
     the_path = None
     if path is not None:
         wheelbase = float(np.max(x_long) - np.min(x_long))
@@ -255,7 +271,7 @@ def make_vehicle(builder, chassis: int, wheel_joints, *, name: str, forward, up=
         rear_point_local=quat.rotate(to_chassis, rear_point - c.position),
         roll_pairs=np.array(roll_pairs, np.int64).reshape(-1, 2), roll_stiffness=np.array(roll_k, float),
         pivot_local=pivot_local, travel_axis_local=travel_axis,
-        mass=float(c.mass + sum(bodies[b].mass for b in wheels)),
+        mass=mass,
         target_speed=_setting(target_speed, "target speed", where),
         throttle=_setting(throttle, "throttle", where, low=0.0, high=1.0),
         motor_torque=_setting(motor_torque, "motor torque", where, low=0.0),
