@@ -31,6 +31,10 @@ Empty's Z axis, relative to Object B or the world. Settings a user animates (the
 steering angle, a motor's target) are sampled on every frame of the bake and interpolated
 linearly in between (engine ``Track``s, as the motions of animated objects are).
 
+A rigid body with Vehicle on (``Object.jakobsen.vehicle``) is a chassis: its wheels are the
+bodies its Wheel Suspension connectors hold (it is their Object A), driven, braked and steered
+by the engine's driver from the Vehicle settings (``mapping.vehicles``), which may be keyed.
+
 Blender's own force fields (Add > Force Field) in the view layer act too: Wind, Force and Drag
 map to the engine's wind, attractor and drag fields (see ``add_force_field``); other field
 types are ignored with a warning naming them.

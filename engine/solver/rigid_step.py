@@ -23,6 +23,8 @@ from ..model import BodyState, Model
 from ..vehicles.control import VehicleState, drive_vehicles
 
 MARGIN = 5e-3
+# A body starting deeper than this fraction of its thickness inside another is warned about.
+OVERLAP = 0.02
 # Gauss-Seidel sweeps over a pair's contacts in each contact pass: two hold a stack of boxes
 # dropped onto each other (one let it topple).
 CONTACT_SWEEPS = 2
@@ -146,6 +148,46 @@ class RigidStepper:
         state.spring_broken_at = np.full(m.springs.count, np.nan)
         state.vehicles = VehicleState(len(m.vehicles))
         return state
+
+    def starting_overlaps(self, bodies: BodyState) -> list[str]:
+        """Bodies that start inside the ground, a collider or another body (deeper than
+        ``OVERLAP`` of the thinner one's thickness, and at least 2 mm) as warnings naming both
+        and the depth: the first substeps push them out, which can throw them (a car whose
+        wheels start in a bump flips)."""
+        x, q, _, _ = bodies.arrays()
+        empty = np.zeros((0, 3))
+        self.begin_frame(bodies, empty, np.zeros(0), np.zeros(0))
+        if not len(self.pairs):
+            return []
+        buf = self.buffers
+        while True:
+            count = self.backend.contacts.find_contacts(
+                self.geo, x, q, self.pairs, self.points, self.point_start, self.point_radius, self.point_material,
+                self.body_shape, self.body_friction, self.body_restitution, self.bound, np.zeros_like(self.margin),
+                self.count, self.key_stride, buf.out, self.pair_first)
+            if count <= buf.capacity:
+                break
+            buf.grow(2 * count)
+        if not count:
+            return []
+        pair_of = np.repeat(np.arange(len(self.pairs)), np.diff(self.pair_first))[:count]
+        depth = buf.floats[:count, 2]
+        thickness = np.append(self.bodies.thickness, np.inf)
+        deepest = {}
+        for c in np.flatnonzero(depth > 0.0):
+            a, b, shape = (int(v) for v in self.pairs[pair_of[c]])
+            limit = max(OVERLAP * min(thickness[a], thickness[b]), 2e-3)
+            key = (min(a, b), max(a, b), shape if b == self.count else -1)
+            if depth[c] > limit and depth[c] > deepest.get(key, 0.0):
+                deepest[key] = float(depth[c])
+        names = self.bodies.names
+        out = []
+        for (a, b, shape), d in sorted(deepest.items()):
+            other = (f"'{self.model.shapes.names[shape] or f'collider {shape}'}'" if b == self.count
+                     else f"rigid body '{names[b]}'")
+            out.append(f"rigid body '{names[a]}' starts {_length(d)} inside {other}: the first substeps push it out, "
+                       "which can throw it (move it out, or up onto what it stands on)")
+        return out
 
     # -- per frame ----------------------------------------------------------------------------
 
@@ -454,3 +496,7 @@ class RigidStepper:
         e = np.sqrt(restitution[k] * self.geo[17][shape])
         self.backend.particles.respond_to_contacts(px, pp, k, corr, depth, surface, np.ascontiguousarray(accel[k]),
                                                    mu, e, self.h, self.bounce_speed)
+
+
+def _length(metres: float) -> str:
+    return f"{metres * 100:.1f} cm" if metres >= 0.01 else f"{metres * 1000:.1f} mm"

@@ -115,6 +115,8 @@ class Solver:
             if model.bodies.count or model.shapes.count else None
         if self._rigid:
             self._rigid.air_velocity = self._air  # the still air that body drag and winds act against
+        if self._rigid and model.bodies.count:
+            self.warnings += self._rigid.starting_overlaps(self._rigid.initial_state())
         self._guard = EnergyGuard(model, settings) if self._rigid and model.bodies.count and settings.energy_guard \
             else None
 

@@ -313,3 +313,18 @@ def test_a_pyramid_of_boxes_stands_still(ground):
         solver.step_frame(state)
     assert np.abs(state.bodies.position - start).max() < 5e-3
     assert np.linalg.norm(state.bodies.velocity, axis=1).max() < 0.05
+
+
+@pytest.mark.parametrize("depth", [0.03, 0.12])
+def test_a_body_starting_inside_the_ground_or_another_is_named_with_its_depth(depth):
+    b = engine.ModelBuilder()
+    b.add_rigid_body(*box_mesh((1.0, 1.0, 1.0), (0.0, 0.0, 0.5 - depth)), name="sunk", mass=1.0, shape="box")
+    b.add_rigid_body(*box_mesh((1.0, 1.0, 1.0), (3.0, 0.0, 0.5)), name="resting", mass=1.0, shape="box")
+    b.add_rigid_body(*box_mesh((1.0, 1.0, 1.0), (3.0, 0.0, 1.5 - depth)), name="on top", mass=1.0, shape="box")
+    b.add_collider(engine.Plane.from_point_normal((0, 0, 0), (0, 0, 1), name="ground"))
+    solver = engine.Solver(b.finalize())
+    found = [w for w in solver.warnings if "starts" in w]
+    assert len(found) == 2, found
+    assert any("'sunk'" in w and "'ground'" in w and f"{depth * 100:.1f} cm" in w for w in found)
+    assert any("'on top'" in w and "'resting'" in w or "'resting'" in w and "'on top'" in w for w in found)
+    assert not any("'resting'" in w and "'ground'" in w for w in found)
