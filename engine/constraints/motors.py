@@ -146,7 +146,10 @@ def finalize_motors(specs: list[dict], bodies, world: int) -> Motors:
         axis_a = rest_offset = np.zeros((0, 3))
         rest_relative = np.zeros((0, 4))
     return Motors(a=a, b=b, axis_a=axis_a, linear=np.array([s["linear"] for s in specs], bool),
-                  mode=np.array([s["mode"] for s in specs], np.int8), effort=np.array([s["effort"] for s in specs]),
+                  mode=np.array([s["mode"] for s in specs], np.int8),
+                  # A motor switched off for good has no effort (one switched by a track: see ``at``).
+                  effort=np.array([0.0 if not callable(s["switch"]) and s["switch"] < 0.5 else s["effort"]
+                                   for s in specs]),
                   targets=tuple(s["target"] for s in specs), rest_relative=rest_relative, rest_offset=rest_offset,
                   names=tuple(s["name"] for s in specs), efforts=tuple(s["effort_over_time"] for s in specs),
                   switches=tuple(s["switch"] for s in specs))
