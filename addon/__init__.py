@@ -30,8 +30,10 @@ def register():
     _configure_kernels()
     properties.register()
     _register_classes()
+    ui.register()
 
 
 def unregister():
+    ui.unregister()
     _unregister_classes()
     properties.unregister()

@@ -7,6 +7,7 @@ from jakobsen_engine.constraints import kinds as connector_kinds
 
 from ..properties import types_for
 from ..translate.settings import JOINT_KINDS
+from .vehicle import wheel_chassis
 
 
 class JakobsenPhysicsPanel:
@@ -42,9 +43,10 @@ class PHYSICS_PT_jakobsen(Panel):
         ob = context.object
         settings = ob.jakobsen
         layout.active = settings.enabled
-        row = layout.row(align=True)
+        # Two a row: four types in one row are cut at the default Properties width.
+        grid = layout.grid_flow(row_major=True, columns=2, even_columns=True, align=True)
         for role in types_for(ob):
-            row.prop_enum(settings, "type", role)
+            grid.prop_enum(settings, "type", role)
         if settings.enabled and settings.type not in types_for(ob):
             layout.label(text="Choose a type that suits this object", icon='ERROR')
 
@@ -72,15 +74,23 @@ class PHYSICS_PT_jakobsen_body(JakobsenPhysicsPanel, Panel):
         col.active = rb.dynamic != 'GHOST'
         col.prop(rb, "friction")
         col.prop(rb, "bounce")
+        # (Labels of at most about 12 characters fit the default Properties width.)
         col = layout.column()
         col.active = moved
-        col.prop(rb, "linear_damping")
-        col.prop(rb, "angular_damping")
-        col.prop(rb, "drag")
-        col = layout.column(heading="Follow")
+        col.prop(rb, "linear_damping", text="Lin. Damping")
+        col.prop(rb, "angular_damping", text="Rot. Damping")
+        col.prop(rb, "drag", text="Drag (kg/m)")
+        col = layout.column()
         col.active = moved  # a body with Dynamic Off follows its animation exactly
-        col.prop(rb, "follow_position", text="Position")
-        col.prop(rb, "follow_rotation", text="Rotation")
+        col.prop(rb, "follow_position", text="Follow Pos.")
+        col.prop(rb, "follow_rotation", text="Follow Rot.")
+        col = layout.column(heading="Initial")
+        col.active = moved
+        col.prop(rb, "use_initial_velocity", text="Velocity")
+        sub = col.column()
+        sub.active = moved and rb.use_initial_velocity
+        sub.prop(rb, "initial_velocity")
+        sub.prop(rb, "initial_angular_velocity")
 
 
 class PHYSICS_PT_jakobsen_cloth(JakobsenPhysicsPanel, Panel):
@@ -205,9 +215,9 @@ def _suspension_limits(layout, c, columns) -> bool:
     return True
 
 
-def _prop_in_suspension(prop: str):
+def _prop_in_suspension(prop: str, text: str | None = None):
     def draw(layout, c, columns) -> bool:
-        _suspension_column(layout, columns).prop(c, prop)
+        _suspension_column(layout, columns).prop(c, prop, text=text)
         return False
     return draw
 
@@ -222,12 +232,17 @@ _CONNECTOR_DRAWERS = {
     "cone_angle": _cone,
     "twist_limits": _twist,
     "box_limits": _box,
-    "steering": _prop_in_suspension("steering_angle"),
+    "steering": _prop_in_suspension("steering_angle", "Steering"),
     "suspension_rest": _prop_in_suspension("suspension_rest"),
     "suspension_stiffness": _prop_in_suspension("suspension_stiffness"),
     "suspension_damping": _prop_in_suspension("suspension_damping"),
     "suspension_limits": _suspension_limits,
 }
+
+
+# The wheel connector's settings that a vehicle sets for its wheels instead.
+_SET_BY_VEHICLE = {"steering", "suspension_rest", "suspension_stiffness", "suspension_damping",
+                   "suspension_limits"}
 
 
 class PHYSICS_PT_jakobsen_connector(JakobsenPhysicsPanel, Panel):
@@ -240,14 +255,24 @@ class PHYSICS_PT_jakobsen_connector(JakobsenPhysicsPanel, Panel):
         layout.use_property_split = True
         ob = context.object
         c = ob.jakobsen.connector
-        layout.prop(c, "connector_type")
+        row = layout.row()
+        row.use_property_split = False  # the whole width: "Wheel Suspension" is cut beside a label
+        row.prop(c, "connector_type", text="")
         _draw_pair(layout, c, ob)
-        layout.prop(c, "ignore_collisions")
+        layout.column(heading="Collisions").prop(c, "ignore_collisions", text="Ignore")
         # What the chosen type takes comes from the engine's table (the mapping reads the same).
         kind = JOINT_KINDS[c.connector_type]
         limited = False  # whether Limit Bounce has a limit to bounce off
         columns = {}
+        chassis = wheel_chassis(ob)
+        if chassis is not None:  # a vehicle's wheel: its suspension and steering are the vehicle's
+            col = layout.column(align=True)  # (two lines: one is cut at the default width)
+            col.label(text="Suspension: set on the vehicle", icon='AUTO')
+            col.label(text=f"'{chassis.name}'", icon='BLANK1')
+            limited = True
         for setting in connector_kinds.CONNECTOR_SETTINGS[kind]:
+            if chassis is not None and setting in _SET_BY_VEHICLE:
+                continue
             limited |= _CONNECTOR_DRAWERS[setting](layout, c, columns)
         if connector_kinds.has_limits(kind):
             row = layout.row()
@@ -295,11 +320,16 @@ class PHYSICS_PT_jakobsen_motor(JakobsenPhysicsPanel, Panel):
     bl_parent_id = "PHYSICS_PT_jakobsen"
     roles = ('MOTOR',)
 
+    def draw_header(self, context):
+        # On / off, keyable from here (key it off and the body coasts).
+        self.layout.prop(context.object.jakobsen.motor, "use_motor", text="")
+
     def draw(self, context):
         layout = self.layout
         layout.use_property_split = True
         ob = context.object
         m = ob.jakobsen.motor
+        layout.active = m.use_motor
         layout.prop(m, "motor_type")
         layout.prop(m, "mode")
         _draw_pair(layout, m, ob)
@@ -307,12 +337,15 @@ class PHYSICS_PT_jakobsen_motor(JakobsenPhysicsPanel, Panel):
         col = layout.column()
         if m.mode == 'REGULATE_SPEED':
             if angular:
-                col.prop(m, "target_angular_speed", text="Target Speed per Second")
+                col.prop(m, "target_angular_speed", text="Speed per s")
             else:
                 col.prop(m, "target_linear_speed")
         elif m.mode == 'SERVO':
-            col.prop(m, "target_angle" if angular else "target_position")
-        col.prop(m, "max_torque" if angular else "max_force")
+            col.prop(m, "target_angle" if angular else "target_position", text="Angle" if angular else "Position")
+        if angular:
+            col.prop(m, "max_torque", text="Torque (N m)")
+        else:
+            col.prop(m, "max_force", text="Force (N)")
 
 
 classes = (

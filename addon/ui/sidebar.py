@@ -1,5 +1,6 @@
-"""The 3D View's sidebar tab "Jakobsen": set up from the selection, bake, free."""
+"""The 3D View's sidebar tab "Jakobsen": set up from the selection, bake, free, show the axes overlay."""
 
+import bpy
 from bpy.types import Panel
 
 from .scene import draw_bake_buttons
@@ -34,6 +35,8 @@ class VIEW3D_PT_jakobsen(Panel):
         if ob is not None and ob.jakobsen.enabled:
             layout.prop(ob.jakobsen, "type", text=ob.name)
         draw_bake_buttons(layout, context.scene)
+        # (The one WindowManager of the session: the overlay's switch is not saved with the file.)
+        layout.prop(bpy.context.window_manager, "jakobsen_show_axes", icon='EMPTY_ARROWS')
 
 
 classes = (VIEW3D_PT_jakobsen,)

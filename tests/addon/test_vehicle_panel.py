@@ -1,0 +1,348 @@
+"""The Vehicle panels (Physics tab and the 3D View's sidebar), the panels' labels, the Connector
+panel of a vehicle's wheel, and the viewport overlay's geometry.
+
+Headless Blender draws no panel, so the draw code is run against a recording layout: it takes
+the calls a ``UILayout`` takes and keeps what would be shown (every setting must exist on the
+object it is read from, and the labels must fit the label column). What the panels look like is
+checked in the real GUI by ``tests/gui/vehicle_panel.py`` (screenshots in docs/images).
+"""
+
+from __future__ import annotations
+
+import math
+from types import SimpleNamespace
+
+import numpy as np
+import pytest
+
+bpy = pytest.importorskip("bpy")
+
+from jakobsen_physics import ui  # noqa: E402
+from jakobsen_physics.ui import overlay, vehicle  # noqa: E402
+
+from .test_connectors import _cube, _empty, _enable  # noqa: E402
+
+pytestmark = pytest.mark.blender
+
+# At the default Properties width (277 pixels in Blender 4.3's factory layout on a 1600 pixel
+# screen) the label column of use_property_split shows about 75 pixels of text; a checkbox's text
+# stands beside it, in the wider right column. Text widths by a rough model of Blender's font,
+# calibrated on labels seen whole or cut in the GUI: "Target Speed", "Lin. Damping", "Tyre
+# Friction" fit (72 by this measure), "Ang. Damping", "Wheel Friction", "Linear Damping" are cut
+# (75 and more).
+LABEL_WIDTH = 74.0
+CHECKBOX_WIDTH = 120.0
+_NARROW, _WIDE = set("iljtfr .,()/-I:'"), set("mwMW")
+
+
+def text_width(text: str) -> float:
+    return sum(3.6 if c in _NARROW else 10.0 if c in _WIDE else 7.6 if c.isupper() or c.isdigit() else 6.6
+               for c in text)
+
+
+class Recorder:
+    """What a panel's draw puts in a UILayout: ``shown`` holds (label, owner, property, kind) for
+    each setting drawn, ``texts`` the labels, ``operators`` the buttons."""
+
+    def __init__(self, root=None):
+        self.root = root or self
+        if root is None:
+            self.shown, self.texts, self.operators = [], [], []
+        self.use_property_split = False
+        self.use_property_decorate = True
+        self.active = self.enabled = True
+        self.alignment = 'EXPAND'
+        self.scale_y = 1.0
+
+    def _child(self, *args, heading="", **kwargs):
+        child = Recorder(self.root)
+        child.use_property_split = self.use_property_split
+        if heading:  # shown in the label column, beside the first checkbox
+            self.root.shown.append((heading, None, "", "split"))
+        return child
+
+    column = row = split = box = grid_flow = column_flow = _child
+
+    def separator(self, **kwargs):
+        pass
+
+    def label(self, text="", **kwargs):
+        self.root.texts.append(text)
+
+    def prop(self, owner, name, text=None, **kwargs):
+        rna = owner.bl_rna.properties.get(name)
+        assert rna is not None, f"{type(owner).__name__} has no setting '{name}'"
+        label = rna.name if text is None else text
+        checkbox = rna.type == 'BOOLEAN'
+        kind = "checkbox" if checkbox else ("split" if self.use_property_split else "inline")
+        if kwargs.get("expand") and rna.type == 'ENUM':
+            kind = "expanded" if not self.use_property_split else "split"
+        self.root.shown.append((label, owner, name, kind))
+
+    def prop_enum(self, owner, name, value, **kwargs):
+        rna = owner.bl_rna.properties[name]
+        self.root.shown.append((rna.enum_items[value].name, owner, name, "enum button"))
+
+    def prop_search(self, owner, name, *args, text=None, **kwargs):
+        self.prop(owner, name, text=text)
+
+    def prop_decorator(self, *args, **kwargs):
+        pass
+
+    def operator(self, idname, text=None, **kwargs):
+        self.root.operators.append(idname)
+        return SimpleNamespace()
+
+    def operator_menu_enum(self, idname, prop, text=None, **kwargs):
+        self.root.operators.append(idname)
+
+
+def _draw(panel_class, obj, scene=None):
+    """Run a panel's header and draw on a recording layout, as Blender would for ``obj``."""
+    layout = Recorder()
+    context = SimpleNamespace(object=obj, active_object=obj, scene=scene or bpy.context.scene,
+                              window_manager=bpy.context.window_manager, view_layer=bpy.context.view_layer)
+    panel = SimpleNamespace(layout=layout)
+    if hasattr(panel_class, "draw_header"):
+        panel_class.draw_header(panel, context)
+    panel_class.draw(panel, context)
+    return layout
+
+
+def _polls(panel_class, obj) -> bool:
+    context = SimpleNamespace(object=obj, active_object=obj, scene=bpy.context.scene)
+    return not hasattr(panel_class, "poll") or bool(panel_class.poll(context))
+
+
+def _long_labels(layout) -> list[str]:
+    out = []
+    for label, _owner, _name, kind in layout.shown:
+        limit = {"split": LABEL_WIDTH, "checkbox": CHECKBOX_WIDTH}.get(kind)
+        if limit is not None and text_width(label) > limit:
+            out.append(f"{label!r} ({kind})")
+    return out
+
+
+def _car():
+    """A chassis and two wheels on Wheel Suspension connectors, the chassis a vehicle."""
+    chassis = _cube("Car", size=1.0, location=(0.0, 0.0, 0.8), collision_shape='BOX', mass=1200.0)
+    chassis.jakobsen.vehicle.enabled = True
+    wheels, connectors = [], []
+    for name, x in (("Left", -0.9), ("Right", 0.9)):
+        bpy.ops.mesh.primitive_cylinder_add(radius=0.35, depth=0.25, location=(x, -1.2, 0.35),
+                                            rotation=(0.0, math.pi / 2, 0.0))
+        wheel = _enable(bpy.context.object, 'RIGID_BODY', collision_shape='CYLINDER')
+        wheel.name = f"Wheel {name}"
+        connector = _enable(_empty(f"Suspension {name}", (x, -1.2, 0.35), (0.0, 0.0, 0.0)), 'CONNECTOR',
+                            connector_type='WHEEL_SUSPENSION', object_a=chassis, object_b=wheel)
+        wheels.append(wheel)
+        connectors.append(connector)
+    bpy.context.view_layer.update()
+    return chassis, wheels, connectors
+
+
+# -- which panels show, and for what -------------------------------------------------------------
+
+def test_the_vehicle_panels_are_sub_panels_of_the_rigid_body_panel_and_of_the_sidebar(blender):
+    parents = {cls.__name__: getattr(cls, "bl_parent_id", "") for cls in ui.classes}
+    assert parents["PHYSICS_PT_jakobsen_vehicle"] == "PHYSICS_PT_jakobsen_body"
+    assert parents["PHYSICS_PT_jakobsen_vehicle_suspension"] == "PHYSICS_PT_jakobsen_vehicle"
+    assert parents["PHYSICS_PT_jakobsen_vehicle_path"] == "PHYSICS_PT_jakobsen_vehicle"
+    assert parents["VIEW3D_PT_jakobsen_vehicle_suspension"] == "VIEW3D_PT_jakobsen_vehicle"
+    assert vehicle.VIEW3D_PT_jakobsen_vehicle.bl_category == "Jakobsen"
+    order = [cls.__name__ for cls in ui.classes]
+    for child, parent in parents.items():  # Blender registers a sub-panel only after its parent
+        if parent:
+            assert order.index(parent) < order.index(child)
+    for cls in ui.classes:
+        assert getattr(bpy.types, cls.__name__, None) is not None, f"{cls.__name__} is not registered"
+
+
+def test_the_vehicle_panel_shows_for_rigid_bodies_and_its_parts_only_for_a_vehicle(blender, helpers):
+    chassis, wheels, connectors = _car()
+    sheet = _enable(helpers.link(bpy.data.objects.new("Sheet", helpers.grid_mesh("Sheet", 2, 2, 1.0))), 'CLOTH')
+    panel, suspension = vehicle.PHYSICS_PT_jakobsen_vehicle, vehicle.PHYSICS_PT_jakobsen_vehicle_suspension
+    assert _polls(panel, chassis) and _polls(suspension, chassis)
+    assert _polls(panel, wheels[0]) and not _polls(suspension, wheels[0])  # a rigid body, not a chassis
+    assert not _polls(panel, sheet) and not _polls(panel, connectors[0])
+    drawn = _draw(panel, chassis)
+    assert ("", chassis.jakobsen.vehicle, "enabled", "checkbox") in drawn.shown  # the header's switch
+    assert {name for _, owner, name, _ in drawn.shown if owner == chassis.jakobsen.vehicle} >= {
+        "forward_axis", "drive", "differential", "target_speed", "throttle", "motor_torque", "steering_angle",
+        "max_steering_angle", "use_ackermann", "brake", "handbrake", "brake_torque", "wheel_friction",
+        "rolling_resistance", "initial_speed"}
+    chassis.jakobsen.vehicle.enabled = False
+    off = _draw(panel, chassis)
+    assert [name for _, _, name, _ in off.shown] == ["enabled"]  # a rigid body that is not a chassis: short
+
+
+def test_the_suspension_and_follow_path_panels_draw_front_and_rear_and_the_path(blender):
+    chassis, _, _ = _car()
+    v = chassis.jakobsen.vehicle
+    suspension = _draw(vehicle.PHYSICS_PT_jakobsen_vehicle_suspension, chassis)
+    names = [name for _, _, name, _ in suspension.shown]
+    for axle in ("front", "rear"):
+        for setting in ("suspension_rest", "suspension_travel", "suspension_stiffness", "suspension_damping",
+                        "anti_roll"):
+            assert f"{axle}_{setting}" in names
+    assert {"Front", "Rear", "Stiffness", "Stiffness, Anti-Roll: N/m",
+            "Damping: N s/m"} <= set(suspension.texts)
+    path = _draw(vehicle.PHYSICS_PT_jakobsen_vehicle_path, chassis)
+    assert [name for _, owner, name, _ in path.shown if owner == v] == [
+        "follow_path", "use_path_speed", "look_ahead", "max_lateral_acceleration", "steering_response", "drift"]
+
+
+def test_create_vehicle_and_hitch_trailer_are_drawn_only_when_registered(blender):
+    chassis, _, _ = _car()
+    drawn = _draw(vehicle.PHYSICS_PT_jakobsen_vehicle, chassis).operators
+    for name in ("vehicle_create", "vehicle_hitch"):
+        assert (f"jakobsen.{name}" in drawn) == vehicle.has_operator(name)
+    assert not vehicle.has_operator("no_such_operator")
+    assert vehicle.has_operator("bake")
+
+
+def test_the_sidebar_shows_the_vehicle_of_the_chassis_its_wheels_and_their_connectors(blender, helpers):
+    chassis, wheels, connectors = _car()
+    other = _cube("Crate", size=0.5, location=(4.0, 0.0, 0.5))
+    for obj in (chassis, wheels[1], connectors[0]):
+        bpy.context.view_layer.objects.active = obj
+        assert vehicle.vehicle_of(bpy.context) == chassis
+        drawn = _draw(vehicle.VIEW3D_PT_jakobsen_vehicle, obj)
+        assert "Car" in drawn.texts and ("Torque (N m)", chassis.jakobsen.vehicle, "motor_torque", "split") in \
+            drawn.shown
+    bpy.context.view_layer.objects.active = other
+    assert vehicle.vehicle_of(bpy.context) is None
+    drawn = _draw(vehicle.VIEW3D_PT_jakobsen_vehicle, other)
+    assert "Select the chassis and its wheels" in drawn.texts
+    assert ("", other.jakobsen.vehicle, "enabled", "checkbox") in drawn.shown  # make it one from here
+
+
+def test_a_wheel_connector_of_a_vehicle_says_its_suspension_is_set_on_the_vehicle(blender):
+    from jakobsen_physics.ui.physics import PHYSICS_PT_jakobsen_connector
+
+    chassis, wheels, connectors = _car()
+    drawn = _draw(PHYSICS_PT_jakobsen_connector, connectors[0])
+    assert "Suspension: set on the vehicle" in drawn.texts and "'Car'" in drawn.texts
+    own = {"steering_angle", "suspension_rest", "suspension_stiffness", "suspension_damping", "suspension_lower",
+           "suspension_upper"}
+    assert not own & {name for _, _, name, _ in drawn.shown}
+    chassis.jakobsen.vehicle.enabled = False  # a plain wheel connector: its own suspension
+    drawn = _draw(PHYSICS_PT_jakobsen_connector, connectors[0])
+    assert own <= {name for _, _, name, _ in drawn.shown}
+    assert "Suspension: set on the vehicle" not in drawn.texts
+
+
+def test_rigid_body_initial_velocity_and_motor_on_are_in_their_panels(blender):
+    from jakobsen_physics.ui.physics import PHYSICS_PT_jakobsen_body, PHYSICS_PT_jakobsen_motor
+
+    body = _cube("Body")
+    names = [name for _, _, name, _ in _draw(PHYSICS_PT_jakobsen_body, body).shown]
+    assert names[-3:] == ["use_initial_velocity", "initial_velocity", "initial_angular_velocity"]
+    motor = _enable(_empty("Drive"), 'MOTOR', object_a=body)
+    drawn = _draw(PHYSICS_PT_jakobsen_motor, motor)
+    assert drawn.shown[0] == ("", motor.jakobsen.motor, "use_motor", "checkbox")  # in the header
+
+
+# -- labels that fit ------------------------------------------------------------------------------
+
+def _every_panel_and_object(helpers):
+    """(panel class, object) for every panel of the add-on on every kind of object it shows for."""
+    chassis, wheels, connectors = _car()
+    objects = [chassis, wheels[0], connectors[0]]
+    for role in ('CLOTH', 'COLLIDER'):
+        mesh = helpers.link(bpy.data.objects.new(role, helpers.grid_mesh(role, 2, 2, 1.0)))
+        objects.append(_enable(mesh, role))
+    for kind in ('HINGE', 'SLIDER', 'RAGDOLL', 'CARDAN', 'BOX', 'WHEEL_SUSPENSION'):
+        objects.append(_enable(_empty(kind), 'CONNECTOR', connector_type=kind, object_b=chassis))
+    for role in ('SPRING', 'MOTOR'):
+        objects.append(_enable(_empty(role), role, object_a=chassis))
+    for mode in ('SERVO', 'APPLY_FORCE'):
+        objects.append(_enable(_empty(f"Motor {mode}"), 'MOTOR', object_a=chassis, mode=mode, motor_type='LINEAR'))
+    chassis.jakobsen.vehicle.follow_path = None
+    for obj in objects:
+        bpy.context.view_layer.objects.active = obj
+        for cls in ui.classes:
+            shown = cls.bl_space_type == 'VIEW_3D' or getattr(cls, "bl_context", "") == "physics"
+            if shown and _polls(cls, obj):
+                yield cls, obj
+
+
+def test_every_physics_and_sidebar_panel_label_fits_the_default_width(blender, helpers):
+    """(The sidebar is about as wide as the Properties editor: 291 pixels.)"""
+    too_long = set()
+    for cls, obj in _every_panel_and_object(helpers):
+        too_long |= {f"{cls.__name__} ({obj.name}): {label}" for label in _long_labels(_draw(cls, obj))}
+    assert not sorted(too_long), "\n".join(sorted(too_long))
+
+
+# -- the overlay -------------------------------------------------------------------------------------
+
+def test_the_overlay_is_not_drawn_headless_and_its_toggle_is_a_window_manager_setting(blender):
+    assert bpy.app.background and not overlay.is_registered()
+    wm = bpy.context.window_manager
+    assert wm.jakobsen_show_axes is True
+    wm.jakobsen_show_axes = False
+    assert wm.jakobsen_show_axes is False
+    drawn = _draw(ui.sidebar.VIEW3D_PT_jakobsen, None)
+    assert ("Show Axes", wm, "jakobsen_show_axes", "checkbox") in drawn.shown
+
+
+def _direction(segment) -> np.ndarray:
+    d = segment[1] - segment[0]
+    return d / np.linalg.norm(d)
+
+
+@pytest.mark.parametrize("rotation", [(0.0, 0.0, 0.0), (0.0, math.pi / 2, 0.0), (0.4, -0.7, 1.9)])
+def test_the_overlay_draws_a_connectors_axes_and_a_motors_axis_with_its_turning_sense(blender, rotation):
+    from mathutils import Euler
+
+    body = _cube("Body", location=(0.0, 0.0, 0.0))
+    hinge = _enable(_empty("Hinge", (1.0, 2.0, 3.0), rotation), 'CONNECTOR', connector_type='HINGE',
+                    object_b=body, use_angular_limit=True, angle_min=-0.5, angle_max=1.0)
+    hinge.empty_display_size = 0.5
+    motor = _enable(_empty("Drive", (-1.0, 0.0, 0.0), rotation), 'MOTOR', object_a=body)
+    motor.empty_display_size = 0.8
+    bpy.context.view_layer.update()
+    r = np.array(Euler(rotation).to_matrix())
+    lines = overlay.overlay_lines(bpy.context.view_layer.objects)
+
+    z_axis, x_axis = lines.segments("z"), lines.segments("x")
+    assert z_axis[0][0] == pytest.approx([1.0, 2.0, 3.0]) and z_axis[0][1] == pytest.approx([1, 2, 3] + 0.5 * r[:, 2])
+    assert x_axis[0][1] == pytest.approx([1, 2, 3] + 0.5 * r[:, 0])
+    limit = lines.segments("limit")
+    # The hinge's limit arc: from -0.5 to 1.0 rad about Z, from X.
+    ends = [limit[-2][1], limit[-1][1]]
+    for end, angle in zip(ends, (-0.5, 1.0)):
+        expected = np.array([1.0, 2.0, 3.0]) + 0.3 * (math.cos(angle) * r[:, 0] + math.sin(angle) * r[:, 1])
+        assert end == pytest.approx(expected, abs=1e-6)
+
+    motor_lines = lines.segments("motor")
+    assert _direction(motor_lines[0]) == pytest.approx(r[:, 2])  # the axis
+    # The arc turns from the Empty's X towards its Y: positive (right-handed) about Z.
+    arc = motor_lines[1:-2]
+    centre = np.array([-1.0, 0.0, 0.0]) + 0.9 * 0.8 * r[:, 2]
+    turns = [np.cross(a - centre, b - centre) @ r[:, 2] for a, b in arc]
+    assert all(t > 0 for t in turns) and len(turns) >= 12
+
+
+def test_the_overlay_draws_a_slider_range_a_spring_and_a_vehicles_forward_arrow_and_axles(blender):
+    chassis, wheels, connectors = _car()
+    chassis.jakobsen.vehicle.forward_axis = 'POS_X'
+    crate = _cube("Crate", size=0.4, location=(5.0, 0.0, 2.0))
+    slider = _enable(_empty("Slider", (5.0, 0.0, 2.0)), 'CONNECTOR', connector_type='SLIDER', object_b=crate,
+                     use_linear_limit=True, distance_min=-0.3, distance_max=0.7)
+    _enable(_empty("Coil", (5.0, 0.0, 3.0)), 'SPRING', object_a=crate)
+    bpy.context.view_layer.update()
+    lines = overlay.overlay_lines(bpy.context.view_layer.objects)
+    limit = lines.segments("limit")
+    assert any(np.allclose(s, [[5.0, 0.0, 1.7], [5.0, 0.0, 2.7]]) for s in limit)  # the slider's range on Z
+    assert lines.segments("spring")[0].ravel() == pytest.approx([5.0, 0.0, 2.0, 5.0, 0.0, 3.0])
+    forward = lines.segments("forward")
+    assert _direction(forward[0]) == pytest.approx([1.0, 0.0, 0.0])  # the chassis' +X, its Forward
+    axles = lines.segments("axle")
+    assert len(axles) == 2
+    for axle, connector in zip(axles, connectors):
+        assert abs(_direction(axle) @ np.array(connector.matrix_world)[:3, 0]) == pytest.approx(1.0)
+        assert (axle[0] + axle[1]) / 2 == pytest.approx(np.array(connector.matrix_world.translation))
+    slider.jakobsen.enabled = False  # what does not take part is not drawn
+    assert len(overlay.overlay_lines(bpy.context.view_layer.objects).segments("limit")) < len(limit)
