@@ -64,7 +64,9 @@ DEFAULT_MASS = 1.0  # the Mass setting's default: a user who changed it chose th
 TRAVEL_PER_RADIUS = 0.6  # suspension travel as a share of the wheel radius
 SAG_SHARE = 0.25  # the chassis' weight compresses the springs by this share of the travel
 DAMPING_RATIO = 0.4  # of critical damping (0.3 to 0.5 in road cars)
-MOTOR_GRIP = 0.5  # the motor's torque pushes the whole car at this many g
+# The motor's torque pushes the whole car at this many g: a brisk road car (0-100 km/h in about
+# 10 s); more would spin the rear wheels of a car with half its weight on them.
+MOTOR_GRIP = 0.3
 BRAKE_GRIP = 2.0  # the brakes' torque could stop the car at this many g (the tyres' grip limits it)
 STASH_TRACK = "[Action Stash]"  # Blender's name for an NLA track that keeps an action out of the way
 

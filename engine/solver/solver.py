@@ -20,6 +20,7 @@ from ..geometry import quaternions as quat
 from ..model import Model, State
 from .. import backend as backends
 from .energy import EnergyGuard
+from ..vehicles.vehicle import vehicle_warnings
 from .rigid_step import RigidStepper
 from .settings import SolverSettings
 
@@ -36,7 +37,8 @@ def substep_warnings(model: Model, settings: SolverSettings) -> list[str]:
     it to (motors: ``constraints.motors.drive_limits``; springs: ``resolvable_stiffness``)."""
     settings.validate()
     return drive_warnings(model.motors, model.bodies, settings.substep, settings.substeps) \
-        + spring_warnings(model.springs, model.bodies, settings.substep, settings.substeps)
+        + spring_warnings(model.springs, model.bodies, settings.substep, settings.substeps) \
+        + vehicle_warnings(model.vehicles, settings.substep, settings.substeps)
 
 
 def check_resolution(model: Model, settings: SolverSettings) -> None:

@@ -10,6 +10,8 @@ For each vehicle, from the poses and velocities at the substep's start:
   rolling resistance and slopes leave, within the Motor Torque times the Throttle; each driven
   wheel of an axle gets the same torque (an open differential; a locked one is a drive between
   the wheels, see ``vehicle.make_vehicle``); the chassis takes the reaction;
+- traction control (on unless switched off): a driven wheel's torque is held to what keeps it
+  within a tenth (and half a metre a second) of the ground's speed under it;
 - brakes: each wheel's brake motor gets the brake's and the handbrake's torque plus the rolling
   resistance's (weight share x coefficient x radius), a brake that never lets go;
 - anti-roll bars: equal and opposite forces on an axle's wheels and the chassis, in proportion to
@@ -35,6 +37,10 @@ from .vehicle import DRIFT_GRIP, HANDBRAKE, INTEGRAL, RESPONSE, Vehicle
 SOFT_SPEED = 1.0
 # Braking for a turn ahead uses this share of the lateral limit as deceleration.
 BRAKING_SHARE = 0.5
+# Traction control: a driven wheel may turn this fraction, plus SLIP_SPEED m/s at its rim, faster
+# than the ground passes under it.
+SLIP = 0.1
+SLIP_SPEED = 0.5
 # Following a path, the driver brakes fully when this much (m/s) faster than the speed wanted.
 BRAKING_SPEED = 1.0
 
@@ -113,6 +119,15 @@ def _drive(car: Vehicle, k: int, state: VehicleState, t, h, gravity, x, q, v, w,
         for g in groups:
             members = driven[car.axle[driven] == g]
             torque[members] = total / len(groups) / len(members)
+        if car.traction_control:
+            # A driven wheel turning more than SLIP (plus SLIP_SPEED at its rim) faster than the
+            # ground passes under it has lost its grip: its torque fades out over as much again,
+            # so one wheel that lets go does not spin up and take the open differential's torque.
+            rolling = np.cross(axles, up)  # each wheel's own forward
+            ground = np.einsum("ki,ki->k", v[wheels], rolling) / car.radius
+            slack = SLIP * np.abs(ground) + SLIP_SPEED / car.radius
+            excess = np.where(torque >= 0.0, spin - ground, ground - spin) - slack
+            torque *= np.clip(1.0 - excess / slack, 0.0, 1.0)
         rot_c = quat.to_matrix(qc)
         i_chassis = world_inverse_inertia(rot_c, inv_inertia[c])
         impulse = (torque * h)[:, None] * axles  # (W, 3) angular impulses on the wheels

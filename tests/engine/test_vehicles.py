@@ -187,3 +187,20 @@ def test_a_path_is_measured_on_the_ground():
     assert np.allclose(path.sharpness[inner], 1.0 / R, rtol=0.03)
     k, s, point = path.closest(np.array([0.0, 6.0, 0.0]), -1)
     assert abs(s - path.length / 2) < 0.2
+
+
+@pytest.mark.parametrize("speed", [18.0, 24.0])
+def test_a_fast_car_is_warned_about_and_holds_its_line_at_the_substeps_it_is_told(speed):
+    b, _, _, _ = car(target_speed=speed)
+    coarse = engine.SolverSettings(substeps=10)
+    warnings = [w for w in engine.Solver(b.finalize(coarse), coarse).warnings if "vehicle 'car'" in w]
+    assert len(warnings) == 1 and "substeps" in warnings[0]
+    need = int(warnings[0].rsplit("at least ", 1)[1].split()[0])
+    b, _, ch, _ = car(target_speed=speed)
+    fine = engine.SolverSettings(substeps=need)
+    solver, state, samples = run(b, speed / (0.3 * G) + 3.0, settings=fine,
+                                 record=lambda s, st: (forward_speed(st, ch), *chassis_position(st, ch)))
+    assert not [w for w in solver.warnings if "vehicle" in w]
+    a = np.array(samples)
+    assert abs(a[-24:, 0].mean() - speed) < 0.05 * speed
+    assert abs(a[-1, 1]) < 0.01 * a[-1, 2]

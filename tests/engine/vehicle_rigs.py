@@ -63,7 +63,7 @@ def car(*, wheelbase=2.8, track=1.6, radius=0.33, width=0.22, chassis_mass=1200.
     damping = 2 * 0.4 * math.sqrt(stiffness * chassis_mass / n)
     axle = dict(rest=0.0, travel=travel, stiffness=stiffness, damping=damping)
     vehicle.setdefault("suspension", {"front": axle, "rear": axle})
-    vehicle.setdefault("motor_torque", (chassis_mass + n * wheel_mass) * G * 0.5 * radius)
+    vehicle.setdefault("motor_torque", (chassis_mass + n * wheel_mass) * G * 0.3 * radius)
     vehicle.setdefault("brake_torque", 2 * (chassis_mass + n * wheel_mass) * G * radius / n)
     index = b.add_vehicle(chassis, joints, name=name, forward=rot @ [0.0, 1.0, 0.0], **vehicle)
     return b, index, chassis, wheels
