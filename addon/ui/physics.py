@@ -106,8 +106,8 @@ class PHYSICS_PT_jakobsen_cloth(JakobsenPhysicsPanel, Panel):
         if ob.jakobsen.type == 'SOFT_BODY':
             layout.label(text="Soft bodies use these settings on their surface", icon='INFO')
 
-        col = layout.column()
-        col.prop(cloth, "use_vertex_mass")
+        col = layout.column(heading="Mass")
+        col.prop(cloth, "use_vertex_mass", text="Per Vertex")
         col.prop(cloth, "vertex_mass" if cloth.use_vertex_mass else "density")
         col.prop(cloth, "air_drag")
 
@@ -297,11 +297,11 @@ class PHYSICS_PT_jakobsen_spring(JakobsenPhysicsPanel, Panel):
         _draw_pair(layout, s, ob)
         linear = s.spring_type in {'LINEAR', 'BOTH'}
         if linear:
-            col = layout.column(heading="Linear")
-            col.prop(s, "use_current_length")
+            col = layout.column(heading="Rest Length")
+            col.prop(s, "use_current_length", text="Current")
             sub = col.column()
             sub.active = not s.use_current_length
-            sub.prop(s, "rest_length")
+            sub.prop(s, "rest_length", text="Length")
             col.prop(s, "stiffness")
             col.prop(s, "damping")
         if s.spring_type in {'ANGULAR', 'BOTH'}:

@@ -148,9 +148,10 @@ def draw_follow_path(layout, v) -> None:
     layout.use_property_split = True
     layout.active = v.enabled
     layout.prop(v, "follow_path", text="Curve")
-    col = layout.column()
+    col = layout.column(heading="Speed")
     col.active = v.follow_path is not None
-    col.prop(v, "use_path_speed")
+    col.prop(v, "use_path_speed", text="From Radius")
+    col = col.column()
     col.prop(v, "look_ahead")
     col.prop(v, "max_lateral_acceleration", text="Lateral Limit")
     col.prop(v, "steering_response", text="Steer Time")

@@ -5,8 +5,6 @@ reads them from the panels.
 
 from __future__ import annotations
 
-import math
-
 import numpy as np
 import pytest
 

@@ -26,12 +26,12 @@ pytestmark = pytest.mark.blender
 
 # At the default Properties width (277 pixels in Blender 4.3's factory layout on a 1600 pixel
 # screen) the label column of use_property_split shows about 75 pixels of text; a checkbox's text
-# stands beside it, in the wider right column. Text widths by a rough model of Blender's font,
+# stands beside it, in about as much room ("Use Vertex M..." is cut). Text widths by a rough model of Blender's font,
 # calibrated on labels seen whole or cut in the GUI: "Target Speed", "Lin. Damping", "Tyre
 # Friction" fit (72 by this measure), "Ang. Damping", "Wheel Friction", "Linear Damping" are cut
 # (75 and more).
 LABEL_WIDTH = 74.0
-CHECKBOX_WIDTH = 120.0
+CHECKBOX_WIDTH = 80.0
 _NARROW, _WIDE = set("iljtfr .,()/-I:'"), set("mwMW")
 
 

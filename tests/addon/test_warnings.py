@@ -214,7 +214,8 @@ def _wheel_and_motor(motor_degrees: float):
     """A 0.3 m wheel whose axle is world X, held to the world by a Wheel Suspension (X along the
     axle, Z up), and a motor Empty at the hub whose Z is ``motor_degrees`` from the axle (in the
     horizontal plane)."""
-    bpy.ops.mesh.primitive_cylinder_add(radius=0.3, depth=0.2, location=(0.0, 0.0, 1.0), rotation=(0.0, math.pi / 2, 0.0))
+    bpy.ops.mesh.primitive_cylinder_add(radius=0.3, depth=0.2, location=(0.0, 0.0, 1.0),
+                                        rotation=(0.0, math.pi / 2, 0.0))
     wheel = _enable(bpy.context.object, 'RIGID_BODY', collision_shape='CYLINDER', mass=10.0)
     wheel.name = "Wheel"
     _enable(_empty("Suspension", (0.0, 0.0, 1.0)), 'CONNECTOR', connector_type='WHEEL_SUSPENSION', object_b=wheel)
