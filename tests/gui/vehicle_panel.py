@@ -5,10 +5,11 @@ It builds a small car with the add-on's own operators (four wheels on Wheel Susp
 connectors, a motor on a rear wheel, a spring and a slider), makes the chassis a vehicle,
 screenshots the Physics tab's Vehicle panel in the Properties editor at its default width
 (cropped to the editor, scrolled down a few wheel notches at a time; then, with the Outliner
-above it closed so the editor is tall enough, the whole Vehicle panel: OUT/vehicle_panel.png,
-which docs/images/vehicle_panel.png is), the Connector panel of one of its wheels, the Motor
+above it closed so the editor is tall enough, the whole Vehicle panel, OUT/vehicle_panel.png,
+and with Follow Path opened, OUT/vehicle_panel_follow_path.png: docs/images/vehicle_panel.png),
+the Connector panel of one of its wheels, the Motor
 panel, the sidebar's Vehicle panel, and the 3D View with the overlay of axes on
-(OUT/overlay_car.png) and off. Findings (the editors' sizes, the overlay's draw calls and any
+(OUT/overlay_car.png: docs/images/vehicle_overlay.png) and off. Findings (the editors' sizes, the overlay's draw calls and any
 error) go to OUT/result.json; Blender's output to OUT/blender.log.
 """
 
@@ -167,6 +168,25 @@ def whole_vehicle_panel():
 def whole_vehicle_panel_shot():
     _, props = area_of('PROPERTIES')
     shot("vehicle_panel", props)
+
+
+@step
+def open_follow_path():
+    """Click the Follow Path sub-panel's header (the last line of the editor, scrolled to the end)."""
+    win, props = area_of('PROPERTIES')
+    x, y = props.x + 100, win.height - props.y - 14
+    subprocess.run(["xdotool", "mousemove", str(x), str(y), "click", "1"], check=False)
+
+
+@step
+def follow_path_scroll():
+    scroll_properties(60)
+
+
+@step
+def follow_path_shot():
+    _, props = area_of('PROPERTIES')
+    shot("vehicle_panel_follow_path", props)
 
 
 @step
