@@ -2,15 +2,15 @@
 
 Run from the checkout:  ../shared/tools/blender-gui tests/gui/vehicle_panel.py gui-out/vehicle 240
 It builds a small car with the add-on's own operators (four wheels on Wheel Suspension
-connectors, a motor on a rear wheel, a spring and a slider), makes the chassis a vehicle,
-screenshots the Physics tab's Vehicle panel in the Properties editor at its default width
-(cropped to the editor, scrolled down a few wheel notches at a time; then, with the Outliner
-above it closed so the editor is tall enough, the whole Vehicle panel, OUT/vehicle_panel.png,
-and with Follow Path opened, OUT/vehicle_panel_follow_path.png: docs/images/vehicle_panel.png),
-the Connector panel of one of its wheels, the Motor
-panel, the sidebar's Vehicle panel, and the 3D View with the overlay of axes on
-(OUT/overlay_car.png: docs/images/vehicle_overlay.png) and off. Findings (the editors' sizes, the overlay's draw calls and any
-error) go to OUT/result.json; Blender's output to OUT/blender.log.
+connectors, a motor on a rear wheel, a spring and a slider), makes the chassis a vehicle and
+screenshots, cropped to the Properties editor at its default width: the Physics tab scrolled
+down a few wheel notches at a time; then, with the Outliner above it closed so the editor is
+tall enough, the whole Vehicle panel (OUT/vehicle_panel.png) and with Follow Path opened
+(OUT/vehicle_panel_follow_path.png: docs/images/vehicle_panel.png); the Connector panel of one
+of its wheels and the Motor panel. Then the sidebar's Vehicle panel and the 3D View with the
+overlay of axes on (OUT/overlay_car.png: docs/images/vehicle_overlay.png) and off. Findings
+(the editors' sizes, the overlay's draw calls and any error) go to OUT/result.json; Blender's
+output to OUT/blender.log.
 """
 
 import json
