@@ -206,3 +206,33 @@ def test_perfectly_elastic_bounces_keep_energy():
         last_vz = vz
     energy = G * (state.positions[0, 2] - radius) + 0.5 * vz * vz
     assert abs(energy - start_energy) / start_energy < 0.02
+
+
+@pytest.mark.parametrize("spike, offset", [(0.05, 0.0), (0.03, 0.04), (0.08, 0.07)])
+def test_a_wheel_rests_on_a_mesh_vertex_that_pokes_up_under_its_tread(spike, offset):
+    """A terrain's single raised vertex under the middle of a wheel's tread, between its caps'
+    rim points: the wheel rests on the vertex, not on the flat faces around it."""
+    from .vehicle_rigs import AXLE_FRAME, cylinder_mesh
+
+    n = 21
+    xs = np.linspace(-1.0, 1.0, n)
+    X, Y = np.meshgrid(xs, xs)
+    Z = np.zeros_like(X)
+    Z[n // 2, n // 2] = spike
+    verts = np.stack([X.ravel(), Y.ravel(), Z.ravel()], axis=1)
+    faces = [[i * n + j, i * n + j + 1, (i + 1) * n + j + 1] for i in range(n - 1) for j in range(n - 1)]
+    faces += [[i * n + j, (i + 1) * n + j + 1, (i + 1) * n + j] for i in range(n - 1) for j in range(n - 1)]
+    radius = 0.3
+    b = engine.ModelBuilder()
+    wheel = b.add_rigid_body(*cylinder_mesh(radius, 0.2, (0.0, offset, radius + spike + 0.02)), name="wheel",
+                             mass=10.0, shape="cylinder", shape_frame=AXLE_FRAME, friction=1.0)
+    # Held upright on a vertical slider, so only its height is free.
+    b.add_joint("slider", None, wheel, (0.0, offset, radius + spike), axis=(0, 0, 1), name="guide")
+    b.add_collider(engine.TriangleMesh.from_mesh(verts, faces, friction=1.0))
+    solver = engine.Solver(b.finalize())
+    state = solver.make_state()
+    for _ in range(48):
+        solver.step_frame(state)
+    hub = state.bodies.position[wheel.index]
+    from_axle = math.hypot(hub[1], hub[2] - spike)  # the vertex at (0, 0, spike), the axle along X
+    assert abs(from_axle - radius) < 2e-3

@@ -7,9 +7,9 @@ import math
 
 import numpy as np
 
-from ...geometry.kinds import CYLINDER, HULL, PLANE
+from ...geometry.kinds import CYLINDER, HULL, MESH, PLANE
 from . import quat as Q
-from .distance import distance
+from .distance import _cell_key, cylinder, distance
 
 NEAR_SLACK = 0.05
 RIM_POINTS = 16
@@ -110,6 +110,10 @@ def find_contacts(geo, x, q, pairs, points, point_start, point_radius, point_mat
         rows_c = cyl[ci]
         keys = (len(points) + owner[rows_c] * SUPPORT_SLOTS + slot) * key_stride + target_key[rows_c]
         cand.append((rows_c, co, cw, np.zeros(len(ci)), keys.astype(np.int64), np.zeros(len(ci), bool)))
+        vertex_cand = _mesh_vertices_in_cylinders(geo, x, q, cyl, shape, spos, srot, cpos, crot, radius, half, m,
+                                                  base_ordinal + ordinal)
+    else:
+        vertex_cand = None
     rows = np.concatenate([c[0] for c in cand])
     ordinal = np.concatenate([c[1] for c in cand])
     pw = np.concatenate([c[2] for c in cand])
@@ -117,6 +121,14 @@ def find_contacts(geo, x, q, pairs, points, point_start, point_radius, point_mat
     key = np.concatenate([c[4] for c in cand])
     material = np.concatenate([c[5] for c in cand])
     n, depth, hit = _test(geo, shape[rows], spos[rows], srot[rows], prefer[rows], pw, r, m[rows])
+    if vertex_cand is not None:
+        rows_v, ordinal_v, pw_v, n_v, depth_v = vertex_cand
+        rows, ordinal = np.concatenate([rows, rows_v]), np.concatenate([ordinal, ordinal_v])
+        pw, r = np.concatenate([pw, pw_v]), np.concatenate([r, np.zeros(len(rows_v))])
+        key = np.concatenate([key, np.full(len(rows_v), -1, np.int64)])
+        material = np.concatenate([material, np.zeros(len(rows_v), bool)])
+        n, depth = np.concatenate([n, n_v]), np.concatenate([depth, depth_v])
+        hit = np.concatenate([hit, depth_v > -m[rows_v]])
     order = np.lexsort((ordinal, order_side[rows]))
     order = order[hit[order]]
     count = len(order)
@@ -140,6 +152,54 @@ def find_contacts(geo, x, q, pairs, points, point_start, point_radius, point_mat
     pair_first[0] = 0
     pair_first[1:Qn + 1] = np.cumsum(per_pair)
     return count
+
+
+def mesh_vertices_near(geo, mesh: int, centre, reach: float) -> np.ndarray:
+    """The vertices (sorted, unique) of the triangles registered in the cells of mesh ``mesh``
+    that a box of half-size ``reach`` round ``centre`` (3,) (the mesh's frame) touches."""
+    cell_size = geo[6][mesh]
+    keys = geo[9][geo[8][mesh]:geo[8][mesh + 1]]
+    lo = np.floor((np.asarray(centre) - reach) / cell_size).astype(np.int64)
+    hi = np.floor((np.asarray(centre) + reach) / cell_size).astype(np.int64)
+    axes = [np.arange(a, b + 1) for a, b in zip(lo, hi)]
+    cells = np.stack(np.meshgrid(*axes, indexing="ij"), axis=-1).reshape(-1, 3)
+    wanted = _cell_key(cells)
+    at = np.searchsorted(keys, wanted)
+    ok = (at < len(keys)) & (keys[np.minimum(at, len(keys) - 1)] == wanted)
+    slots = geo[8][mesh] + at[ok]
+    ptr, tris, triangles = geo[10], geo[11], geo[12]
+    found = [triangles[tris[ptr[k]:ptr[k + 1]]].ravel() for k in slots]
+    return np.unique(np.concatenate(found)) if found else np.zeros(0, np.int64)
+
+
+def _mesh_vertices_in_cylinders(geo, x, q, cyl, shape, spos, srot, cpos, crot, radius, half, m, first_ordinal):
+    """For the cylinder sides ``cyl`` against triangle meshes: every mesh vertex near the cylinder
+    as a candidate (row, ordinal, point on the cylinder, normal from the mesh, depth), tested
+    against the cylinder's own shape (see the compiled kernel)."""
+    rows, ordinals, points, normals, depths = [], [], [], [], []
+    for i in np.flatnonzero(geo[0][shape[cyl]] == MESH):
+        row = cyl[i]
+        centre = Q.rotate_back(srot[row][None], (cpos[i] - spos[row])[None])[0]
+        reach = math.sqrt(radius[i] * radius[i] + half[i] * half[i]) + m[row]
+        verts = mesh_vertices_near(geo, geo[5][shape[row]], centre, reach)
+        if not len(verts):
+            continue
+        vw = spos[row] + Q.rotate(np.repeat(srot[row][None], len(verts), axis=0), geo[13][verts])
+        rot = np.repeat(crot[i][None], len(verts), axis=0)
+        local = Q.rotate_back(rot, vw - cpos[i])
+        n_c, depth = cylinder(np.full(len(verts), radius[i]), np.full(len(verts), half[i]), local,
+                              np.zeros(len(verts)), np.zeros((len(verts), 3)), False)
+        out_n = -Q.rotate(rot, n_c)
+        rows.append(np.full(len(verts), row))
+        ordinals.append(first_ordinal[i] + np.arange(len(verts)))
+        points.append(vw - out_n * depth[:, None])
+        normals.append(out_n)
+        depths.append(depth)
+    if not rows:
+        e = np.zeros(0, np.int64)
+        return e, e, np.zeros((0, 3)), np.zeros((0, 3)), np.zeros(0)
+    return (np.concatenate(rows), np.concatenate(ordinals), np.concatenate(points), np.concatenate(normals),
+            np.concatenate(depths))
 
 
 def particle_contacts(geo, x, q, x_prev, q_prev, particles, radii, candidates, shape_count, out_k, out_corr,
