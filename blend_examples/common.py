@@ -143,6 +143,16 @@ def save(path: str) -> str:
     return path
 
 
+def finish(path: str, frame: int) -> str:
+    """Nothing selected, the scene on ``frame``, saved to ``path`` (see ``save``); returns the path."""
+    import bpy
+
+    for obj in bpy.context.view_layer.objects:
+        obj.select_set(False)
+    bpy.context.scene.frame_set(frame)
+    return save(path)
+
+
 def out_path(default_name: str) -> str:
     """The .blend to write: the script's first argument, or ``default_name`` next to the scripts."""
     args = [a for a in sys.argv[1:] if not a.startswith("-")]

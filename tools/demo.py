@@ -1,7 +1,8 @@
 """``jakobsen demo``: bake the example scenes and show them in one contact sheet PNG.
 
 ``run_demo`` is the add-on at work: each .blend in ``blend_examples/`` (a flag in the wind, boxes
-falling onto a tower, a car driving over bumpy ground into crates) is opened headless, baked with
+falling onto a tower, an off-road car driving over bumpy ground through a wall of crates, a car
+following an S-shaped road, a car towing a trailer round a turn) is opened headless, baked with
 ``jakobsen bake``'s code path, saved as ``<name>_baked.blend`` next to the PNG, and a few of its
 frames are rendered with Workbench, one row per example.
 
@@ -224,7 +225,8 @@ def render_sheet(scene, on_frame, out_path: str) -> str:
 EXAMPLES_DIR = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
                             "blend_examples")
 # Each example and the frames shown of it (one row of the sheet each).
-EXAMPLES = (("flag", (1, 12, 36, 96)), ("rigid_boxes", (1, 16, 32, 72)), ("car", (1, 40, 60, 96)))
+EXAMPLES = (("flag", (1, 12, 36, 96)), ("rigid_boxes", (1, 16, 32, 72)), ("car", (1, 52, 62, 96)),
+            ("follow_path", (1, 68, 136, 204)), ("trailer", (1, 48, 96, 144)))
 EXAMPLE_COLUMNS = 4
 
 

@@ -13,7 +13,7 @@ import pytest
 bpy = pytest.importorskip("bpy")
 
 from jakobsen_tools.contact_sheet import render_contact_sheet  # noqa: E402
-from jakobsen_tools.demo import run_demo, run_engine_demo  # noqa: E402
+from jakobsen_tools.demo import EXAMPLES, run_demo, run_engine_demo  # noqa: E402
 
 pytestmark = pytest.mark.blender
 
@@ -89,19 +89,27 @@ def test_demo_bakes_the_examples_and_shows_them_in_one_sheet(tmp_path):
         px = _load_png(path)
     finally:
         bpy.ops.wm.read_factory_settings()
-    # One row per example: the flag shows frames 1 and 12, the boxes and the car frame 1 (the first
-    # frame shown after 1 is later than 12).
-    assert px.shape[:2] == (3 * TILE_H + 2 * GAP, 2 * TILE_W + GAP)
+    # One row per example: the flag shows frames 1 and 12, the others frame 1 only (the first frame
+    # shown after 1 is later than 12).
+    names = [name for name, _ in EXAMPLES]
+    assert names == ["flag", "rigid_boxes", "car", "follow_path", "trailer"]
+    assert px.shape[:2] == (len(names) * TILE_H + (len(names) - 1) * GAP, 2 * TILE_W + GAP)
     flag_row = _tiles(px, 2, 1, TILE_W, TILE_H, GAP)
-    boxes = px[TILE_H + GAP:2 * TILE_H + GAP, :TILE_W, :3]
-    car = px[2 * (TILE_H + GAP):, :TILE_W, :3]
-    for k, tile in enumerate(flag_row + [boxes, car]):
+    firsts = [px[k * (TILE_H + GAP):k * (TILE_H + GAP) + TILE_H, :TILE_W, :3] for k in range(1, len(names))]
+    for k, tile in enumerate(flag_row + firsts):
         assert _background_difference(tile) > 0.02, f"tile {k} is blank"
     red = [((t[..., 0] > t[..., 1] + 0.2) & (t[..., 0] > t[..., 2] + 0.2)).mean() for t in flag_row]
     assert min(red) > 0.02, f"the red flag is not visible: {red}"
     moved = np.abs(flag_row[0] - flag_row[1]).max(axis=2) > 0.1
     assert moved.mean() > 0.01, "the flag looks the same on frames 1 and 12"
-    for name in ("flag", "rigid_boxes", "car"):
+    # The cars are in their pictures: the off-road car's red paint, the others' blue and green.
+    car, follow, towing = firsts[1:]
+    paint = {"car": ((car[..., 0] > car[..., 1] + 0.2) & (car[..., 0] > car[..., 2] + 0.2)).mean(),
+             "follow_path": ((follow[..., 2] > follow[..., 0] + 0.2) & (follow[..., 2] > follow[..., 1] + 0.05)).mean(),
+             "trailer": ((towing[..., 1] > towing[..., 0] + 0.1) & (towing[..., 1] > towing[..., 2] + 0.1)).mean()}
+    print("paint pixels:", {k: round(float(v), 4) for k, v in paint.items()})
+    assert min(paint.values()) > 0.001, f"a car is not in its picture (share of its paint's pixels): {paint}"
+    for name in names:
         assert (tmp_path / "demo" / f"{name}_baked.blend").is_file()
 
 
