@@ -148,15 +148,8 @@ def mesh_vertices_near(geo, mesh, c0, c1, c2, reach):
     for i in range(lo0, hi0 + 1):
         for j in range(lo1, hi1 + 1):
             for k in range(lo2, hi2 + 1):
-                key = _distances._cell_key(i, j, k)
-                lo, hi = key_start, key_end
-                while lo < hi:
-                    mid = (lo + hi) // 2
-                    if keys[mid] < key:
-                        lo = mid + 1
-                    else:
-                        hi = mid
-                if lo >= key_end or keys[lo] != key:
+                lo = _distances.cell_slot(keys, key_start, key_end, _distances._cell_key(i, j, k))
+                if lo < 0:
                     continue
                 for e in range(ptr[lo], ptr[lo + 1]):
                     for corner in range(3):

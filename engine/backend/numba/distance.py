@@ -138,6 +138,19 @@ def _cell_key(c0, c1, c2):
     return ((c0 + (1 << 20)) << 42) | ((c1 + (1 << 20)) << 21) | (c2 + (1 << 20))
 
 
+@njit(**INLINE)
+def cell_slot(keys, key_start, key_end, key):
+    """Where ``key`` is among a mesh's sorted cell keys keys[key_start:key_end], or -1."""
+    lo, hi = key_start, key_end
+    while lo < hi:  # the first key >= key
+        mid = (lo + hi) // 2
+        if keys[mid] < key:
+            lo = mid + 1
+        else:
+            hi = mid
+    return lo if lo < key_end and keys[lo] == key else -1
+
+
 @njit(**JIT)
 def closest_on_triangle(p0, p1, p2, a0, a1, a2, b0, b1, b2, c0, c1, c2):
     """The point of triangle abc closest to p (Ericson 5.1.5), as numpy's version computes it."""
@@ -186,14 +199,8 @@ def mesh(geo, m, q0, q1, q2, r):
     key_start, key_end = geo[8][m], geo[8][m + 1]
     keys, ptr, tris, triangles, vertices = geo[9], geo[10], geo[11], geo[12], geo[13]
     key = _cell_key(int(math.floor(q0 / cell_size)), int(math.floor(q1 / cell_size)), int(math.floor(q2 / cell_size)))
-    lo, hi = key_start, key_end
-    while lo < hi:  # the first key >= key
-        mid = (lo + hi) // 2
-        if keys[mid] < key:
-            lo = mid + 1
-        else:
-            hi = mid
-    if lo >= key_end or keys[lo] != key:
+    lo = cell_slot(keys, key_start, key_end, key)
+    if lo < 0:
         return 0.0, 0.0, 1.0, -math.inf
     best_dist, best_signed = math.inf, 0.0
     bn0, bn1, bn2 = 0.0, 0.0, 1.0
