@@ -546,6 +546,36 @@ def _is_curve(_self, obj) -> bool:
     return obj.type == 'CURVE'
 
 
+# One axle's suspension settings (the vehicle has them per axle: front_..., rear_...).
+def _suspension_rest(axle: str):
+    return FloatProperty(name="Rest", description=f"{axle} axle: where the spring is free along the connector's Z "
+                                                  "(0: at the wheel as modelled, so nothing starts compressed)",
+                         subtype='DISTANCE', default=0.0)
+
+
+def _suspension_travel(axle: str):
+    return FloatProperty(name="Travel", description=f"{axle} axle: how far the wheel moves up from Rest before the "
+                                                    "bump stop",
+                         subtype='DISTANCE', default=0.2, min=0.001)
+
+
+def _suspension_stiffness(axle: str):
+    return FloatProperty(name="Stiffness", description=f"{axle} axle: spring stiffness of each wheel in newtons per "
+                                                       "metre",
+                         default=60000.0, min=0.0, soft_max=1e6)
+
+
+def _suspension_damping(axle: str):
+    return FloatProperty(name="Damping", description=f"{axle} axle: damping of each wheel in newton seconds per metre",
+                         default=3400.0, min=0.0, soft_max=1e5)
+
+
+def _anti_roll(axle: str):
+    return FloatProperty(name="Anti-Roll", description=f"{axle} axle: anti-roll bar stiffness in newtons per metre of "
+                                                       "difference between the left and right wheels' travel",
+                         default=0.0, min=0.0, soft_max=1e6)
+
+
 class JakobsenVehicleSettings(PropertyGroup):
     """A car (Houdini's RBD Car Rig): set on the chassis, a rigid body; its wheels are the rigid
     bodies held by the Wheel Suspension connectors whose Object A is the chassis. The vehicle
@@ -633,50 +663,16 @@ class JakobsenVehicleSettings(PropertyGroup):
         name="Initial Speed", description="Forward speed of the car and its wheels on the bake's first frame",
         unit='VELOCITY', default=0.0,
     )
-    front_suspension_rest: FloatProperty(
-        name="Rest", description="Front axle: where the spring is free along the connector's Z (0: at the "
-                                 "wheel as modelled, so nothing starts compressed)",
-        subtype='DISTANCE', default=0.0,
-    )
-    front_suspension_travel: FloatProperty(
-        name="Travel", description="Front axle: how far the wheel moves up from Rest before the bump stop",
-        subtype='DISTANCE', default=0.2, min=0.001,
-    )
-    front_suspension_stiffness: FloatProperty(
-        name="Stiffness", description="Front axle: spring stiffness of each wheel in newtons per metre",
-        default=60000.0, min=0.0, soft_max=1e6,
-    )
-    front_suspension_damping: FloatProperty(
-        name="Damping", description="Front axle: damping of each wheel in newton seconds per metre",
-        default=3400.0, min=0.0, soft_max=1e5,
-    )
-    front_anti_roll: FloatProperty(
-        name="Anti-Roll", description="Front axle: anti-roll bar stiffness in newtons per metre of "
-                                      "difference between the left and right wheels' travel",
-        default=0.0, min=0.0, soft_max=1e6,
-    )
-    rear_suspension_rest: FloatProperty(
-        name="Rest", description="Rear axle: where the spring is free along the connector's Z (0: at the "
-                                 "wheel as modelled, so nothing starts compressed)",
-        subtype='DISTANCE', default=0.0,
-    )
-    rear_suspension_travel: FloatProperty(
-        name="Travel", description="Rear axle: how far the wheel moves up from Rest before the bump stop",
-        subtype='DISTANCE', default=0.2, min=0.001,
-    )
-    rear_suspension_stiffness: FloatProperty(
-        name="Stiffness", description="Rear axle: spring stiffness of each wheel in newtons per metre",
-        default=60000.0, min=0.0, soft_max=1e6,
-    )
-    rear_suspension_damping: FloatProperty(
-        name="Damping", description="Rear axle: damping of each wheel in newton seconds per metre",
-        default=3400.0, min=0.0, soft_max=1e5,
-    )
-    rear_anti_roll: FloatProperty(
-        name="Anti-Roll", description="Rear axle: anti-roll bar stiffness in newtons per metre of "
-                                      "difference between the left and right wheels' travel",
-        default=0.0, min=0.0, soft_max=1e6,
-    )
+    front_suspension_rest: _suspension_rest("Front")
+    front_suspension_travel: _suspension_travel("Front")
+    front_suspension_stiffness: _suspension_stiffness("Front")
+    front_suspension_damping: _suspension_damping("Front")
+    front_anti_roll: _anti_roll("Front")
+    rear_suspension_rest: _suspension_rest("Rear")
+    rear_suspension_travel: _suspension_travel("Rear")
+    rear_suspension_stiffness: _suspension_stiffness("Rear")
+    rear_suspension_damping: _suspension_damping("Rear")
+    rear_anti_roll: _anti_roll("Rear")
     follow_path: PointerProperty(
         name="Follow Path", type=bpy.types.Object, poll=_is_curve,
         description="A curve the car steers itself along at the Target Speed (empty: steer by the Steering "
