@@ -20,6 +20,7 @@ from .forces.fields import check_force, finalize_forces
 from .geometry.shapes import ColliderShape
 from .model import Goals, Model, StickKind, Sticks, _frozen
 from .particles.cloth import cloth_pairs, flatten_faces, vertex_areas
+from .particles.surfaces import enclosed_volume, fan_triangles, is_closed, join_surfaces, pressure_compliance
 
 _KINDS = {"equal": StickKind.EQUAL, "min": StickKind.MIN, "max": StickKind.MAX}
 
@@ -98,6 +99,7 @@ class ModelBuilder:
         self._drag: list[np.ndarray] = []
         self._sticks: list[tuple] = []  # (i, j, rest, compliance, kind)
         self._goals: list[tuple] = []  # (index, target, compliance)
+        self._surfaces: list[dict] = []  # per cloth: ``particles.surfaces.join_surfaces`` records
         self._tether_groups: list[tuple[np.ndarray, str]] = []  # (a cloth's particle indices, where)
         self._colliders: list[ColliderShape] = []
         self._bodies: list[BodySpec] = []
@@ -192,7 +194,9 @@ class ModelBuilder:
     def add_cloth(self, vertices, faces, *, name: str = "cloth", density=0.2, thickness=0.005,
                   stretch_stiffness=math.inf, shear_stiffness=math.inf, bend_stiffness=0.05,
                   stretch_sweeps=3, pin_weights=None, pin_stiffness=1000.0, friction=0.5, restitution=0.0,
-                  drag=0.0, long_range_attachments=True) -> ClothHandle:
+                  drag=0.0, long_range_attachments=True, self_collision=False, self_distance=None,
+                  pressure=0.0, pressure_stiffness=math.inf, shape_stiffness=0.0, plastic_limit=math.inf,
+                  plastic_rate=math.inf, tear_factor=math.inf) -> ClothHandle:
         """Cloth from a polygon mesh.
 
         vertices: (n, 3) m; faces: sequence of vertex-index sequences (or an (f, k) array);
@@ -204,6 +208,17 @@ class ModelBuilder:
         position with pin_stiffness * weight (N/m); drag: kg/m^2 of area (force -drag*area*|v|*v);
         long_range_attachments: keep each free vertex within its rest distance of the nearest
         pinned vertex (Kim et al. 2012); only applied when stretching is rigid.
+        self_collision: keep the cloth's non-adjacent parts self_distance m apart (default twice
+        the thickness) when it folds onto itself.
+        pressure: the volume a closed cloth keeps, as a ratio of its rest volume (0 = none; 1.2 a
+        balloon blown up by a fifth), held with pressure_stiffness N/m^2 of pressure per unit of
+        volume strain (inf = exactly).
+        shape_stiffness: N/m per kg (1/s^2; 0 = none): a soft body, every vertex pulled towards
+        the rest shape matched to where the body is now (Mueller et al. 2005), so it squashes,
+        jiggles and recovers; sqrt(shape_stiffness) / (2 pi) is about its jiggle frequency, Hz.
+        plastic_limit: the strain beyond which a stick's rest length (and a soft body's rest
+        shape) changes: a dent that stays (inf = elastic); plastic_rate: 1/s, how fast (inf = at
+        once). tear_factor: stretch and shear sticks break beyond this times their rest length.
         """
         where = self._where("cloth", name)
         verts = _finite_array(vertices, (3,), "vertex", where, limit=MAX_COORDINATE, unit="m")
@@ -247,7 +262,44 @@ class ModelBuilder:
             self._goals.append((g + start, verts[g], 1.0 / (pin_stiffness * weights[g])))
         if long_range_attachments and math.isinf(float(stretch_stiffness)) and np.any(pinned):
             self._tether_groups.append((idx, where))
+        self._surfaces.append(self._surface_record(where, verts, corners, starts, start, thickness,
+                                                   self_collision, self_distance, pressure, pressure_stiffness,
+                                                   shape_stiffness, plastic_limit, plastic_rate, tear_factor))
         return ClothHandle(name=name, start=start, count=len(verts))
+
+    def _surface_record(self, where, verts, corners, starts, start, thickness, self_collision, self_distance,
+                        pressure, pressure_stiffness, shape_stiffness, plastic_limit, plastic_rate,
+                        tear_factor) -> dict:
+        """A cloth's whole-surface settings, checked (see ``particles.surfaces.Surfaces``)."""
+        def one(value, what, **limits):
+            return float(_per_item(value, 1, what, where, **limits)[0])
+
+        thickness = float(np.max(thickness)) if np.size(thickness) else 0.0
+        self_distance = one(2.0 * thickness if self_distance is None else self_distance, "self-collision distance",
+                            low_open=bool(self_collision), high=1e3)
+        pressure = one(pressure, "pressure (target volume ratio)", high=1e3)
+        pressure_stiffness = one(pressure_stiffness, "pressure stiffness", low_open=True)
+        shape_stiffness = one(shape_stiffness, "shape stiffness")
+        plastic_limit = one(plastic_limit, "plastic limit", low_open=True)
+        plastic_rate = one(plastic_rate, "plastic rate", low_open=True)
+        tear_factor = one(tear_factor, "tear factor", low=1.0, low_open=True)
+        triangles = fan_triangles(corners, starts)
+        closed = is_closed(corners, starts)
+        volume = enclosed_volume(verts, triangles) if closed else 0.0
+        if pressure > 0.0 and not closed:
+            raise JakobsenError(f"{where}: pressure needs a closed mesh (every edge shared by two faces); this one "
+                                "has holes or loose edges (fill them, or set pressure to 0)")
+        if pressure > 0.0 and abs(volume) <= 1e-12:
+            raise JakobsenError(f"{where}: pressure needs a mesh that encloses a volume; this one encloses none")
+        if closed and volume < 0.0:
+            self.warnings.append(f"{where}: its faces point inwards (Recalculate Outside in Edit Mode); "
+                                 "pressure still pushes outwards")
+        return dict(name=where, triangles=triangles + start, start=start, stop=start + len(verts),
+                    self_collision=bool(self_collision), self_distance=self_distance, pressure=pressure,
+                    pressure_compliance=pressure_compliance(pressure_stiffness, abs(volume) * max(pressure, 1e-9)),
+                    rest_volume=abs(volume), closed=closed,
+                    shape_compliance=1.0 / shape_stiffness if shape_stiffness > 0.0 else math.inf,
+                    plastic_limit=plastic_limit, plastic_rate=plastic_rate, tear_factor=tear_factor)
 
     # -- rigid bodies -------------------------------------------------------------------------
 
@@ -471,6 +523,7 @@ class ModelBuilder:
             restitution=_frozen(joined(self._restitution)),
             drag=_frozen(joined(self._drag)),
             sticks=sticks,
+            surfaces=join_surfaces(self._surfaces),
             goals=Goals(_frozen(goals.index), _frozen(goals.target), _frozen(goals.compliance)),
             colliders=tuple(self._colliders),
             shapes=table.finalize(),

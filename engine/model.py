@@ -16,6 +16,7 @@ from .constraints.motors import Motors, empty_motors
 from .constraints.springs import Springs, empty_springs
 from .forces.fields import Forces, empty_forces
 from .geometry.shapes import ColliderShape, Shapes, empty_shapes
+from .particles.surfaces import Surfaces, empty_surfaces
 
 
 class StickKind(IntEnum):
@@ -100,6 +101,7 @@ class Model:
     springs: Springs = field(default_factory=empty_springs)
     motors: Motors = field(default_factory=empty_motors)
     vehicles: tuple = ()  # ``vehicles.vehicle.Vehicle``s
+    surfaces: Surfaces = field(default_factory=empty_surfaces)  # the cloths' triangles and surface settings
 
     @property
     def particle_count(self) -> int:

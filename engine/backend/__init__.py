@@ -22,7 +22,8 @@ from ..errors import JakobsenError
 
 NAMES = ("numba", "numpy")
 # The kernel modules each backend provides, by the same names.
-MODULES = ("particles", "distance", "contacts", "rigid", "joints", "motors", "springs", "sweep")
+MODULES = ("particles", "distance", "contacts", "rigid", "joints", "motors", "springs", "sweep", "self_contact",
+           "surfaces")
 
 _default = os.environ.get("JAKOBSEN_BACKEND", "auto")
 _loaded: dict[str, "Backend"] = {}
@@ -44,6 +45,8 @@ class Backend:
     motors: ModuleType
     springs: ModuleType
     sweep: ModuleType
+    self_contact: ModuleType
+    surfaces: ModuleType
     note: str = ""
 
 

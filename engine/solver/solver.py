@@ -21,6 +21,7 @@ from ..model import Model, State
 from .. import backend as backends
 from .energy import EnergyGuard
 from ..vehicles.vehicle import vehicle_warnings
+from ..collision.self_contact import SelfContacts
 from .rigid_step import RigidStepper
 from .settings import SolverSettings
 
@@ -119,6 +120,8 @@ class Solver:
             self._rigid.air_velocity = self._air  # the still air that body drag and winds act against
         if self._rigid and model.bodies.count:
             self.warnings += self._rigid.starting_overlaps(self._rigid.initial_state())
+        # Cloth folding onto itself (``collision.self_contact``).
+        self._self_contacts = SelfContacts(model, self.backend) if np.any(model.surfaces.self_collision) else None
         self._guard = EnergyGuard(model, settings) if self._rigid and model.bodies.count and settings.energy_guard \
             else None
 
@@ -200,6 +203,9 @@ class Solver:
             pin_start, pin_end = x0[pins], target[pins]
         try:
             with np.errstate(all="ignore"):
+                if self._self_contacts:
+                    self._self_contacts.begin_frame(state.positions, state.previous_positions,
+                                                    1.0 / self.settings.frame_rate, self.settings.substeps)
                 if self._rigid:
                     self._rigid.begin_frame(state.bodies, state.positions, self.model.radii, self._movable)
                     if self._guard:
@@ -271,6 +277,8 @@ class Solver:
                                        self.settings.sqrt_approximation)
             if len(g.index):
                 kernels.project_goals(x, g.index, g.target, self._goal_w, self._goal_alpha, self._goal_lam)
+        if self._self_contacts:
+            self._self_contacts.solve(x, xp, self.model.inverse_masses)
         if rigid:
             if len(x):
                 rigid.collide_particles(state.bodies, x, xp, accel, self.model.friction, self.model.restitution,

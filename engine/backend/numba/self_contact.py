@@ -1,0 +1,1 @@
+"""Self-collision kernels (to be written): a cloth's vertices against its own triangles."""

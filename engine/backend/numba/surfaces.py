@@ -1,0 +1,1 @@
+"""Surface kernels: the volume a closed cloth keeps (pressure)."""
