@@ -260,7 +260,9 @@ class ModelBuilder:
             pin_stiffness = float(_per_item(pin_stiffness, 1, "pin stiffness", where, low_open=True)[0])
             g = np.flatnonzero(soft)
             self._goals.append((g + start, verts[g], 1.0 / (pin_stiffness * weights[g])))
-        if long_range_attachments and math.isinf(float(stretch_stiffness)) and np.any(pinned):
+        # No tethers on a cloth that tears: they would hold a torn-off piece to the pins.
+        if long_range_attachments and math.isinf(float(stretch_stiffness)) and np.any(pinned) \
+                and math.isinf(float(tear_factor)):
             self._tether_groups.append((idx, where))
         self._surfaces.append(self._surface_record(where, verts, corners, starts, start, thickness,
                                                    self_collision, self_distance, pressure, pressure_stiffness,
@@ -297,7 +299,7 @@ class ModelBuilder:
         return dict(name=where, triangles=triangles + start, start=start, stop=start + len(verts),
                     self_collision=bool(self_collision), self_distance=self_distance, pressure=pressure,
                     pressure_compliance=pressure_compliance(pressure_stiffness, abs(volume) * max(pressure, 1e-9)),
-                    rest_volume=abs(volume), closed=closed,
+                    rest_volume=volume, closed=closed,
                     shape_compliance=1.0 / shape_stiffness if shape_stiffness > 0.0 else math.inf,
                     plastic_limit=plastic_limit, plastic_rate=plastic_rate, tear_factor=tear_factor)
 

@@ -25,6 +25,7 @@ class StickKind(IntEnum):
     EQUAL = 0  # |d| == L
     MIN = 1  # |d| >= L (pushes apart only): particle collisions, struts
     MAX = 2  # |d| <= L (pulls together only): ropes, tethers, limits
+    BROKEN = 3  # torn (``Surfaces.tear_factor``): holds nothing any more
 
 
 def _frozen(a: np.ndarray) -> np.ndarray:
@@ -171,7 +172,8 @@ class State:
     positions: (n, 3) m; previous_positions: (n, 3) m (velocity is implicit in Verlet:
     (positions - previous_positions) / substep); time: s; external_accelerations: (n, 3) m/s^2,
     added to gravity for every particle that can move (set it to push particles around);
-    bodies: the rigid bodies' ``BodyState``.
+    bodies: the rigid bodies' ``BodyState``; surfaces: the surfaces' ``SurfaceState`` (rest lengths
+    and shapes that yield, broken sticks, volumes) or None.
     """
 
     def __init__(self, positions: np.ndarray, previous_positions: np.ndarray, time: float = 0.0,
@@ -182,3 +184,6 @@ class State:
         self.time = float(time)
         self.bodies = bodies if bodies is not None else BodyState(np.zeros((0, 3)), np.zeros((0, 4)),
                                                                   np.zeros((0, 3)), np.zeros((0, 3)))
+        # The surfaces' changing part (``particles.surface_solve.SurfaceState``), when the model
+        # has pressure, soft bodies, plasticity or tearing.
+        self.surfaces = None

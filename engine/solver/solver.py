@@ -22,6 +22,7 @@ from .. import backend as backends
 from .energy import EnergyGuard
 from ..vehicles.vehicle import vehicle_warnings
 from ..collision.self_contact import SelfContacts
+from ..particles.surface_solve import SurfaceSolver
 from .rigid_step import RigidStepper
 from .settings import SolverSettings
 
@@ -120,6 +121,9 @@ class Solver:
             self._rigid.air_velocity = self._air  # the still air that body drag and winds act against
         if self._rigid and model.bodies.count:
             self.warnings += self._rigid.starting_overlaps(self._rigid.initial_state())
+        # Pressure, soft bodies, plasticity, tearing (``particles.surface_solve``).
+        surfaces = SurfaceSolver(model, h, self.backend)
+        self._surfaces = surfaces if surfaces.active else None
         # Cloth folding onto itself (``collision.self_contact``).
         self._self_contacts = SelfContacts(model, self.backend) if np.any(model.surfaces.self_collision) else None
         self._guard = EnergyGuard(model, settings) if self._rigid and model.bodies.count and settings.energy_guard \
@@ -131,6 +135,8 @@ class Solver:
         """The state at time 0: rest positions, moving with the model's initial velocities."""
         x = np.array(self.model.rest_positions)
         state = State(x, x.copy(), bodies=self._rigid.initial_state() if self._rigid else None)
+        if self._surfaces:
+            state.surfaces = self._surfaces.initial_state()
         self.set_velocities(state, self.model.initial_velocities)
         return state
 
@@ -175,6 +181,13 @@ class Solver:
         out += [(m.springs.names[k], float(t)) for k, t in enumerate(b.spring_broken_at) if np.isfinite(t)]
         return sorted(out, key=lambda item: item[1])
 
+    def torn_sticks(self, state: State) -> np.ndarray:
+        """(k, 2) the particle pairs of the sticks that have torn (``add_cloth(tear_factor=...)``),
+        in stick order: a torn cloth's edges among them are where its mesh splits."""
+        if not self._surfaces or state.surfaces is None:
+            return np.zeros((0, 2), np.int64)
+        return self._surfaces.torn(state.surfaces)
+
     def body_cluster_positions(self, state: State) -> np.ndarray:
         """Positions (B, 4, 3) m of the four particles of each body's Jakobsen cluster."""
         rot = quat.to_matrix(state.bodies.orientation)
@@ -191,7 +204,8 @@ class Solver:
         non-finite positions.
         """
         x0, p0, t0 = state.positions.copy(), state.previous_positions.copy(), state.time
-        bodies0 = [a.copy() for a in state.bodies.arrays() + state.bodies.extras()]
+        mutable = list(state.bodies.arrays() + state.bodies.extras()) + (state.surfaces.arrays() if state.surfaces else [])
+        bodies0 = [a.copy() for a in mutable]
         pins = None
         if pinned_positions is not None:
             target = np.asarray(pinned_positions, dtype=np.float64)
@@ -235,7 +249,7 @@ class Solver:
                 self._guard.check(state, t0, self._rigid)
         except BaseException:
             state.positions[...], state.previous_positions[...], state.time = x0, p0, t0
-            for now, before in zip(state.bodies.arrays() + state.bodies.extras(), bodies0):
+            for now, before in zip(mutable, bodies0):
                 now[...] = before
             raise
 
@@ -266,17 +280,25 @@ class Solver:
         self._lam[:] = 0.0
         self._goal_lam[:] = 0.0
         g = self.model.goals
+        surfaces, surface_state = self._surfaces, state.surfaces
+        s = self.model.sticks
+        rest, kind = s.rest, self._stick_kind
+        if surfaces:
+            surfaces.begin_substep()
+            if surfaces.mutable_sticks:  # rests that yield, sticks that tear
+                rest, kind = surface_state.stick_rest, surface_state.stick_kind
         for _ in range(self.settings.iterations):
             if rigid:
                 for _ in range(self.settings.contact_iterations):
                     rigid.solve_positions(state.bodies)
             if len(self._passes):
-                s = self.model.sticks
-                kernels.project_sticks(x, s.i, s.j, self._stick_w[0], self._stick_w[1], s.rest, self._stick_alpha,
-                                       self._stick_kind, self._lam, s.colour_offsets, self._passes,
+                kernels.project_sticks(x, s.i, s.j, self._stick_w[0], self._stick_w[1], rest, self._stick_alpha,
+                                       kind, self._lam, s.colour_offsets, self._passes,
                                        self.settings.sqrt_approximation)
             if len(g.index):
                 kernels.project_goals(x, g.index, g.target, self._goal_w, self._goal_alpha, self._goal_lam)
+            if surfaces:
+                surfaces.project(x, surface_state)
         if self._self_contacts:
             self._self_contacts.solve(x, xp, self.model.inverse_masses)
         if rigid:
@@ -284,3 +306,5 @@ class Solver:
                 rigid.collide_particles(state.bodies, x, xp, accel, self.model.friction, self.model.restitution,
                                         self.model.radii)
             rigid.finish_substep(state.bodies)
+        if surfaces:
+            surfaces.end_substep(x, surface_state)

@@ -71,7 +71,7 @@ def _project_sticks_serial(x, i, j, w_i, w_j, rest, alpha, kind, lam, colour_off
                     length = math.sqrt(dd)
                 c = length - L
                 k = kind[s]
-                if (k == 1 and c > 0.0) or (k == 2 and c < 0.0):
+                if (k == 1 and c > 0.0) or (k == 2 and c < 0.0) or k == 3:
                     continue
                 al = alpha[s]
                 ws = w_i[s] + w_j[s] + al
@@ -121,7 +121,7 @@ def _colour_in_parallel(x, i, j, w_i, w_j, rest, alpha, kind, lam, a, b, sqrt_ap
             length = math.sqrt(dd)
         c = length - L
         k = kind[s]
-        if (k == 1 and c > 0.0) or (k == 2 and c < 0.0):
+        if (k == 1 and c > 0.0) or (k == 2 and c < 0.0) or k == 3:
             continue
         al = alpha[s]
         ws = w_i[s] + w_j[s] + al

@@ -42,7 +42,7 @@ def project_sticks(x, i, j, w_i, w_j, rest, alpha, kind, lam, colour_offsets, pa
     Sticks are sorted by colour (``colour_offsets`` (c + 1,)): within a colour no movable particle
     appears twice, so a colour is projected as one vectorised XPBD update. passes: (p, 3) rows of
     (first colour, end colour, sweeps): each pass sweeps its colours that many times. alpha: (m,)
-    XPBD compliance / h^2 (0 = rigid); kind: (m,) 0 equal, 1 at least, 2 at most; lam: (m,) the
+    XPBD compliance / h^2 (0 = rigid); kind: (m,) 0 equal, 1 at least, 2 at most, 3 broken (torn: skipped); lam: (m,) the
     accumulated multipliers of this substep.
     """
     # One contiguous row per axis: 1-D gathers and scatters are several times faster in numpy.
@@ -58,7 +58,7 @@ def project_sticks(x, i, j, w_i, w_j, rest, alpha, kind, lam, colour_offsets, pa
                 length = (dd + L * L) / (2.0 * L) if sqrt_approximation else np.sqrt(dd)
                 cons = length - L
                 k = kind[a:b]
-                act = ~(((k == 1) & (cons > 0.0)) | ((k == 2) & (cons < 0.0)))
+                act = ~(((k == 1) & (cons > 0.0)) | ((k == 2) & (cons < 0.0)) | (k == 3))
                 ws = wi + wj + al
                 soft = al != 0.0
                 dlam = np.where(soft, (-cons - al * lam_c) / ws, -cons / ws)

@@ -1,0 +1,226 @@
+"""What the surfaces add to the substep: pressure (a closed cloth keeps a volume), shape matching
+(a soft body keeps its shape), plasticity (rests that yield) and tearing (sticks that break).
+
+Per iteration, after the sticks: each pressurised surface is projected once to its target volume
+(one XPBD constraint per surface, ``backend.surfaces.project_volumes``), then each soft body's
+vertices are pulled towards its rest shape matched to where it is now (Mueller, Heidelberger,
+Teschner and Gross 2005, *Meshless Deformations Based on Shape Matching*: the best rotation of
+the rest shape about the current centre of mass, found here by the iteration of Mueller, Bender,
+Chentanez and Macklin 2016, *A Robust Method to Extract the Rotational Part of Deformations*,
+warm-started from the last substep's, so it never flips) as XPBD goals with a compliance per unit
+mass: every vertex of a soft body then feels the same restoring acceleration per metre, and the
+body jiggles at about sqrt(stiffness) / (2 pi) Hz whatever its mesh.
+
+After the substep: a stick strained beyond its surface's plastic limit takes part of the excess
+into its rest length (and a soft body's vertex moved beyond the limit from its matched shape
+takes it into the rest shape: a dent that stays, the node-and-beam way of BeamNG's soft bodies);
+a stick stretched beyond its surface's tear factor breaks (``StickKind.BROKEN``).
+
+Why not tetrahedra: shape matching needs no interior mesh (an artist's closed mesh is enough),
+cannot invert, and with the volume constraint keeps both shape and volume; its cost is a 3x3 sum
+per soft body per iteration.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from ..geometry import quaternions as quat
+from ..model import StickKind
+
+# Rounds of the rotation iteration per projection (warm-started: one or two suffice at rest).
+ROTATION_ROUNDS = 8
+
+
+class SurfaceState:
+    """The part of a ``State`` that the surfaces change, all arrays (rolled back with the rest
+    when a frame fails): stick_rest (m,) m and stick_kind (m,) (empty unless a surface is plastic
+    or tears); shape_rest (k, 3) m, each soft body's rest shape about its centre of mass;
+    shape_rotation (b, 4) the last matched rotation of each soft body; volume_target (S,) m^3."""
+
+    def __init__(self, stick_rest, stick_kind, shape_rest, shape_rotation, volume_target):
+        self.stick_rest = stick_rest
+        self.stick_kind = stick_kind
+        self.shape_rest = shape_rest
+        self.shape_rotation = shape_rotation
+        self.volume_target = volume_target
+
+    def arrays(self) -> list[np.ndarray]:
+        return [self.stick_rest, self.stick_kind, self.shape_rest, self.shape_rotation, self.volume_target]
+
+
+class SurfaceSolver:
+    """Pressure, shape matching, plasticity and tearing of a model's surfaces at substep h."""
+
+    def __init__(self, model, h: float, backend) -> None:
+        surf, sticks = model.surfaces, model.sticks
+        self.model, self.h, self.kernels = model, h, backend
+        self.surf = surf
+        inv_mass = model.inverse_masses
+        self.pressure_which = np.flatnonzero(surf.pressure > 0.0).astype(np.int64)
+        self.tri_offsets = np.searchsorted(surf.surface, np.arange(surf.count + 1)).astype(np.int64)
+        self.volume_alpha = surf.pressure_compliance / (h * h)
+        self.volume_lam = np.zeros(surf.count)
+        self.grad = np.zeros((model.particle_count, 3)) if len(self.pressure_which) else np.zeros((0, 3))
+        # Soft bodies: their particles, masses (a pinned vertex weighs as much as the body's mean)
+        # and goal compliances.
+        self.soft = np.flatnonzero(np.isfinite(surf.shape_compliance)).astype(np.int64)
+        self.soft_index = [np.arange(surf.start[s], surf.stop[s]) for s in self.soft]
+        self.soft_offsets = np.concatenate([[0], np.cumsum([len(i) for i in self.soft_index])]).astype(np.int64)
+        masses = []
+        for idx in self.soft_index:
+            w = inv_mass[idx]
+            m = np.where(w > 0.0, 1.0 / np.where(w > 0.0, w, 1.0), 0.0)
+            m[w == 0.0] = m[w > 0.0].mean() if np.any(w > 0.0) else 1.0
+            masses.append(m)
+        self.soft_mass = masses
+        self.goal_index = np.concatenate(self.soft_index).astype(np.int64) if len(self.soft) else np.zeros(0, np.int64)
+        self.goal_w = inv_mass[self.goal_index]
+        self.goal_alpha = (np.concatenate([np.full(len(i), surf.shape_compliance[s]) / m
+                                           for s, i, m in zip(self.soft, self.soft_index, masses)]) / (h * h)
+                           if len(self.soft) else np.zeros(0))
+        self.goal_lam = np.zeros((len(self.goal_index), 3))
+        self.goal_target = np.zeros((len(self.goal_index), 3))
+        rest = model.rest_positions
+        self.soft_size = np.array([_size(rest[i], m) for i, m in zip(self.soft_index, masses)])
+        # Sticks whose rest can change (a plastic surface) or that can break (one that tears).
+        owner = _stick_surface(sticks.i, surf)
+        equal = sticks.kind == StickKind.EQUAL
+        known = owner >= 0
+        limit = np.where(known, surf.plastic_limit[np.maximum(owner, 0)], math.inf) if len(owner) else np.zeros(0)
+        factor = np.where(known, surf.tear_factor[np.maximum(owner, 0)], math.inf) if len(owner) else np.zeros(0)
+        rate = np.where(known, surf.plastic_rate[np.maximum(owner, 0)], math.inf) if len(owner) else np.zeros(0)
+        self.plastic = np.flatnonzero(equal & np.isfinite(limit)).astype(np.int64)
+        self.plastic_limit = limit[self.plastic]
+        self.plastic_keep = np.minimum(rate[self.plastic] * h, 1.0)  # the excess taken per substep
+        self.tear = np.flatnonzero(equal & np.isfinite(factor)).astype(np.int64)
+        self.tear_length = sticks.rest[self.tear] * factor[self.tear]
+        self.mutable_sticks = bool(len(self.plastic) or len(self.tear))
+        self.soft_plastic = np.isfinite(surf.plastic_limit[self.soft]) if len(self.soft) else np.zeros(0, bool)
+
+    @property
+    def active(self) -> bool:
+        return bool(len(self.pressure_which) or len(self.soft) or self.mutable_sticks)
+
+    def initial_state(self) -> SurfaceState:
+        m, surf = self.model, self.surf
+        rest = m.rest_positions
+        shape = [rest[i] - _centre(rest[i], w) for i, w in zip(self.soft_index, self.soft_mass)]
+        return SurfaceState(
+            stick_rest=np.array(m.sticks.rest) if self.mutable_sticks else np.zeros(0),
+            stick_kind=np.array(m.sticks.kind, dtype=np.int8) if self.mutable_sticks else np.zeros(0, np.int8),
+            shape_rest=np.concatenate(shape) if shape else np.zeros((0, 3)),
+            shape_rotation=np.tile([1.0, 0.0, 0.0, 0.0], (len(self.soft), 1)),
+            volume_target=surf.pressure * surf.rest_volume)
+
+    def begin_substep(self) -> None:
+        self.volume_lam[:] = 0.0
+        self.goal_lam[:] = 0.0
+
+    def project(self, x: np.ndarray, state: SurfaceState) -> None:
+        """One iteration: volumes, then shapes."""
+        surf = self.surf
+        if len(self.pressure_which):
+            self.kernels.surfaces.project_volumes(x, self.model.inverse_masses, surf.triangles, self.tri_offsets,
+                                                  surf.start, surf.stop, self.pressure_which, state.volume_target,
+                                                  self.volume_alpha, self.volume_lam, self.grad)
+        if len(self.soft):
+            for k, idx in enumerate(self.soft_index):
+                a, b = self.soft_offsets[k], self.soft_offsets[k + 1]
+                centre, rot = self._match(x[idx], k, state)
+                self.goal_target[a:b] = centre + state.shape_rest[a:b] @ rot.T
+            self.kernels.particles.project_goals(x, self.goal_index, self.goal_target, self.goal_w, self.goal_alpha,
+                                                 self.goal_lam)
+
+    def _match(self, pos: np.ndarray, k: int, state: SurfaceState) -> tuple[np.ndarray, np.ndarray]:
+        """Centre of mass (3,) and the rotation (3, 3) that best takes soft body k's rest shape
+        onto ``pos``; the rotation is kept in ``state`` for the next warm start."""
+        a, b = self.soft_offsets[k], self.soft_offsets[k + 1]
+        m = self.soft_mass[k]
+        centre = _centre(pos, m)
+        apq = ((pos - centre) * m[:, None]).T @ state.shape_rest[a:b]
+        q = state.shape_rotation[k]
+        for _ in range(ROTATION_ROUNDS):
+            r = quat.to_matrix(q)
+            omega = np.cross(r.T, apq.T).sum(axis=0) / (abs(float(np.einsum("ij,ij->", r, apq))) + 1e-12)
+            angle = float(np.linalg.norm(omega))
+            if angle < 1e-12:
+                break
+            q = quat.normalize(quat.multiply(quat.exp_rotation(omega), q))
+        state.shape_rotation[k] = q
+        return centre, quat.to_matrix(q)
+
+    def end_substep(self, x: np.ndarray, state: SurfaceState) -> None:
+        """Plasticity and tearing, from the positions at the end of the substep."""
+        s = self.model.sticks
+        if len(self.plastic):
+            p = self.plastic
+            rest = state.stick_rest[p]
+            length = np.linalg.norm(x[s.j[p]] - x[s.i[p]], axis=1)
+            strain = (length - rest) / rest
+            lim = self.plastic_limit
+            # The rest at which this length is strained by exactly the limit, approached by the rate.
+            target = np.where(strain > lim, length / (1.0 + lim), np.where(strain < -lim, length / (1.0 - lim), rest))
+            state.stick_rest[p] = rest + (target - rest) * self.plastic_keep
+        if len(self.tear):
+            t = self.tear
+            length = np.linalg.norm(x[s.j[t]] - x[s.i[t]], axis=1)
+            state.stick_kind[t[length > self.tear_length]] = StickKind.BROKEN
+        for k in np.flatnonzero(self.soft_plastic):
+            self._yield_shape(x, int(k), state)
+
+    def _yield_shape(self, x: np.ndarray, k: int, state: SurfaceState) -> None:
+        """A soft body's vertices strained beyond the limit (relative to the body's size) from the
+        matched rest shape take the excess into the rest shape."""
+        s = int(self.soft[k])
+        surf = self.surf
+        a, b = self.soft_offsets[k], self.soft_offsets[k + 1]
+        idx, m = self.soft_index[k], self.soft_mass[k]
+        centre = _centre(x[idx], m)
+        rot = quat.to_matrix(state.shape_rotation[k])
+        local = (x[idx] - centre) @ rot
+        dev = local - state.shape_rest[a:b]
+        dist = np.linalg.norm(dev, axis=1)
+        allowed = surf.plastic_limit[s] * self.soft_size[k]
+        over = dist > allowed
+        if not np.any(over):
+            return
+        keep = min(surf.plastic_rate[s] * self.h, 1.0)
+        scale = np.where(over, (1.0 - allowed / np.maximum(dist, 1e-300)) * keep, 0.0)
+        shape = state.shape_rest[a:b] + dev * scale[:, None]
+        shape -= _centre(shape, m)
+        state.shape_rest[a:b] = shape
+        if surf.pressure[s] > 0.0:
+            # A dent takes volume with it: the pressure holds the yielded shape's volume.
+            tri = surf.triangles[self.tri_offsets[s]:self.tri_offsets[s + 1]] - surf.start[s]
+            a_, b_, c_ = shape[tri[:, 0]], shape[tri[:, 1]], shape[tri[:, 2]]
+            volume = float(np.einsum("ij,ij->i", a_, np.cross(b_, c_)).sum() / 6.0)
+            state.volume_target[s] = surf.pressure[s] * volume
+
+    def torn(self, state: SurfaceState) -> np.ndarray:
+        """(k, 2) particle pairs of the sticks that have broken, in stick order."""
+        if not len(self.tear):
+            return np.zeros((0, 2), np.int64)
+        s = self.model.sticks
+        broken = self.tear[state.stick_kind[self.tear] == StickKind.BROKEN]
+        return np.stack([s.i[broken], s.j[broken]], axis=1)
+
+
+def _centre(pos: np.ndarray, mass: np.ndarray) -> np.ndarray:
+    return (pos * mass[:, None]).sum(axis=0) / mass.sum()
+
+
+def _size(pos: np.ndarray, mass: np.ndarray) -> float:
+    """A soft body's size, m: its largest distance from its centre of mass."""
+    return float(np.linalg.norm(pos - _centre(pos, mass), axis=1).max()) if len(pos) else 0.0
+
+
+def _stick_surface(i: np.ndarray, surf) -> np.ndarray:
+    """(m,) the surface whose particles stick i joins (-1: none)."""
+    if not surf.count or not len(i):
+        return np.full(len(i), -1, np.int64)
+    k = np.searchsorted(surf.start, i, side="right") - 1
+    inside = (k >= 0) & (i < surf.stop[np.maximum(k, 0)])
+    return np.where(inside, k, -1).astype(np.int64)
