@@ -1,20 +1,59 @@
-"""Force fields: wind with turbulence, drag, attractors and repellers, acting on particles and
-rigid bodies; and Follow Position / Follow Rotation for bodies (soft pulls to an animated pose).
+"""Force fields: wind with turbulence, drag, attractors and repellers, and Blender's own force
+fields (Force, Vortex, Turbulence, Harmonic, with Blender's falloff), acting on particles and rigid
+bodies; and Follow Position / Follow Rotation for bodies (soft pulls to an animated pose).
 
 Kinds (``ModelBuilder.add_force(kind, name=..., **settings)``), all scene-wide:
 
 - ``"wind"``: an air velocity field. direction (3,) (normalised here), strength m/s (the mean air
-  speed), turbulence (RMS gust speed as a fraction of the strength, >= 0), turbulence_scale m
-  (size of the gusts), turbulence_frequency Hz (how fast they change as they drift downwind),
-  seed (whole number >= 0). Nothing is pushed by the wind itself: particles feel it through
-  their drag (``Model.drag``) and bodies through theirs (``add_rigid_body(drag=...)``), both
-  quadratic in the speed relative to the air.
+  speed; a ``Track`` of signed speeds for a keyed wind), turbulence (RMS gust speed as a fraction
+  of the strength, >= 0), turbulence_scale m (size of the gusts), turbulence_frequency Hz (how
+  fast they change as they drift downwind), seed (whole number >= 0). Nothing is pushed by the
+  wind itself: particles feel it through their drag (``Model.drag``) and bodies through theirs
+  (``add_rigid_body(drag=...)``), both quadratic in the speed relative to the air. With the
+  region settings below (axis defaults to the direction) the air speed is scaled by the falloff.
 - ``"drag"``: Blender's Drag field, F = -(linear + quadratic |v|) v, linear in kg/s (N per m/s),
-  quadratic in kg/m, on every particle and body (at its centre of mass; no torque).
-- ``"attractor"``: Cinema 4D's Attractor / Blender's Force field at ``position`` (3,) m:
-  acceleration ``strength`` m/s^2 at 1 m towards the point (negative pushes away), times the
-  falloff ``"none"`` (1), ``"inverse"`` (1/r) or ``"inverse_square"`` (1/r^2) of the distance r m,
-  with r clamped to >= min_distance m (no singularity) and no effect beyond max_distance m.
+  quadratic in kg/m, on every particle and body (at its centre of mass; no torque), times the
+  falloff of the region settings.
+- ``"attractor"``: Cinema 4D's Attractor at ``position`` (3,) m: acceleration ``strength`` m/s^2
+  at 1 m towards the point (negative pushes away), times the falloff ``"none"`` (1), ``"inverse"``
+  (1/r) or ``"inverse_square"`` (1/r^2) of the distance r m, with r clamped to >= min_distance m
+  (no singularity) and no effect beyond max_distance m.
+
+Blender's fields, as Blender's effectors compute them (``effect.cc``: ``get_effector_data``,
+``effector_falloff``, ``do_physical_effector``). Units: a field's strength S acts as a force of
+S newtons on a 1 kg mass, that is an acceleration of S m/s^2 on any mass (as gravity does), and
+a velocity term -c v is a rate c in 1/s. (Blender itself divides its fields' force by the frame
+rate on cloth and rigid bodies and scales cloth forces by face area; here the numbers do not
+depend on the frame rate, the mesh or the mass.) Each takes ``strength`` (number or ``Track``),
+``noise`` and ``seed``, ``flow`` (1/s, not Harmonic), and the region settings.
+
+- ``"force"``: S along the direction from the field to the point (positive pushes away, as
+  Blender's); ``gravitation=True`` divides by the distance squared.
+- ``"vortex"``: a swirl about the axis. ``shape="point"`` (Blender's old vortex): S d along
+  axis x (point - position), d the distance, perpendicular to the radius. ``"plane"`` or
+  ``"line"`` (Blender's default): with W = S times the falloff (rad/s) and r the point's offset
+  from the axis, a = -W^2 r + W axis x r - v: the point is dragged (at a rate of 1/s) towards
+  air turning rigidly at W about the axis, and held on its circle by the centripetal -W^2 r, so
+  a free point settles on a circle turning counter-clockwise (seen from +axis) for S > 0.
+- ``"turbulence"``: Blender's noise force: each component S (-1 + 2 T), T Blender's three-octave
+  Perlin turbulence (its ``BLI_noise_generic_turbulence`` with improved Perlin noise) of the
+  point's offset from the field plus the axis (``global_coordinates``: of the point itself),
+  with gusts ``size`` m across; static in time (as Blender's), zero on average over space.
+- ``"harmonic"``: a damped spring to the field: a = -S (d - rest_length) (unit offset)
+  - 2 damping sqrt(|S|) v, so sqrt(S) rad/s is its angular frequency and damping its damping
+  ratio (1: critically damped).
+
+Region settings (all kinds but ``"attractor"``): position (3,) m and axis (3,) (the field
+object's origin and Z axis; each may be a ``Track`` for a moving field), shape ``"point"`` (the
+distance to the position), ``"plane"`` (to the plane through the position across the axis) or
+``"line"`` (to the axis line), falloff_shape ``"sphere"``, ``"tube"`` or ``"cone"``, power,
+min_distance and max_distance (None: off), radial_power, radial_min, radial_max (tube: metres
+from the axis; cone: degrees from it), z_direction ``"both"``, ``"positive"`` or ``"negative"``
+(only the points on that side of the plane across the axis). Blender's falloff of a distance d:
+0 beyond the maximum, 1 within the minimum, else (1 + d - minimum)^-power. particle_weights (n,)
+and body_weights (B,) >= 0 scale a field per particle or body (Blender's effector weights).
+``noise`` N varies the strength by N sqrt(1/6) RMS (the RMS of Blender's random ``wind_func``),
+here smoothly in space (about 1 m) and time (about 2 Hz), seeded by ``seed``.
 
 Shapes: n particles, B bodies (body arrays have a row B for the static world).
 """
@@ -22,25 +61,48 @@ Shapes: n particles, B bodies (body arrays have a row B for the static world).
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field as dataclass_field
 
 import numpy as np
 
 from ..checks import FLOAT32_MAX, MAX_SPEED
 from ..errors import JakobsenError
 from ..geometry import quaternions as quat
+from ..tracks import Track
 
 FALLOFFS = ("none", "inverse", "inverse_square")
+SHAPES = ("point", "line", "plane")
+FALLOFF_SHAPES = ("sphere", "tube", "cone")
+Z_DIRECTIONS = ("both", "positive", "negative")
+# Blender's fields (and what of theirs the engine computes per point).
+BLENDER_KINDS = ("force", "vortex", "turbulence", "harmonic")
 # Random Fourier modes per turbulent wind: enough for gusts that do not look periodic, few enough
 # that a 10k-vertex cloth pays (n, 16) cosines per substep.
 WIND_MODES = 16
+# Blender's noise adds wind_func(noise) to the strength at every evaluation: a random sign times
+# u / f * noise with u uniform in [0, 1) and f in [1, 2), whose RMS is noise * sqrt(1/3 * 1/2).
+NOISE_RMS = math.sqrt(1.0 / 6.0)
+# The smooth stand-in for that noise: modes about this far apart and this fast.
+NOISE_SCALE = 1.0
+NOISE_FREQUENCY = 2.0
+
+_REGION = dict(position=(0.0, 0.0, 0.0), axis=(0.0, 0.0, 1.0), shape="point", falloff_shape="sphere", power=0.0,
+               min_distance=None, max_distance=None, radial_power=0.0, radial_min=None, radial_max=None,
+               z_direction="both", particle_weights=None, body_weights=None)
+_BLENDER = dict(_REGION, strength=0.0, noise=0.0, seed=0, flow=0.0)
 
 _DEFAULTS = {
-    "wind": dict(direction=(1.0, 0.0, 0.0), strength=0.0, turbulence=0.0, turbulence_scale=1.0,
+    "wind": dict(_REGION, axis=None, direction=(1.0, 0.0, 0.0), strength=0.0, turbulence=0.0, turbulence_scale=1.0,
                  turbulence_frequency=1.0, seed=0),
-    "drag": dict(linear=0.0, quadratic=0.0),
+    "drag": dict(_REGION, linear=0.0, quadratic=0.0),
     "attractor": dict(position=(0.0, 0.0, 0.0), strength=0.0, falloff="none", min_distance=0.0, max_distance=None),
+    "force": dict(_BLENDER, gravitation=False),
+    "vortex": dict(_BLENDER),
+    "turbulence": dict(_BLENDER, size=1.0, global_coordinates=False),
+    "harmonic": dict({k: v for k, v in _BLENDER.items() if k != "flow"}, damping=1.0, rest_length=0.0),
 }
+# Kinds that push bodies whatever their drag (for the energy guard: they feed energy in).
+PUSHING_KINDS = ("attractor",) + BLENDER_KINDS
 
 
 @dataclass(frozen=True)
@@ -48,6 +110,8 @@ class Forces:
     """The model's force fields, validated (a tuple of dicts from ``check_force``)."""
 
     fields: tuple = ()
+    # What the substep's particle accelerations found, for its drag (same positions, same time).
+    _scratch: dict = dataclass_field(default_factory=dict, compare=False, repr=False)
 
     @property
     def count(self) -> int:
@@ -57,8 +121,14 @@ class Forces:
         return [f for f in self.fields if f["kind"] == kind]
 
     @property
+    def pushes_bodies(self) -> bool:
+        """Whether a field does work on bodies without their drag (attractors and Blender's Force,
+        Vortex, Turbulence, Harmonic): an energy source for ``solver.energy``."""
+        return any(f["kind"] in PUSHING_KINDS for f in self.fields)
+
+    @property
     def drag_coefficients(self) -> tuple[float, float]:
-        """(linear kg/s, quadratic kg/m) of all drag fields together."""
+        """(linear kg/s, quadratic kg/m) of all drag fields together, where each acts in full."""
         drags = self.of_kind("drag")
         return sum(f["linear"] for f in drags), sum(f["quadratic"] for f in drags)
 
@@ -91,11 +161,64 @@ def _vector(where, what, value) -> np.ndarray:
     return v
 
 
+def _track(where, what, value, shape=()) -> Track:
+    values = np.asarray(value.values)
+    if values.shape[1:] != shape or not np.all(np.abs(values) <= FLOAT32_MAX):
+        raise JakobsenError(f"{where}: {what} track must hold {'numbers' if not shape else '3-vectors'} within "
+                            f"single precision, got samples of shape {values.shape[1:]}")
+    return value
+
+
+def _strength(where, what, value, *, low=None):
+    """A number, or a ``Track`` of numbers (a keyed strength)."""
+    if isinstance(value, Track):
+        return _track(where, what, value)
+    if callable(value):
+        raise JakobsenError(f"{where}: {what} must be a number or a Track (sample a function into "
+                            "jakobsen_engine.tracks.Track)")
+    return _number(where, what, value, low=low)
+
+
+def _place(where, what, value):
+    if isinstance(value, Track):
+        return _track(where, what, value, (3,))
+    return _vector(where, what, value)
+
+
+def _choice(where, what, value, options):
+    if value not in options:
+        raise JakobsenError(f"{where}: {what} must be one of {', '.join(options)}, got {value!r}")
+    return value
+
+
+def _optional_distance(where, what, value):
+    return None if value is None else _number(where, what, value, low=0.0)
+
+
+def _weights(where, what, value):
+    if value is None:
+        return None
+    try:
+        w = np.array(value, dtype=np.float64).reshape(-1)
+    except (TypeError, ValueError):
+        raise JakobsenError(f"{where}: {what} must be numbers >= 0, one per item, got {value!r}") from None
+    if not np.all(np.isfinite(w)) or np.any(w < 0.0) or np.any(w > FLOAT32_MAX):
+        raise JakobsenError(f"{where}: {what} must be finite numbers >= 0")
+    w.flags.writeable = False
+    return w
+
+
+def _seed(where, seed) -> int:
+    if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0:
+        raise JakobsenError(f"{where}: seed must be a whole number >= 0, got {seed!r}")
+    return int(seed)
+
+
 def check_force(kind: str, name: str, **settings) -> dict:
     """Validate one force field's settings; raises JakobsenError naming the field.
 
     Returns the field as a dict (``kind``, ``name`` and its settings in SI units, plus what the
-    solver precomputes: a wind's mean ``velocity`` and its gust modes).
+    solver precomputes: a wind's mean ``velocity`` and its gust modes, a field's noise modes).
     """
     where = f"force '{name}'"
     if kind not in _DEFAULTS:
@@ -106,14 +229,42 @@ def check_force(kind: str, name: str, **settings) -> dict:
                             f"(known: {', '.join(sorted(_DEFAULTS[kind]))})")
     s = {**_DEFAULTS[kind], **settings}
     field = {"kind": kind, "name": name}
+    if kind == "attractor":
+        field.update(_check_attractor(where, s))
+        return field
     if kind == "wind":
+        if s["axis"] is None:
+            s["axis"] = s["direction"]
         field.update(_check_wind(where, s))
     elif kind == "drag":
         field["linear"] = _number(where, "linear (kg/s)", s["linear"], low=0.0)
         field["quadratic"] = _number(where, "quadratic (kg/m)", s["quadratic"], low=0.0)
     else:
-        field.update(_check_attractor(where, s))
+        field.update(_check_blender(where, kind, s))
+    field.update(_check_region(where, s))
     return field
+
+
+def _check_region(where, s) -> dict:
+    axis = _place(where, "axis", s["axis"])
+    if not isinstance(axis, Track) and np.linalg.norm(axis) < 1e-12:
+        raise JakobsenError(f"{where}: axis must not be zero")
+    out = dict(position=_place(where, "position", s["position"]), axis=axis,
+               shape=_choice(where, "shape", s["shape"], SHAPES),
+               falloff_shape=_choice(where, "falloff shape", s["falloff_shape"], FALLOFF_SHAPES),
+               power=_number(where, "falloff power", s["power"], low=0.0),
+               radial_power=_number(where, "radial falloff power", s["radial_power"], low=0.0),
+               z_direction=_choice(where, "z direction", s["z_direction"], Z_DIRECTIONS),
+               particle_weights=_weights(where, "particle weights", s["particle_weights"]),
+               body_weights=_weights(where, "body weights", s["body_weights"]))
+    for low, high, unit in (("min_distance", "max_distance", "m"), ("radial_min", "radial_max", "")):
+        a = _optional_distance(where, low.replace("_", " "), s[low])
+        b = _optional_distance(where, high.replace("_", " "), s[high])
+        if a is not None and b is not None and b < a:
+            raise JakobsenError(f"{where}: {high.replace('_', ' ')} ({b:g}{unit}) must not be less than "
+                                f"{low.replace('_', ' ')} ({a:g}{unit})")
+        out[low], out[high] = a, b
+    return out
 
 
 def _check_wind(where, s) -> dict:
@@ -121,20 +272,38 @@ def _check_wind(where, s) -> dict:
     length = float(np.linalg.norm(direction))
     if length < 1e-12:
         raise JakobsenError(f"{where}: direction must not be zero")
-    strength = _number(where, "strength (m/s)", s["strength"], low=0.0)
-    if strength > MAX_SPEED:
-        raise JakobsenError(f"{where}: strength (m/s) is absurd, {strength:g} (at most {MAX_SPEED:g})")
+    strength = _strength(where, "strength (m/s)", s["strength"], low=0.0)
+    peak = float(np.max(np.abs(strength.values))) if isinstance(strength, Track) else strength
+    if peak > MAX_SPEED:
+        raise JakobsenError(f"{where}: strength (m/s) is absurd, {peak:g} (at most {MAX_SPEED:g})")
     turbulence = _number(where, "turbulence", s["turbulence"], low=0.0)
     scale = _number(where, "turbulence scale (m)", s["turbulence_scale"], low=0.0, low_open=True)
     frequency = _number(where, "turbulence frequency (Hz)", s["turbulence_frequency"], low=0.0)
-    seed = s["seed"]
-    if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0:
-        raise JakobsenError(f"{where}: seed must be a whole number >= 0, got {seed!r}")
-    velocity = direction / length * strength
-    out = dict(direction=direction / length, strength=strength, turbulence=turbulence, turbulence_scale=scale,
-               turbulence_frequency=frequency, seed=int(seed), velocity=velocity, modes=None)
-    if turbulence > 0.0 and strength > 0.0:
-        out["modes"] = _gust_modes(int(seed), strength * turbulence, scale, frequency)
+    seed = _seed(where, s["seed"])
+    unit = direction / length
+    # A keyed wind: the gusts drift with its strongest speed, and scale with its speed now.
+    velocity = unit * peak
+    out = dict(direction=unit, strength=strength, turbulence=turbulence, turbulence_scale=scale,
+               turbulence_frequency=frequency, seed=seed, velocity=velocity, modes=None)
+    if turbulence > 0.0 and peak > 0.0:
+        out["modes"] = _gust_modes(seed, peak * turbulence, scale, frequency)
+    return out
+
+
+def _check_blender(where, kind, s) -> dict:
+    out = dict(strength=_strength(where, "strength", s["strength"]),
+               noise=_number(where, "noise", s["noise"], low=0.0), seed=_seed(where, s["seed"]),
+               flow=_number(where, "flow (1/s)", s.get("flow", 0.0), low=0.0), noise_modes=None)
+    if out["noise"] > 0.0:
+        out["noise_modes"] = _noise_modes(out["seed"])
+    if kind == "force":
+        out["gravitation"] = bool(s["gravitation"])
+    elif kind == "turbulence":
+        out["size"] = _number(where, "size (m)", s["size"], low=0.0, low_open=True)
+        out["global_coordinates"] = bool(s["global_coordinates"])
+    elif kind == "harmonic":
+        out["damping"] = _number(where, "damping", s["damping"], low=0.0)
+        out["rest_length"] = _number(where, "rest length (m)", s["rest_length"], low=0.0)
     return out
 
 
@@ -163,6 +332,20 @@ def _gust_modes(seed: int, rms: float, scale: float, frequency: float):
     return k, omega, phase, amp
 
 
+def _noise_modes(seed: int):
+    """Modes of a smooth scalar noise of unit RMS: wave vectors (M, 3) 1/m, angular frequencies
+    (M,) rad/s, phases (M,); each cosine has amplitude sqrt(2/M)."""
+    rng = np.random.default_rng(seed + 7919)  # not the wind's gusts for the same seed
+    m = WIND_MODES
+    k = rng.normal(size=(m, 3))
+    k *= (2.0 * np.pi / NOISE_SCALE * rng.uniform(0.5, 1.5, m) / np.linalg.norm(k, axis=1))[:, None]
+    omega = 2.0 * np.pi * NOISE_FREQUENCY * rng.uniform(0.5, 1.5, m)
+    phase = rng.uniform(0.0, 2.0 * np.pi, m)
+    for arr in (k, omega, phase):
+        arr.flags.writeable = False
+    return k, omega, phase
+
+
 def _check_attractor(where, s) -> dict:
     position = _vector(where, "position", s["position"])
     strength = _number(where, "strength (m/s^2)", s["strength"])
@@ -187,31 +370,202 @@ def finalize_forces(specs: list[dict]) -> Forces:
     return Forces(tuple(specs))
 
 
+# -- Blender's falloff --------------------------------------------------------------------------
+
+
+def _at(value, t: float):
+    return value.at(t) if isinstance(value, Track) else value
+
+
+def _dot(a, b):
+    return np.einsum("ij,ij->i", a, b)
+
+
+def falloff_function(d: np.ndarray, low, high, power: float) -> np.ndarray:
+    """Blender's ``falloff_func``: 0 beyond ``high`` (None: no maximum), 1 within ``low`` (None:
+    no minimum), else (1 + d - low)^-power (low 0 when off)."""
+    base = 1.0 + d - (0.0 if low is None else low)
+    out = np.power(np.maximum(base, 1e-300), -power) if power else np.ones_like(d)
+    if low is not None:
+        out = np.where(d < low, 1.0, out)
+    if high is not None:
+        out = np.where(d > high, 0.0, out)
+    return out
+
+
+def field_geometry(field: dict, t: float, x: np.ndarray):
+    """Blender's ``get_effector_data`` for points x (n, 3) at time t: (axis (3,) unit, offset from
+    the field's origin (n, 3) (``vec_to_point2``), vector from the field's nearest point by its
+    shape to each point (n, 3) (``vec_to_point``), its length (n,))."""
+    c = np.asarray(_at(field["position"], t), dtype=np.float64)
+    axis = np.asarray(_at(field["axis"], t), dtype=np.float64)
+    axis = axis / max(float(np.linalg.norm(axis)), 1e-300)
+    rel = x - c
+    shape = field["shape"]
+    if shape == "point":
+        vec = rel
+    else:
+        along = (rel @ axis)[:, None] * axis
+        # A plane measures from the plane (the point's height above it); a line, and a vortex of
+        # either shape, from the axis line.
+        vec = rel - along if (shape == "line" or field["kind"] == "vortex") else along
+    return axis, rel, vec, np.sqrt(_dot(vec, vec))
+
+
+def field_falloff(field: dict, axis, rel, distance, weights=None) -> np.ndarray:
+    """Blender's ``effector_falloff`` (n,): z direction, then sphere (by the distance), tube (by
+    the height along the axis and the distance from it) or cone (by the height and the angle
+    from the axis in degrees), times the per-point weights."""
+    fac = rel @ axis
+    z = field["z_direction"]
+    f = np.ones(len(rel))
+    if z == "positive":
+        f = np.where(fac < 0.0, 0.0, f)
+    elif z == "negative":
+        f = np.where(fac > 0.0, 0.0, f)
+    low, high, power = field["min_distance"], field["max_distance"], field["power"]
+    shape = field["falloff_shape"]
+    if shape == "sphere":
+        f = f * falloff_function(distance, low, high, power)
+    else:
+        f = f * falloff_function(np.abs(fac), low, high, power)
+        if shape == "tube":
+            radial = rel - fac[:, None] * axis
+            r = np.sqrt(_dot(radial, radial))
+        else:
+            length = np.sqrt(_dot(rel, rel))
+            with np.errstate(invalid="ignore", divide="ignore"):
+                r = np.degrees(np.arccos(np.clip(np.where(length > 0.0, fac / length, 1.0), -1.0, 1.0)))
+        f = f * falloff_function(r, field["radial_min"], field["radial_max"], field["radial_power"])
+    if weights is not None:
+        f = f * weights
+    return f
+
+
+def _weights_for(field: dict, key: str, count: int, rows=None):
+    w = field[key]
+    if w is None:
+        return None
+    if rows is None:
+        if len(w) != count:
+            raise JakobsenError(f"force '{field['name']}': {key.replace('_', ' ')} has {len(w)} values for "
+                                f"{count} {key.split('_')[0]}s")
+        return w
+    if len(w) < count:
+        raise JakobsenError(f"force '{field['name']}': {key.replace('_', ' ')} has {len(w)} values for "
+                            f"{count} {key.split('_')[0]}s")
+    return w[rows]
+
+
+def field_strength(field: dict, t: float, x: np.ndarray) -> np.ndarray:
+    """The strength (n,) at points x at time t: its (keyed) value plus the noise."""
+    s = float(_at(field["strength"], t))
+    modes = field.get("noise_modes")
+    if modes is None:
+        return np.full(len(x), s)
+    k, omega, phase = modes
+    jitter = np.cos(x @ k.T - omega * t + phase).sum(axis=1) * math.sqrt(2.0 / len(omega))
+    return s + NOISE_RMS * field["noise"] * jitter
+
+
+# -- Blender's turbulence -----------------------------------------------------------------------
+
+# Improved Perlin noise (Perlin 2002) with a fixed shuffled table (Blender's has its own; the
+# noise's statistics are the same) and its twelve edge gradients (four repeated).
+_PERM = np.tile(np.random.default_rng(1234).permutation(256), 2).astype(np.int64)
+_GRAD = np.array([[1, 1, 0], [-1, 1, 0], [1, -1, 0], [-1, -1, 0], [1, 0, 1], [-1, 0, 1], [1, 0, -1], [-1, 0, -1],
+                  [0, 1, 1], [0, -1, 1], [0, 1, -1], [0, -1, -1], [1, 1, 0], [0, -1, 1], [-1, 1, 0], [0, -1, -1]],
+                 dtype=np.float64)
+_CORNERS = np.array([[i, j, k] for i in (0, 1) for j in (0, 1) for k in (0, 1)], dtype=np.int64)
+
+
+def perlin_noise(p: np.ndarray) -> np.ndarray:
+    """Improved Perlin noise (k,) in about [-1, 1] at points p (k, 3); 0 on the integer lattice."""
+    cell = np.floor(p)
+    f = p - cell
+    i = cell.astype(np.int64) & 255
+    u = f * f * f * (f * (f * 6.0 - 15.0) + 10.0)
+    out = np.zeros(len(p))
+    for c in _CORNERS:
+        h = _PERM[_PERM[_PERM[i[:, 0] + c[0]] + i[:, 1] + c[1]] + i[:, 2] + c[2]] & 15
+        g = _dot(_GRAD[h], f - c)
+        wgt = np.where(c[0], u[:, 0], 1.0 - u[:, 0]) * np.where(c[1], u[:, 1], 1.0 - u[:, 1]) \
+            * np.where(c[2], u[:, 2], 1.0 - u[:, 2])
+        out += wgt * g
+    return out
+
+
+def blender_turbulence(size: float, p: np.ndarray, octaves: int = 2) -> np.ndarray:
+    """Blender's ``BLI_noise_generic_turbulence(size, x, y, z, octaves, hard=False, basis=improved
+    Perlin)`` (k,) at points p (k, 3): octaves + 1 layers of 0.5 + 0.5 noise, each half the size
+    and half the weight of the last, normalised to [0, 1] (mean 1/2)."""
+    q = p / size
+    total = np.zeros(len(p))
+    amp, scale = 1.0, 1.0
+    for _ in range(octaves + 1):
+        total += amp * (0.5 + 0.5 * perlin_noise(q * scale))
+        amp *= 0.5
+        scale *= 2.0
+    return total * (float(1 << octaves) / float((1 << (octaves + 1)) - 1))
+
+
+def turbulence_direction(field: dict, axis, rel, x) -> np.ndarray:
+    """Blender's turbulence force per unit strength (n, 3), each component -1 + 2 T of the point
+    with its coordinates turned (x y z, y z x, z x y)."""
+    p = x if field["global_coordinates"] else rel + axis
+    n = len(p)
+    turned = np.concatenate([p, p[:, [1, 2, 0]], p[:, [2, 0, 1]]])  # one call for three components
+    return (-1.0 + 2.0 * blender_turbulence(field["size"], turned)).reshape(3, n).T
+
+
 # -- the fields ---------------------------------------------------------------------------------
 
 
-def wind_velocity(field: dict, t: float, x: np.ndarray) -> np.ndarray:
-    """Air velocity (n, 3) m/s of one wind at points x (n, 3) at time t.
+def wind_velocity(field: dict, t: float, x: np.ndarray, weights=None) -> np.ndarray:
+    """Air velocity (n, 3) m/s of one wind at points x (n, 3) at time t (times its falloff and
+    the points' weights).
 
     The gusts drift downwind with the mean wind (Taylor's frozen turbulence) while each mode
     also changes in place at its own frequency, so the field is smooth in space and time.
     """
     mean = field["velocity"]
+    strength = field["strength"]
+    keyed = isinstance(strength, Track)
+    now = float(strength.at(t)) if keyed else None
     if field["modes"] is None:
-        return np.broadcast_to(mean, x.shape).copy()
-    k, omega, phase, amp = field["modes"]
-    arg = (x - mean * t) @ k.T - omega * t + phase  # (n, M)
-    return mean + np.cos(arg) @ amp
+        air = np.broadcast_to(field["direction"] * now if keyed else mean, x.shape).copy()
+    else:
+        k, omega, phase, amp = field["modes"]
+        arg = (x - mean * t) @ k.T - omega * t + phase  # (n, M)
+        gusts = np.cos(arg) @ amp
+        if keyed:
+            peak = float(np.linalg.norm(mean))
+            air = field["direction"] * now + gusts * (abs(now) / peak)
+        else:
+            air = mean + gusts
+    if _regional(field) or weights is not None:
+        axis, rel, _, distance = field_geometry(field, t, x)
+        air *= field_falloff(field, axis, rel, distance, weights)[:, None]
+    return air
 
 
-def air_velocity(forces: Forces, t: float, x: np.ndarray):
-    """Sum of the winds' air velocities (n, 3) m/s at x (n, 3), or None without winds."""
+def _regional(field: dict) -> bool:
+    """Whether a field's falloff can be anything but 1 (a minimum distance alone changes nothing)."""
+    return (field["z_direction"] != "both" or field["max_distance"] is not None
+            or field["falloff_shape"] != "sphere" or field["power"] > 0.0)
+
+
+def air_velocity(forces: Forces, t: float, x: np.ndarray, rows=None):
+    """Sum of the winds' air velocities (n, 3) m/s at x (n, 3), or None without winds; rows: the
+    bodies x belongs to (None: x are all the particles)."""
     winds = forces.of_kind("wind")
     if not winds:
         return None
-    air = wind_velocity(winds[0], t, x)
-    for field in winds[1:]:
-        air += wind_velocity(field, t, x)
+    key = "particle_weights" if rows is None else "body_weights"
+    air = None
+    for field in winds:
+        a = wind_velocity(field, t, x, _weights_for(field, key, len(x), rows))
+        air = a if air is None else air + a
     return air
 
 
@@ -233,25 +587,96 @@ def attractor_acceleration(field: dict, x: np.ndarray) -> np.ndarray:
     return d * size[:, None]
 
 
-def acceleration(forces: Forces, x: np.ndarray):
-    """Sum of the attractors' accelerations (n, 3) m/s^2 at x (n, 3), or None without attractors."""
-    fields = forces.of_kind("attractor")
-    if not fields:
-        return None
-    a = attractor_acceleration(fields[0], x)
-    for field in fields[1:]:
-        a += attractor_acceleration(field, x)
+def blender_field(field: dict, t: float, x: np.ndarray, weights=None):
+    """One of Blender's Force, Vortex, Turbulence, Harmonic fields at points x (n, 3) at t:
+    (acceleration (n, 3) m/s^2 that does not depend on the velocity, damping rate (n,) 1/s: the
+    velocity terms -rate v), as Blender's ``do_physical_effector`` with its location flag (the
+    flow term included), zero where the falloff is zero (Blender skips the field there)."""
+    axis, rel, vec, distance = field_geometry(field, t, x)
+    f = field_falloff(field, axis, rel, distance, weights)
+    s = field_strength(field, t, x)
+    kind = field["kind"]
+    on = f > 0.0
+    rate = np.zeros(len(x))
+    with np.errstate(divide="ignore", invalid="ignore"):
+        if kind == "force":
+            if field["gravitation"]:
+                s = np.where(distance > 1.2e-7, s / (distance * distance), 0.0)
+            a = vec * np.where(distance > 0.0, s * f / distance, 0.0)[:, None]
+        elif kind == "vortex":
+            swirl = np.cross(axis, vec if field["shape"] == "point" else rel)
+            if field["shape"] == "point":
+                length = np.sqrt(_dot(swirl, swirl))
+                a = swirl * np.where(length > 0.0, s * distance * f / length, 0.0)[:, None]
+            else:
+                w = s * f
+                # -W^2 r (centripetal) + W axis x r; the -v of Blender's formula is the rate.
+                a = np.cross(axis, swirl) * (w * w)[:, None] + swirl * w[:, None]
+                rate += on
+        elif kind == "turbulence":
+            a = turbulence_direction(field, axis, rel, x) * (s * f)[:, None]
+        else:  # harmonic
+            rest = field["rest_length"]
+            stretch = vec * np.where(distance > 0.0, (distance - rest) / distance, 0.0)[:, None] if rest else vec
+            a = stretch * (-s * f)[:, None]
+            rate += on * (2.0 * field["damping"]) * np.sqrt(np.abs(s))
+    if kind != "harmonic":
+        rate += field["flow"] * f
+    return a, rate
+
+
+def _blender_terms(forces: Forces, t: float, x: np.ndarray, rows=None):
+    """Blender fields together at x: (acceleration (n, 3) or None, damping rate (n,) or None)."""
+    accel = rate = None
+    key = "particle_weights" if rows is None else "body_weights"
+    for field in forces.fields:
+        if field["kind"] not in BLENDER_KINDS:
+            continue
+        a, r = blender_field(field, t, x, _weights_for(field, key, len(x), rows))
+        accel = a if accel is None else accel + a
+        rate = r if rate is None else rate + r
+    return accel, rate
+
+
+def _drag_terms(forces: Forces, t: float, x: np.ndarray, rows=None):
+    """The drag fields at x: (linear kg/s (n,) or scalar, quadratic kg/m (n,) or scalar)."""
+    linear = quadratic = 0.0
+    key = "particle_weights" if rows is None else "body_weights"
+    for field in forces.of_kind("drag"):
+        weights = _weights_for(field, key, len(x), rows)
+        if _regional(field) or weights is not None:
+            axis, rel, _, distance = field_geometry(field, t, x)
+            f = field_falloff(field, axis, rel, distance, weights)
+        else:
+            f = 1.0
+        linear = linear + field["linear"] * f
+        quadratic = quadratic + field["quadratic"] * f
+    return linear, quadratic
+
+
+def acceleration(forces: Forces, x: np.ndarray, t: float = 0.0, rows=None):
+    """Sum of the attractors' and Blender fields' velocity-free accelerations (n, 3) m/s^2 at x
+    (n, 3) at t, or None without such fields."""
+    a = None
+    for field in forces.of_kind("attractor"):
+        pull = attractor_acceleration(field, x)
+        a = pull if a is None else a + pull
+    extra, _ = _blender_terms(forces, t, x, rows)
+    if extra is not None:
+        a = extra if a is None else a + extra
     return a
 
 
-def _damp(v: np.ndarray, inv_mass: np.ndarray, linear: float, quadratic: float, h: float) -> np.ndarray:
-    """v (n, 3) after one substep h of F = -(linear + quadratic |v|) v on masses 1/inv_mass (n,).
+def _damp(v: np.ndarray, inv_mass: np.ndarray, linear, quadratic, h: float, rate=0.0) -> np.ndarray:
+    """v (n, 3) after one substep h of F = -(linear + quadratic |v|) v on masses 1/inv_mass (n,)
+    and a = -rate v (rate 1/s, on any mass); linear, quadratic, rate scalars or (n,).
 
-    Linear drag is integrated exactly (exp(-c w h)); quadratic drag implicitly
-    (v' = v / (1 + q w |v| h)) so that it can never reverse the motion, however strong.
+    Linear drag is integrated exactly (exp(-(c w + rate) h)); quadratic drag implicitly
+    (v' = v / (1 + q w |v| h)) so that it can never reverse the motion, however strong. Pinned
+    particles (w = 0) keep their velocity.
     """
     speed = np.sqrt(np.einsum("ij,ij->i", v, v))
-    scale = np.exp(-linear * inv_mass * h) / (1.0 + quadratic * inv_mass * speed * h)
+    scale = np.exp(-(linear * inv_mass + rate * (inv_mass > 0.0)) * h) / (1.0 + quadratic * inv_mass * speed * h)
     return v * scale[:, None]
 
 
@@ -261,19 +686,35 @@ def _damp(v: np.ndarray, inv_mass: np.ndarray, linear: float, quadratic: float, 
 def particle_air_and_acceleration(forces: Forces, t: float, x: np.ndarray, *, with_air: bool = True):
     """(air velocity (n, 3) m/s or None, extra acceleration (n, 3) m/s^2 or None) for particles
     at x (n, 3) at time t; None where the fields add nothing. with_air=False skips the winds (no
-    particle has drag, so the air cannot reach them)."""
-    return (air_velocity(forces, t, x) if with_air else None), acceleration(forces, x)
+    particle has drag, so the air cannot reach them). The Blender fields' velocity terms are kept
+    for ``drag_particles`` in the same substep."""
+    a = None
+    for field in forces.of_kind("attractor"):
+        pull = attractor_acceleration(field, x)
+        a = pull if a is None else a + pull
+    extra, rate = _blender_terms(forces, t, x)
+    if extra is not None:
+        a = extra if a is None else a + extra
+    forces._scratch.update(x=x, t=t, rate=rate)
+    return (air_velocity(forces, t, x) if with_air else None), a
 
 
 def drag_particles(forces: Forces, h: float, x: np.ndarray, x_prev: np.ndarray, inv_mass: np.ndarray) -> None:
-    """The drag fields over one substep h, in place: the Verlet velocity (x - x_prev) / h of
-    each particle (inverse mass inv_mass (n,) 1/kg; pinned ones have 0 and keep theirs) is
-    damped by moving x_prev (n, 3)."""
-    linear, quadratic = forces.drag_coefficients
-    if linear <= 0.0 and quadratic <= 0.0:
+    """The drag fields and the Blender fields' velocity terms over one substep h, in place: the
+    Verlet velocity (x - x_prev) / h of each particle (inverse mass inv_mass (n,) 1/kg; pinned
+    ones have 0 and keep theirs) is damped by moving x_prev (n, 3). The fields are evaluated at
+    the time ``particle_air_and_acceleration`` was last called with (the substep's start)."""
+    scratch = forces._scratch
+    t = scratch.get("t", 0.0)
+    if scratch.get("x") is x:
+        rate = scratch.get("rate")
+    else:
+        _, rate = _blender_terms(forces, t, x)
+    linear, quadratic = _drag_terms(forces, t, x)
+    if rate is None and not np.any(linear > 0.0) and not np.any(quadratic > 0.0):
         return
     v = (x - x_prev) / h
-    x_prev[...] = x - _damp(v, inv_mass, linear, quadratic, h) * h
+    x_prev[...] = x - _damp(v, inv_mass, linear, quadratic, h, 0.0 if rate is None else rate) * h
 
 
 # -- bodies -------------------------------------------------------------------------------------
@@ -287,10 +728,11 @@ def apply_to_bodies(forces: Forces, bodies, t: float, h: float, x, q, v, w, inv_
     (``SolverSettings.air_velocity``) that the winds add to; accel: (B+1, 3) m/s^2 the integrator
     adds after this (gravity), which the follow pulls must hold against.
 
-    Order: attractors (explicit), air drag and drag fields (implicit, never reverse the motion),
-    then the follow pulls (implicit), so a strong pull lands on its target whatever the rest did.
-    Forces act at the centre of mass (no torque); accelerations are independent of the inertia,
-    so inv_inertia is not needed.
+    Order: attractors and Blender's fields' velocity-free parts (explicit), air drag, drag fields
+    and the fields' velocity terms (implicit, never reverse the motion), then the follow pulls
+    (implicit), so a strong pull lands on its target whatever the rest did. Forces act at the
+    centre of mass (no torque, as Blender's Rigid Body applies fields); accelerations are
+    independent of the inertia, so inv_inertia is not needed.
     """
     count = bodies.count
     moving = np.flatnonzero(inv_mass[:count] > 0.0)
@@ -299,20 +741,26 @@ def apply_to_bodies(forces: Forces, bodies, t: float, h: float, x, q, v, w, inv_
     t0 = t - h
     xm = x[moving]
     im = inv_mass[moving]
-    pull = acceleration(forces, xm)
+    pull = None
+    for field in forces.of_kind("attractor"):
+        a = attractor_acceleration(field, xm)
+        pull = a if pull is None else pull + a
+    extra, rate = _blender_terms(forces, t0, xm, moving)
+    if extra is not None:
+        pull = extra if pull is None else pull + extra
     if pull is not None:
         v[moving] += pull * h
     drag = bodies.drag[moving]
     if np.any(drag > 0.0):
-        wind = air_velocity(forces, t0, xm)
+        wind = air_velocity(forces, t0, xm, moving)
         still = np.zeros(3) if air is None else np.asarray(air, dtype=np.float64)
         v_air = still + (0.0 if wind is None else wind)
         rel = v[moving] - v_air
         speed = np.sqrt(np.einsum("ij,ij->i", rel, rel))
         v[moving] = v_air + rel / (1.0 + drag * im * speed * h)[:, None]
-    linear, quadratic = forces.drag_coefficients
-    if linear > 0.0 or quadratic > 0.0:
-        v[moving] = _damp(v[moving], im, linear, quadratic, h)
+    linear, quadratic = _drag_terms(forces, t0, xm, moving)
+    if rate is not None or np.any(linear > 0.0) or np.any(quadratic > 0.0):
+        v[moving] = _damp(v[moving], im, linear, quadratic, h, 0.0 if rate is None else rate)
     _follow(bodies, moving, t, h, x, q, v, w, accel)
 
 
