@@ -2,7 +2,8 @@
 the simulation, and its settings).
 
 One PointerProperty per ID type; inside ``Object.jakobsen`` each role has its own group
-(``rigid_body``, ``cloth``, ``collider``, ``connector``, ``spring``, ``motor``), so scripts read
+(``rigid_body``, ``cloth``, ``soft_body``, ``collider``, ``connector``, ``spring``, ``motor``; a
+soft body's surface uses the ``cloth`` group, what makes it a soft body is in ``soft_body``), so scripts read
 ``obj.jakobsen.cloth.pin_group`` and a setting never means two things.
 
 Units: SI throughout (m, kg, s, N). Values with a Blender unit (length, mass, angle, velocity,
@@ -33,7 +34,8 @@ EMPTY_TYPES = ("CONNECTOR", "SPRING", "MOTOR")
 TYPE_ITEMS = (
     ("RIGID_BODY", "Rigid Body", "A solid body that moves and collides as a whole", 'RIGID_BODY', 0),
     ("CLOTH", "Cloth", "A deforming sheet: every vertex moves, edges keep their length", 'MOD_CLOTH', 1),
-    ("SOFT_BODY", "Soft Body", "A deforming object with springy edges", 'MOD_SOFT', 2),
+    ("SOFT_BODY", "Soft Body", "A closed mesh that keeps its shape and volume but squashes and jiggles "
+                               "(jelly, a rubber ball)", 'MOD_SOFT', 2),
     ("COLLIDER", "Collider", "A fixed or animated obstacle that other objects bounce off", 'MOD_PHYSICS', 3),
     ("CONNECTOR", "Connector", "A joint between Object A and Object B (hinge, slider, ...)", 'CONSTRAINT', 4),
     ("SPRING", "Spring", "A spring between Object A and Object B", 'FORCE_HARMONIC', 5),
@@ -181,7 +183,8 @@ class JakobsenRigidBodySettings(PropertyGroup):
 
 
 class JakobsenClothSettings(PropertyGroup):
-    """A deforming mesh: cloth, and soft bodies (which use the same surface model)."""
+    """A deforming mesh: cloth, and the surface of soft bodies (which use the same surface model,
+    with ``JakobsenSoftBodySettings`` on top)."""
 
     use_vertex_mass: BoolProperty(
         name="Use Vertex Mass",
@@ -245,9 +248,100 @@ class JakobsenClothSettings(PropertyGroup):
     )
     air_drag: FloatProperty(
         name="Air Drag",
-        description="Quadratic air drag per area in kg/m³ (about 0.6 for cloth, 0 for none): slows the cloth "
-                    "in still air and lets Wind force fields and the scene's Wind blow it",
-        default=0.0, min=0.0, soft_max=10.0,
+        description="Quadratic air drag per area in kg/m³ (force = Air Drag × area × speed² against the air; "
+                    "0.6 is air on cloth, 0 none): slows the cloth in still air and lets Wind force fields and "
+                    "the scene's Wind blow it",
+        # On by default: with 0 a Wind field leaves a new cloth hanging still (issue 13).
+        default=0.6, min=0.0, soft_max=10.0,
+    )
+    use_self_collision: BoolProperty(
+        name="Self Collision",
+        description="Keep the cloth from passing through itself where it folds (slower: every part is tested "
+                    "against every other part nearby)",
+        default=False,
+    )
+    self_distance: FloatProperty(
+        name="Self Distance",
+        description="Distance the cloth keeps between its own non-neighbouring parts when it folds onto itself "
+                    "(about twice the Thickness)",
+        subtype='DISTANCE', default=0.01, min=1e-4, soft_max=0.1, precision=4,
+    )
+    use_pressure: BoolProperty(
+        name="Pressure",
+        description="Air inside a closed cloth keeps a volume (a balloon, a cushion, an airbag); the mesh must "
+                    "be closed",
+        default=False,
+    )
+    pressure_volume: FloatProperty(
+        name="Target Volume",
+        description="The volume the closed cloth keeps, as a ratio of the volume it encloses as modelled "
+                    "(1: as modelled; 1.2: blown up by a fifth; 0.5: half deflated)",
+        default=1.0, min=0.01, max=1000.0, soft_min=0.1, soft_max=3.0,
+    )
+    pressure_stiffness: FloatProperty(
+        name="Pressure Stiffness",
+        description="How hard the air holds the volume, in N/m² (pascals) of pressure per unit of volume "
+                    "strain: a volume 1% off the target pushes with 1% of this on every square metre "
+                    "(air in a sealed bag about 100000; a soft cushion 1000)",
+        default=10000.0, min=1e-3, soft_max=1e6,
+    )
+    use_plasticity: BoolProperty(
+        name="Plasticity",
+        description="Stretched or bent beyond the Limit, the cloth (or soft body) takes its new shape as its "
+                    "rest shape: creases and dents that stay",
+        default=False,
+    )
+    plastic_limit: FloatProperty(
+        name="Plastic Limit",
+        description="Strain beyond which the rest shape changes, in percent of the rest length (below it the "
+                    "cloth springs back)",
+        subtype='PERCENTAGE', default=10.0, min=0.01, soft_max=100.0, precision=1,
+    )
+    plastic_rate: FloatProperty(
+        name="Plastic Rate",
+        description="How fast the rest shape follows beyond the Limit, per second: the fraction of the excess "
+                    "strain taken up each second (high: at once)",
+        default=10.0, min=1e-3, soft_max=1000.0,
+    )
+    use_tearing: BoolProperty(
+        name="Tearing",
+        description="Edges stretched beyond the Tear Factor break and the cloth tears along them",
+        default=False,
+    )
+    tear_factor: FloatProperty(
+        name="Tear Factor",
+        description="An edge breaks when it is stretched to this many times its rest length (1.5: at 50% "
+                    "stretch); with Rigid Stretch only a hard pull (pins, collisions) stretches it",
+        default=1.5, min=1.001, soft_max=10.0, precision=3,
+    )
+
+
+class JakobsenSoftBodySettings(PropertyGroup):
+    """What makes a closed mesh a soft body (jelly, a rubber ball, a tyre) on top of the surface
+    settings it shares with cloth (``Object.jakobsen.cloth``: mass, edges, pins, collisions,
+    self collision, plasticity): it springs back to its shape (shape matching) and keeps its
+    volume (pressure at the volume it encloses)."""
+
+    jiggle_frequency: FloatProperty(
+        name="Jiggle Frequency",
+        description="How stiffly the body springs back to its shape, as the frequency it jiggles at in hertz "
+                    "(jelly about 2, a rubber ball about 10; 0: it keeps no shape of its own, like a bag). "
+                    "Every vertex is pulled towards the rest shape matched to the body with (2π × this)² "
+                    "N/m per kg",
+        unit='FREQUENCY', default=4.0, min=0.0, soft_max=50.0,
+    )
+    use_volume: BoolProperty(
+        name="Volume",
+        description="Keep the volume the mesh encloses (squashed, it bulges out at the sides); the mesh must "
+                    "be closed",
+        default=True,
+    )
+    volume_stiffness: FloatProperty(
+        name="Volume Stiffness",
+        description="How hard the volume is kept, in N/m² (pascals) of pressure per unit of volume strain "
+                    "(a bulk modulus: the load a body rests on, per area of its footprint, over this is "
+                    "about the fraction of volume it loses; lower it for a body that gives way when squashed)",
+        default=10000.0, min=1e-3, soft_max=1e6,
     )
 
 
@@ -724,6 +818,9 @@ class JakobsenObjectSettings(PropertyGroup):
                                 description="Settings used when the object is a rigid body")
     cloth: PointerProperty(type=JakobsenClothSettings, name="Cloth",
                            description="Settings used when the object is a cloth or soft body")
+    soft_body: PointerProperty(type=JakobsenSoftBodySettings, name="Soft Body",
+                               description="Settings used when the object is a soft body (with its Cloth "
+                                           "settings for its surface)")
     collider: PointerProperty(type=JakobsenColliderSettings, name="Collider",
                               description="Settings used when the object is a collider")
     connector: PointerProperty(type=JakobsenConnectorSettings, name="Connector",
@@ -809,6 +906,7 @@ class JakobsenSceneSettings(PropertyGroup):
 classes = (
     JakobsenRigidBodySettings,
     JakobsenClothSettings,
+    JakobsenSoftBodySettings,
     JakobsenColliderSettings,
     JakobsenConnectorSettings,
     JakobsenSpringSettings,

@@ -7,8 +7,9 @@ import math
 import numpy as np
 
 from jakobsen_engine import JakobsenError, ModelBuilder, Track, TriangleMesh
+from jakobsen_engine.particles.surfaces import is_closed
 
-from ..blender_io.checks import ROLE_NAMES, check_invertible, check_matrix, describe
+from ..blender_io.checks import ROLE_NAMES, check_invertible, check_matrix, check_numbers, describe
 from ..blender_io.reads import MeshData, may_move, read_mesh, simulated_ancestor
 from ..translate.meshes import face_areas, face_list, fit_shape, mesh_warnings
 from ..translate.settings import FOLLOW_RATE, PIN_WEIGHT, RIGID_MODES, RIGID_SHAPES, damping_rate
@@ -35,6 +36,54 @@ def parent_warning(obj, warnings: list[str]) -> bool:
     return True
 
 
+def shape_stiffness(frequency: float) -> float:
+    """A soft body's Jiggle Frequency (Hz) as the engine's shape stiffness (N/m per kg, 1/s^2): each
+    vertex is pulled to its matched rest place like a mass on a spring, which swings at
+    sqrt(k/m) / (2 pi) Hz, so k/m = (2 pi f)^2."""
+    return (2.0 * math.pi * float(frequency)) ** 2
+
+
+def is_closed_mesh(data: MeshData) -> bool:
+    """Every edge shared by exactly two faces: the mesh encloses a volume pressure can keep."""
+    loop_total = np.asarray(data.loop_total, dtype=np.int64)
+    starts = np.concatenate(([0], np.cumsum(loop_total)[:-1])).astype(np.int64)
+    return is_closed(np.asarray(data.corners, dtype=np.int64), starts)
+
+
+def surface_settings(obj, data: MeshData, warnings: list[str]) -> dict:
+    """The whole-surface keywords of ``ModelBuilder.add_cloth`` from a cloth's or soft body's panels:
+    self collision, pressure (a soft body's Volume is pressure at the volume as modelled), shape
+    matching, plasticity and tearing; a setting whose toggle is off is left at the engine's "off"."""
+    where = describe(obj)
+    s = obj.jakobsen.cloth
+    soft = obj.jakobsen.type == 'SOFT_BODY'
+    out = dict(self_collision=bool(s.use_self_collision),
+               self_distance=float(s.self_distance) if s.use_self_collision else None)
+    if s.use_plasticity:
+        out.update(plastic_limit=float(s.plastic_limit) / 100.0, plastic_rate=float(s.plastic_rate))
+    if soft:
+        sb = obj.jakobsen.soft_body
+        check_numbers(sb, where)  # (the cloth group is checked with the other roles' groups)
+        out["shape_stiffness"] = shape_stiffness(sb.jiggle_frequency)
+        if sb.use_volume:
+            out.update(pressure=1.0, pressure_stiffness=float(sb.volume_stiffness))
+        if not sb.use_volume and sb.jiggle_frequency <= 0.0:
+            warnings.append(f"{where} has a Jiggle Frequency of 0 and Volume off, so it keeps neither its shape "
+                            "nor its volume: it is simulated as a cloth surface")
+    else:
+        if s.use_pressure:
+            out.update(pressure=float(s.pressure_volume), pressure_stiffness=float(s.pressure_stiffness))
+        if s.use_tearing:
+            out["tear_factor"] = float(s.tear_factor)
+    # Checked here to name the setting as the panel shows it (the engine would say "pressure").
+    if out.get("pressure", 0.0) > 0.0 and not is_closed_mesh(data):
+        setting, panel = ("Volume", "Soft Body") if soft else ("Pressure", "Cloth > Pressure")
+        raise JakobsenError(f"{where}: {setting} needs a closed mesh (every edge shared by two faces), and this "
+                            "one has holes or loose edges; fill them (Edit Mode: Select > Select All by Trait > "
+                            f"Non Manifold shows them) or turn {setting} off (Physics > Jakobsen Physics > {panel})")
+    return out
+
+
 def add_deformable(builder: ModelBuilder, obj, depsgraph, track, warnings: list[str]):
     where = describe(obj)
     parent_warning(obj, warnings)
@@ -53,9 +102,7 @@ def add_deformable(builder: ModelBuilder, obj, depsgraph, track, warnings: list[
     if size <= 0.0 or areas.sum() <= 1e-9 * size * size:
         raise JakobsenError(f"{where}: all its faces have zero area (its vertices lie on one line or point)")
     warnings.extend(mesh_warnings(where, world, data.loop_total, data.corners, areas))
-    if obj.jakobsen.type == 'SOFT_BODY':
-        warnings.append(f"{where} is simulated as a surface with its cloth settings; "
-                        "volume preservation is not in the engine yet")
+    surface = surface_settings(obj, data, warnings)
     density = (s.vertex_mass * len(world) / float(areas.sum())) if s.use_vertex_mass else s.density
     weights = data.weights
     if weights is not None and not np.any(weights > 0.0):
@@ -70,7 +117,7 @@ def add_deformable(builder: ModelBuilder, obj, depsgraph, track, warnings: list[
         stretch_stiffness=math.inf if s.use_rigid_stretch else s.stretch_stiffness,
         shear_stiffness=math.inf if s.use_rigid_shear else s.shear_stiffness,
         bend_stiffness=s.bend_stiffness, pin_weights=weights, pin_stiffness=s.pin_stiffness,
-        friction=s.friction, drag=s.air_drag)
+        friction=s.friction, drag=s.air_drag, **surface)
     to_world = track if track is not None else m[None]
     if track is not None:
         for k in range(len(track)):

@@ -5,6 +5,8 @@ from bpy.types import Panel
 
 from jakobsen_engine.constraints import kinds as connector_kinds
 
+from ..presets import JAKOBSEN_PT_cloth_presets, JAKOBSEN_PT_rigid_body_presets
+from ..presets import classes as preset_classes
 from ..properties import types_for
 from ..translate.settings import JOINT_KINDS
 from .vehicle import wheel_chassis
@@ -56,6 +58,9 @@ class PHYSICS_PT_jakobsen_body(JakobsenPhysicsPanel, Panel):
     bl_parent_id = "PHYSICS_PT_jakobsen"
     roles = ('RIGID_BODY',)
 
+    def draw_header_preset(self, _context):
+        JAKOBSEN_PT_rigid_body_presets.draw_panel_header(self.layout)
+
     def draw(self, context):
         layout = self.layout
         layout.use_property_split = True
@@ -93,10 +98,50 @@ class PHYSICS_PT_jakobsen_body(JakobsenPhysicsPanel, Panel):
         sub.prop(rb, "initial_angular_velocity")
 
 
+class PHYSICS_PT_jakobsen_soft_body(JakobsenPhysicsPanel, Panel):
+    """What makes a closed mesh a soft body (its surface has the Cloth panel's settings), as
+    Blender's Soft Body panel has Goal (here: the shape it springs back to) and Edges."""
+    bl_label = "Soft Body"
+    bl_parent_id = "PHYSICS_PT_jakobsen"
+    roles = ('SOFT_BODY',)
+
+    def draw(self, context):
+        layout = self.layout
+        layout.use_property_split = True
+        ob = context.object
+        sb = ob.jakobsen.soft_body
+        layout.prop(sb, "jiggle_frequency", text="Jiggle")
+        cloth = ob.jakobsen.cloth
+        if cloth.use_rigid_stretch and cloth.use_rigid_shear:
+            # (Two lines: one is cut at the default width.)
+            col = layout.column(align=True)
+            col.label(text="Rigid Stretch and Shear (Cloth):", icon='INFO')
+            col.label(text="it dents but cannot squash", icon='BLANK1')
+
+
+class PHYSICS_PT_jakobsen_soft_body_volume(JakobsenPhysicsPanel, Panel):
+    bl_label = "Volume"
+    bl_parent_id = "PHYSICS_PT_jakobsen_soft_body"
+    roles = ('SOFT_BODY',)
+
+    def draw_header(self, context):
+        self.layout.prop(context.object.jakobsen.soft_body, "use_volume", text="")
+
+    def draw(self, context):
+        layout = self.layout
+        layout.use_property_split = True
+        sb = context.object.jakobsen.soft_body
+        layout.active = sb.use_volume
+        layout.prop(sb, "volume_stiffness", text="Stiffness (Pa)")
+
+
 class PHYSICS_PT_jakobsen_cloth(JakobsenPhysicsPanel, Panel):
     bl_label = "Cloth"
     bl_parent_id = "PHYSICS_PT_jakobsen"
     roles = ('CLOTH', 'SOFT_BODY')
+
+    def draw_header_preset(self, _context):
+        JAKOBSEN_PT_cloth_presets.draw_panel_header(self.layout)
 
     def draw(self, context):
         layout = self.layout
@@ -104,35 +149,89 @@ class PHYSICS_PT_jakobsen_cloth(JakobsenPhysicsPanel, Panel):
         ob = context.object
         cloth = ob.jakobsen.cloth
         if ob.jakobsen.type == 'SOFT_BODY':
-            layout.label(text="Soft bodies use these settings on their surface", icon='INFO')
+            layout.label(text="The soft body's surface", icon='INFO')
 
+        # Units in the labels: stiffnesses and densities have no Blender unit to show in the field.
+        # (Labels of at most about 12 characters fit the default Properties width.)
         col = layout.column(heading="Mass")
         col.prop(cloth, "use_vertex_mass", text="Per Vertex")
-        col.prop(cloth, "vertex_mass" if cloth.use_vertex_mass else "density")
-        col.prop(cloth, "air_drag")
+        if cloth.use_vertex_mass:
+            col.prop(cloth, "vertex_mass")
+        else:
+            col.prop(cloth, "density", text="Mass (kg/m²)")
+        col.prop(cloth, "air_drag", text="Drag (kg/m³)")
 
         col = layout.column(heading="Stiffness")
         row = col.row(align=True)
         row.prop(cloth, "use_rigid_stretch", text="Rigid Stretch")
         sub = col.row()
         sub.active = not cloth.use_rigid_stretch
-        sub.prop(cloth, "stretch_stiffness")
+        sub.prop(cloth, "stretch_stiffness", text="Stretch (N)")
         row = col.row(align=True)
         row.prop(cloth, "use_rigid_shear", text="Rigid Shear")
         sub = col.row()
         sub.active = not cloth.use_rigid_shear
-        sub.prop(cloth, "shear_stiffness")
-        col.prop(cloth, "bend_stiffness")
+        sub.prop(cloth, "shear_stiffness", text="Shear (N)")
+        col.prop(cloth, "bend_stiffness", text="Bending (N)")
 
         col = layout.column()
         col.prop_search(cloth, "pin_group", ob, "vertex_groups", text="Pin Group")
         sub = col.column()
         sub.active = bool(cloth.pin_group)
-        sub.prop(cloth, "pin_stiffness")
+        sub.prop(cloth, "pin_stiffness", text="Pin (N/m)")
 
         col = layout.column(heading="Collisions")
         col.prop(cloth, "thickness")
         col.prop(cloth, "friction")
+
+
+class _ClothSubPanel(JakobsenPhysicsPanel):
+    """A sub-panel of the Cloth panel with its toggle in the header, as Blender's Cloth panel has
+    Pressure and Self Collisions: ``switch`` the toggle, ``fields`` (property, label) below it."""
+    bl_parent_id = "PHYSICS_PT_jakobsen_cloth"
+    bl_options = {'DEFAULT_CLOSED'}
+    switch = ""
+    fields: tuple = ()
+
+    def draw_header(self, context):
+        self.layout.prop(context.object.jakobsen.cloth, self.switch, text="")
+
+    def draw(self, context):
+        layout = self.layout
+        layout.use_property_split = True
+        cloth = context.object.jakobsen.cloth
+        layout.active = getattr(cloth, self.switch)
+        col = layout.column()
+        for prop, label in self.fields:
+            col.prop(cloth, prop, text=label)
+
+
+class PHYSICS_PT_jakobsen_cloth_self_collision(_ClothSubPanel, Panel):
+    bl_label = "Self Collision"
+    roles = ('CLOTH', 'SOFT_BODY')
+    switch = "use_self_collision"
+    fields = (("self_distance", "Distance"),)
+
+
+class PHYSICS_PT_jakobsen_cloth_pressure(_ClothSubPanel, Panel):
+    bl_label = "Pressure"
+    roles = ('CLOTH',)  # (a soft body keeps its volume with Soft Body > Volume)
+    switch = "use_pressure"
+    fields = (("pressure_volume", "Volume Ratio"), ("pressure_stiffness", "Stiffness (Pa)"))
+
+
+class PHYSICS_PT_jakobsen_cloth_plasticity(_ClothSubPanel, Panel):
+    bl_label = "Plasticity"
+    roles = ('CLOTH', 'SOFT_BODY')
+    switch = "use_plasticity"
+    fields = (("plastic_limit", "Limit"), ("plastic_rate", "Rate (1/s)"))
+
+
+class PHYSICS_PT_jakobsen_cloth_tearing(_ClothSubPanel, Panel):
+    bl_label = "Tearing"
+    roles = ('CLOTH',)
+    switch = "use_tearing"
+    fields = (("tear_factor", "Factor"),)
 
 
 class PHYSICS_PT_jakobsen_collider(JakobsenPhysicsPanel, Panel):
@@ -348,10 +447,18 @@ class PHYSICS_PT_jakobsen_motor(JakobsenPhysicsPanel, Panel):
             col.prop(m, "max_force", text="Force (N)")
 
 
-classes = (
+# Parents before their sub-panels; the preset popovers and their Add Preset operators with the
+# panels whose headers show them.
+classes = preset_classes + (
     PHYSICS_PT_jakobsen,
     PHYSICS_PT_jakobsen_body,
+    PHYSICS_PT_jakobsen_soft_body,
+    PHYSICS_PT_jakobsen_soft_body_volume,
     PHYSICS_PT_jakobsen_cloth,
+    PHYSICS_PT_jakobsen_cloth_self_collision,
+    PHYSICS_PT_jakobsen_cloth_pressure,
+    PHYSICS_PT_jakobsen_cloth_plasticity,
+    PHYSICS_PT_jakobsen_cloth_tearing,
     PHYSICS_PT_jakobsen_collider,
     PHYSICS_PT_jakobsen_connector,
     PHYSICS_PT_jakobsen_spring,
