@@ -173,7 +173,9 @@ class SurfaceSolver:
 
     def _yield_shape(self, x: np.ndarray, k: int, state: SurfaceState) -> None:
         """A soft body's vertices strained beyond the limit (relative to the body's size) from the
-        matched rest shape take the excess into the rest shape."""
+        matched rest shape take the excess into the rest shape. The volume it keeps does not change:
+        plastic flow keeps volume (a dented ball of clay bulges elsewhere), and a dented shell's
+        volume is no rest of its own."""
         s = int(self.soft[k])
         surf = self.surf
         a, b = self.soft_offsets[k], self.soft_offsets[k + 1]
@@ -192,12 +194,6 @@ class SurfaceSolver:
         shape = state.shape_rest[a:b] + dev * scale[:, None]
         shape -= _centre(shape, m)
         state.shape_rest[a:b] = shape
-        if surf.pressure[s] > 0.0:
-            # A dent takes volume with it: the pressure holds the yielded shape's volume.
-            tri = surf.triangles[self.tri_offsets[s]:self.tri_offsets[s + 1]] - surf.start[s]
-            a_, b_, c_ = shape[tri[:, 0]], shape[tri[:, 1]], shape[tri[:, 2]]
-            volume = float(np.einsum("ij,ij->i", a_, np.cross(b_, c_)).sum() / 6.0)
-            state.volume_target[s] = surf.pressure[s] * volume
 
     def torn(self, state: SurfaceState) -> np.ndarray:
         """(k, 2) particle pairs of the sticks that have broken, in stick order."""
