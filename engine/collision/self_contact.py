@@ -1,8 +1,76 @@
-"""Self-collision of cloth: its vertices against its own non-adjacent triangles (to be written)."""
+"""Self-collision of cloth: its vertices against its own non-adjacent triangles.
+
+Every substep, after the constraint iterations, each vertex of a surface with ``self_collision``
+on is kept ``self_distance`` away from that surface's triangles, except the ones it is part of
+or next to in the mesh: the triangles of the vertex itself and of its edge neighbours, and any
+triangle with a corner closer than the self distance to it at rest (a fine mesh whose edges are
+shorter than the distance: those could never be held that far apart without stretching).
+
+Continuous: which side of a triangle the vertex must end the substep on is the side it was on
+at the start (``x_prev``), so a vertex that moved further than the distance in one substep (a
+falling layer onto another) is put back on its own side rather than pushed on through. The
+candidate pairs are found afresh each substep from the boxes of the substep's motion (grown by
+the distance), so nothing that moves within a substep can be missed, however fast the frame.
+
+The kernels are ``backend.self_contact.find_pairs`` and ``project`` (see the numpy reference).
+"""
 
 from __future__ import annotations
 
 import numpy as np
+
+# Gauss-Seidel passes over the pairs per substep: the second settles the vertices held between
+# two layers of a pile, which the first leaves pushed by whichever pair came last.
+PASSES = 2
+# How far beyond its own motion in a substep a vertex looks for triangles, in self distances:
+# the pushes of the pairs found can move it a little further than its motion.
+REACH = 1.0
+
+
+def point_triangle_distance(p: np.ndarray, a: np.ndarray, b: np.ndarray, c: np.ndarray) -> np.ndarray:
+    """(k,) m: the distance of each point p (k, 3) from its triangle (a, b, c), nearest point
+    (inside, or on an edge)."""
+    e1, e2, q = b - a, c - a, p - a
+    n = np.cross(e1, e2)
+    nn = np.einsum("ij,ij->i", n, n)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        wb = np.einsum("ij,ij->i", q, np.cross(e2, n)) / nn
+        wc = np.einsum("ij,ij->i", q, np.cross(n, e1)) / nn
+        inside = (wb >= 0) & (wc >= 0) & (wb + wc <= 1)
+        best = np.where(inside, np.abs(np.einsum("ij,ij->i", q, n)) / np.sqrt(nn), np.inf)
+        for s, e in ((a, b), (b, c), (c, a)):
+            d = e - s
+            f = np.clip(np.einsum("ij,ij->i", p - s, d) / np.einsum("ij,ij->i", d, d), 0.0, 1.0)
+            best = np.minimum(best, np.linalg.norm(p - (s + np.nan_to_num(f)[:, None] * d), axis=1))
+    return best
+
+
+def _csr(owner: np.ndarray, tris: np.ndarray, nv: int, nt: int) -> tuple[np.ndarray, np.ndarray]:
+    keys = np.unique(owner * nt + tris)
+    owner, tris = keys // nt, keys % nt
+    start = np.concatenate([[0], np.cumsum(np.bincount(owner, minlength=nv))]).astype(np.int64)
+    return start, tris.astype(np.int64)
+
+
+def near_triangles(triangles: np.ndarray, vertices: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Per vertex (of ``vertices``, sorted particle indices) the triangles of the vertex and of its
+    edge neighbours. CSR: (start (v + 1,), triangles ascending)."""
+    local = np.searchsorted(vertices, triangles)  # (t, 3) into vertices
+    nv, nt = len(vertices), len(triangles)
+    edges = np.concatenate([local[:, [0, 1]], local[:, [1, 2]], local[:, [2, 0]]])
+    edges = np.concatenate([edges, edges[:, ::-1], np.stack([np.arange(nv)] * 2, axis=1)])
+    edges = np.unique(edges, axis=0)  # (vertex, itself or a neighbour)
+    # Triangles of each vertex: CSR by vertex.
+    corner_v = local.ravel()
+    corner_t = np.repeat(np.arange(nt, dtype=np.int64), 3)
+    order = np.argsort(corner_v, kind="stable")
+    inc_t = corner_t[order]
+    inc_start = np.concatenate([[0], np.cumsum(np.bincount(corner_v, minlength=nv))])
+    counts = inc_start[edges[:, 1] + 1] - inc_start[edges[:, 1]]
+    owner = np.repeat(edges[:, 0], counts)
+    first = np.repeat(inc_start[edges[:, 1]], counts)
+    offset = np.arange(len(owner)) - np.repeat(np.cumsum(counts) - counts, counts)
+    return _csr(owner, inc_t[first + offset], nv, nt)
 
 
 class SelfContacts:
@@ -11,11 +79,51 @@ class SelfContacts:
     def __init__(self, model, backend) -> None:
         self.model = model
         self.kernels = backend.self_contact
+        s = model.surfaces
+        on = s.self_collision[s.surface] if len(s.triangles) else np.zeros(0, bool)
+        self.triangles = np.ascontiguousarray(s.triangles[on], dtype=np.int64)
+        self.tri_surface = np.ascontiguousarray(s.surface[on], dtype=np.int64)
+        self.vertices = np.unique(self.triangles).astype(np.int64)
+        # The surface of each vertex: the one whose particle range holds it.
+        self.vert_surface = (np.searchsorted(s.stop, self.vertices, side="right")).astype(np.int64)
+        distance = np.asarray(s.self_distance, dtype=np.float64)
+        self.distance = distance
+        self.reach = REACH * distance
+        self.friction = np.ascontiguousarray(model.friction, dtype=np.float64)
+        # The triangles each vertex never collides with: its own and its neighbours', and those
+        # within the distance of it at rest (found as a substep's pairs would be, standing still).
+        start, tris = near_triangles(self.triangles, self.vertices)
+        self.near_start, self.near_tris = start, tris
+        rest = np.ascontiguousarray(model.rest_positions, dtype=np.float64)
+        pv, pt = self.find_pairs(rest, rest)
+        if len(pv):
+            t = self.triangles[pt]
+            close = point_triangle_distance(rest[self.vertices[pv]], rest[t[:, 0]], rest[t[:, 1]], rest[t[:, 2]]) \
+                < distance[self.vert_surface[pv]]
+            owner = np.concatenate([np.repeat(np.arange(len(self.vertices)), np.diff(start)), pv[close]])
+            self.near_start, self.near_tris = _csr(owner, np.concatenate([tris, pt[close]]), len(self.vertices),
+                                                   len(self.triangles))
+        self.pair_v = np.zeros(0, np.int64)
+        self.pair_t = np.zeros(0, np.int64)
 
     def begin_frame(self, positions: np.ndarray, previous_positions: np.ndarray, frame_time: float,
                     substeps: int) -> None:
-        """Once per frame, before its substeps: the candidate pairs that can touch within it."""
+        """Once per frame, before its substeps. Nothing to do: the candidate pairs are found in
+        each substep from its own motion (``solve``), which a frame's guess cannot miss."""
+
+    def find_pairs(self, x: np.ndarray, x_prev: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """The candidate (vertex, triangle) pairs of a substep from x_prev to x: pair_v indexes
+        ``vertices``, pair_t ``triangles``."""
+        return self.kernels.find_pairs(x, x_prev, self.triangles, self.tri_surface, self.vertices,
+                                       self.vert_surface, self.reach, self.near_start, self.near_tris)
 
     def solve(self, x: np.ndarray, x_prev: np.ndarray, inverse_masses: np.ndarray) -> None:
         """Once per substep, after the constraint iterations: x_prev holds the positions at the
         start of the substep."""
+        if not len(self.triangles):
+            return
+        self.pair_v, self.pair_t = self.find_pairs(x, x_prev)
+        if len(self.pair_v):
+            d = self.distance[self.vert_surface[self.pair_v]]
+            self.kernels.project(x, x_prev, inverse_masses, self.friction, self.triangles, self.vertices, self.pair_v,
+                                 self.pair_t, d, PASSES)

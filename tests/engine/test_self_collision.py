@@ -1,0 +1,219 @@
+"""Self-collision: a cloth folding onto itself neither passes through itself nor ends closer to
+itself than its self distance; a flat sheet is left alone; both backends agree.
+
+The folding scene: a sheet whose first part lies flat and pinned, and whose other two parts are
+pages hinged at sharp creases, opened upwards (an N seen from the side). Both pages fall shut,
+the second onto the first: three layers. Sampled every substep (240 Hz, one substep a frame,
+the same substep as 24 fps with the default 10), for every vertex and every triangle it may
+collide with: no vertex goes from one side of a triangle to the other through it.
+"""
+
+import numpy as np
+import pytest
+
+import jakobsen_engine as engine
+from jakobsen_engine import backend
+from jakobsen_engine.collision.self_contact import SelfContacts
+from jakobsen_engine.geometry.primitives import grid
+
+RATE = 240  # samples (and substeps) per second
+
+
+def n_fold(m, n_across, width=0.6, depth=0.4, rise=(0.2, 0.2)):
+    """The folding sheet: vertices, quads, and which vertices lie in the pinned bottom layer.
+
+    m: edges along each page; the bottom layer reaches 0.3 width beyond the upper crease so
+    that nothing is left hanging over an edge when the pages close."""
+    corners = [(-0.3 * width, 0.0), (width, 0.0), (0.0, rise[0]), (width, rise[0] + rise[1])]
+    pts = []
+    for k in range(3):
+        a, b = np.array(corners[k]), np.array(corners[k + 1])
+        mk = m if k else int(round(m * 1.3 * width / np.hypot(width, rise[0])))
+        for i in range(mk + (k == 2)):
+            pts.append(a + (b - a) * i / mk)
+    pts = np.array(pts)
+    n_path = len(pts)
+    ys = np.linspace(-depth / 2, depth / 2, n_across)
+    v = np.stack([np.tile(pts[:, 0], n_across), np.repeat(ys, n_path), np.tile(pts[:, 1], n_across)], axis=1)
+    i, j = np.meshgrid(np.arange(n_path - 1), np.arange(n_across - 1))
+    a = (j * n_path + i).ravel()
+    faces = np.stack([a, a + 1, a + 1 + n_path, a + n_path], axis=1)
+    return v, faces, np.tile(pts[:, 1] == 0.0, n_across)
+
+
+def collidable(triangles, rest, distance):
+    """(n, t) bool: vertex and triangle that self-collision keeps apart: the vertex is neither a
+    corner of the triangle nor an edge neighbour of one, and at rest it was at least the distance
+    from it."""
+    n = len(rest)
+    near = np.eye(n, dtype=bool)
+    for a, b in ((0, 1), (1, 2), (2, 0)):
+        near[triangles[:, a], triangles[:, b]] = near[triangles[:, b], triangles[:, a]] = True
+    ok = np.ones((n, len(triangles)), bool)
+    for c in range(3):
+        ok &= ~near[:, triangles[:, c]]
+    iv, it = np.nonzero(ok)
+    ok[iv, it] = closest_distances(rest, triangles, iv, it) >= distance
+    return ok
+
+
+def sides(x, triangles):
+    """(n, t) each vertex's signed distance from each triangle's plane, and whether its projection
+    onto the plane falls inside the triangle."""
+    a, b, c = (x[triangles[:, k]] for k in range(3))
+    n = np.cross(b - a, c - a)
+    nn = np.einsum("ij,ij->i", n, n)
+    unit = n / np.sqrt(nn)[:, None]
+    h = x @ unit.T - np.einsum("ij,ij->i", a, unit)
+    kb = np.cross(c - a, n) / nn[:, None]  # the barycentric weight of b: (q - a) . kb
+    kc = np.cross(n, b - a) / nn[:, None]
+    wb = x @ kb.T - np.einsum("ij,ij->i", a, kb)
+    wc = x @ kc.T - np.einsum("ij,ij->i", a, kc)
+    return h, (wb >= 0) & (wc >= 0) & (wb + wc <= 1)
+
+
+def closest_distances(x, triangles, pairs_v, pairs_t):
+    """The distance of each vertex pairs_v from its triangle pairs_t (nearest point, edges
+    included)."""
+    p = x[pairs_v]
+    a, b, c = (x[triangles[pairs_t, k]] for k in range(3))
+    n = np.cross(b - a, c - a)
+    unit = n / np.linalg.norm(n, axis=1)[:, None]
+    h, inside = sides(x, triangles)
+    h, inside = h[pairs_v, pairs_t], inside[pairs_v, pairs_t]
+    best = np.where(inside, np.abs(h), np.inf)
+    for s, e in ((a, b), (b, c), (c, a)):
+        d = e - s
+        f = np.clip(np.einsum("ij,ij->i", p - s, d) / np.einsum("ij,ij->i", d, d), 0.0, 1.0)
+        best = np.minimum(best, np.linalg.norm(p - (s + f[:, None] * d), axis=1))
+    assert np.all(np.isfinite(unit))
+    return best
+
+
+def fold(m, n_across, distance, self_collision=True, seconds=1.5):
+    """Run the folding sheet; returns (crossings, final positions, rest, triangles, pinned, ok)."""
+    v, faces, pinned = n_fold(m, n_across)
+    builder = engine.ModelBuilder()
+    builder.add_cloth(v, faces, pin_weights=pinned.astype(float), self_collision=self_collision,
+                      self_distance=distance, friction=0.5)
+    model = builder.finalize()
+    solver = engine.Solver(model, engine.SolverSettings(frame_rate=RATE, substeps=1, damping=1.0))
+    state = solver.make_state()
+    triangles = model.surfaces.triangles
+    ok = collidable(triangles, v, distance)
+    h0, in0 = sides(state.positions, triangles)
+    crossings = 0
+    for _ in range(int(seconds * RATE)):
+        solver.step_frame(state)
+        h, inside = sides(state.positions, triangles)
+        # A sign change near the plane (within two substeps' fall) with the vertex over the
+        # triangle before or after: it went through.
+        flipped = (np.sign(h) != np.sign(h0)) & (in0 | inside) & (np.abs(h0) < 0.05) & (np.abs(h) < 0.05)
+        crossings += int(np.count_nonzero(flipped & ok))
+        h0, in0 = h, inside
+    return crossings, state.positions.copy(), v, triangles, pinned, ok
+
+
+@pytest.mark.parametrize("m, n_across", [(8, 6), (12, 9)])
+@pytest.mark.parametrize("distance", [0.006, 0.02])
+def test_a_sheet_folding_onto_itself_never_passes_through_and_ends_apart(m, n_across, distance):
+    crossings, x, rest, triangles, pinned, ok = fold(m, n_across, distance)
+    assert crossings == 0
+    # Pinned vertices never move (only the free ones are pushed, however hard they land).
+    np.testing.assert_array_equal(x[pinned], rest[pinned])
+    # It really folded: the pages lie on the bottom layer and on each other, three quarters of
+    # their vertices within two and a half distances of it (they started up to 0.4 m above).
+    assert np.percentile(x[~pinned, 2], 75) < 2.5 * distance
+    assert x[:, 2].max() < 0.06
+    # No vertex ended closer than 90% of the distance to a triangle it collides with.
+    iv, it = np.nonzero(ok)
+    gap = closest_distances(x, triangles, iv, it)
+    assert gap.min() > 0.9 * distance
+
+
+@pytest.mark.parametrize("m, n_across", [(8, 6), (12, 9)])
+def test_without_self_collision_the_same_sheet_passes_through_itself(m, n_across):
+    crossings, x, rest, triangles, pinned, ok = fold(m, n_across, 0.01, self_collision=False, seconds=0.5)
+    assert crossings > 10
+    assert x[:, 2].min() < -0.1  # the pages swing down through the bottom layer
+
+
+@pytest.mark.parametrize("distance", [0.01, 0.12])  # shorter and longer than the edges (0.05 m)
+@pytest.mark.parametrize("scene", ["on the ground", "hanging"])
+def test_a_sheet_at_rest_is_not_disturbed_by_its_own_self_collision(distance, scene):
+    v, faces = grid(21, 21, 1.0)
+    if scene == "hanging":  # a curtain pinned along its top edge
+        v = np.stack([v[:, 0], np.zeros(len(v)), v[:, 1]], axis=1)
+    weights = (v[:, 2] > 0.4999).astype(float) if scene == "hanging" else None
+    runs = []
+    for self_collision in (False, True):
+        builder = engine.ModelBuilder()
+        builder.add_cloth(v + (0, 0, 0.005), faces, pin_weights=weights, self_collision=self_collision,
+                          self_distance=distance)
+        if scene == "on the ground":
+            builder.add_collider(engine.Plane())
+        solver = engine.Solver(builder.finalize())
+        state = solver.make_state()
+        for _ in range(12):
+            solver.step_frame(state)
+        runs.append(state.positions.copy())
+    np.testing.assert_array_equal(runs[0], runs[1])
+
+
+def crumpled_cloth(rng, nx=15, ny=15):
+    """A sheet folded three times over itself with random dents, and its motion in one substep."""
+    v, faces = grid(nx, ny, 1.0)
+    u = (v[:, 0] + 0.5) * 3.0  # three layers along x, 1/3 m each, 2 cm apart
+    layer = np.minimum(u.astype(int), 2)
+    f = u - layer
+    x = np.stack([np.where(layer % 2 == 0, f, 1 - f) / 3.0, v[:, 1], layer * 0.02], axis=1)
+    x += rng.normal(scale=0.008, size=x.shape)
+    x_prev = x + rng.normal(scale=0.01, size=x.shape)
+    return v, faces, x, x_prev
+
+
+@pytest.mark.skipif(backend.numba_problem() is not None, reason="numba cannot load here")
+@pytest.mark.parametrize("seed", range(3))
+def test_the_kernels_agree_on_a_crumpled_cloth(seed, kernel_backend):
+    if kernel_backend != "numba":
+        pytest.skip("compares both backends itself")
+    rng = np.random.default_rng(70 + seed)
+    rest, faces, x, x_prev = crumpled_cloth(rng)
+    builder = engine.ModelBuilder()
+    masses = np.where(rng.random(len(rest)) < 0.1, 0.0, 1.0)  # some pinned
+    builder.add_cloth(rest, faces, pin_weights=1.0 - masses, self_collision=True, self_distance=0.015)
+    model = builder.finalize()
+    out = []
+    for name in ("numba", "numpy", "numba"):
+        contacts = SelfContacts(model, backend.select(name))
+        pv, pt = contacts.find_pairs(x, x_prev)
+        moved = x.copy()
+        contacts.solve(moved, x_prev, model.inverse_masses)
+        out.append((pv, pt, moved))
+    (pv, pt, a), (qv, qt, b), (rv, rt, c) = out
+    assert len(pv) > 1000  # a pile: many candidates
+    np.testing.assert_array_equal(pv, qv)
+    np.testing.assert_array_equal(pt, qt)
+    np.testing.assert_allclose(a, b, rtol=1e-12, atol=0)
+    np.testing.assert_array_equal(a, c)  # and the same bits on every run
+    assert np.abs(a - x).max() > 1e-3  # it pushed something
+    pinned = model.inverse_masses == 0
+    np.testing.assert_array_equal(a[pinned], x[pinned])
+
+
+@pytest.mark.skipif(backend.numba_problem() is not None, reason="numba cannot load here")
+def test_the_grid_finds_every_pair_when_one_vertex_flies_off(kernel_backend):
+    # One vertex 100 m away makes the cells coarse (none covers more than 9 a side); the grid
+    # must still find exactly the pairs the brute force finds.
+    if kernel_backend != "numba":
+        pytest.skip("compares both backends itself")
+    rng = np.random.default_rng(5)
+    rest, faces, x, x_prev = crumpled_cloth(rng)
+    x[7] += (100.0, 0.0, 0.0)
+    builder = engine.ModelBuilder()
+    builder.add_cloth(rest, faces, self_collision=True, self_distance=0.015)
+    model = builder.finalize()
+    found = [SelfContacts(model, backend.select(name)).find_pairs(x, x_prev) for name in ("numba", "numpy")]
+    assert len(found[0][0]) > 1000
+    for a, b in zip(*found):
+        np.testing.assert_array_equal(a, b)
