@@ -33,7 +33,7 @@ def main(argv: list[str] | None = None) -> int:
                             "kernels on any platform; 'all': every one; default all)")
 
     bench = sub.add_parser("bench", help="print a benchmark table, side by side with Blender's own solver")
-    bench.add_argument("what", choices=["cloth", "cloth-large", "boxes", "car", "all"], help="which benchmark")
+    bench.add_argument("what", choices=["cloth", "cloth-large", "boxes", "car", "tablecloth", "self-collision", "all"], help="which benchmark")
     bench.add_argument("--frames", type=int, default=100, help="frames to simulate (default 100)")
     bench.add_argument("--repeats", type=int, default=3,
                        help="cloth: runs of each solver; the best is kept (default 3)")
@@ -59,7 +59,8 @@ def main(argv: list[str] | None = None) -> int:
             print(f"jakobsen build: error: {error}", file=sys.stderr)
             code = 1
     elif args.command == "bench":
-        what = ("cloth", "cloth-large", "boxes", "car") if args.what == "all" else (args.what,)
+        what = ("cloth", "cloth-large", "boxes", "car", "tablecloth", "self-collision") if args.what == "all" \
+            else (args.what,)
         for name in what:
             if name == "boxes":
                 from .bench_boxes import run_boxes_benchmark
@@ -69,6 +70,14 @@ def main(argv: list[str] | None = None) -> int:
                 from .bench_car import run_car_benchmark
 
                 run_car_benchmark()
+            elif name == "tablecloth":
+                from .bench_cloth_collision import run_tablecloth_benchmark
+
+                run_tablecloth_benchmark()
+            elif name == "self-collision":
+                from .bench_cloth_collision import run_self_collision_benchmark
+
+                run_self_collision_benchmark()
             elif name == "cloth-large":
                 from .bench import run_large_cloth_benchmark
 
