@@ -137,6 +137,11 @@ class RigidStepper:
         self.sweeper = Sweeper(model, backend.sweep)
         self.motors = model.motors  # as they are in this substep (animated efforts, brakes)
         self.gravity = float(np.linalg.norm(gravity))
+        # Particles against dynamic bodies (``collide_particles``, two ways): whether this
+        # substep's have pushed any body, and the bodies they pushed in this frame (what feeds
+        # them from outside the bodies, for the energy guard's bookkeeping).
+        self.shared_contacts = False
+        self.fed_by_particles = np.zeros(0, np.int64)
 
     # -- state --------------------------------------------------------------------------------
 
@@ -232,6 +237,7 @@ class RigidStepper:
         self.pair_first = np.zeros(len(self.pairs) + 1, np.int64)
         self.sweeper.begin_frame(self.pairs)
         del geo_owner
+        self.fed_by_particles = np.zeros(0, np.int64)
         self.particle_candidates = self._particle_candidates(x, reach, particles, radii, movable)
 
     def _particle_candidates(self, x, reach, particles, radii, movable) -> np.ndarray:
@@ -392,8 +398,13 @@ class RigidStepper:
         k = self.backend.rigid
         count = self.contact_count
         buf = self.buffers
-        if count or self.model.joints.count or self.model.motors.count:
+        shared = self.shared_contacts
+        if count or self.model.joints.count or self.model.motors.count or shared:
             k.apply_corrections(x, q, self.S, self.momentum, self.inertia, self.dynamic, h)
+        if shared:
+            # The particles' velocity-only share (see ``collide_particles``): angular into the
+            # momentum the spin is taken from, linear onto the velocity from the poses.
+            self.momentum += self.particle_dL
         if count:
             # Static friction held these in the last pass: the slip they still have (B's frame)
             # carries over to their next anchor.
@@ -410,6 +421,11 @@ class RigidStepper:
             self.anchor_keys = np.zeros(0, np.int64)
         k.velocities(x, q, v, w, self.x_prev, self.q_prev, self.momentum, self.inv_inertia, self.dynamic,
                      self.kinematic_mask, h)
+        if shared:
+            v += self.particle_dv
+            self.particle_dv[...] = 0.0
+            self.particle_dL[...] = 0.0
+            self.shared_contacts = False
         if count:
             self._restitution(x, q, v, w)
         self._connectors(bodies, self.t1)
@@ -483,26 +499,83 @@ class RigidStepper:
                                                      buf.rows_a, buf.factors, buf.factored)
         v[...], w[...] = vw[:, :3], vw[:, 3:]
 
-    def collide_particles(self, bodies: BodyState, px, pp, accel, friction, restitution, radii) -> None:
-        """Particles against every shape (the world's and the bodies'), one way: for the cloth the
-        bodies are moving colliders. The deepest contact of each particle is answered."""
+    def collide_particles(self, bodies: BodyState, px, pp, accel, friction, restitution, radii,
+                          inverse_masses=None) -> None:
+        """Particles against every shape (the world's and the bodies'). The deepest contact of
+        each particle is answered. Static shapes and kinematic bodies are moving colliders of
+        infinite mass (one way); with the particles' ``inverse_masses`` (n,) a dynamic body is
+        pushed back (two ways, ``contacts.share_particle_contacts``): a heavy cloth pushes a light
+        box, a box on a pinned sheet sags it and bounces on it."""
         cand = self.particle_candidates
         if not len(cand):
             return
         x, q, _, _ = bodies.arrays()
+        owners = self.geo[4][cand[:, 1]]
+        touchable = owners[owners >= 0]
+        two_way = inverse_masses is not None and bool(np.any(self.dynamic[touchable] & (self.inv_mass[touchable] > 0)))
+        # Against a dynamic body the particles meet it where this substep's corrections have put
+        # it so far (as its velocity will see it), not where free motion took it.
+        xc, qc = self._corrected_poses(x, q) if two_way else (x, q)
         n = len(cand)
         k = np.empty(n, np.int64)
         corr, depth, surface = np.empty((n, 3)), np.empty(n), np.empty((n, 3))
         shape = np.empty(n, np.int64)
-        found = self.backend.contacts.particle_contacts(self.geo, x, q, self.x_prev, self.q_prev, px, radii, cand,
+        found = self.backend.contacts.particle_contacts(self.geo, xc, qc, self.x_prev, self.q_prev, px, radii, cand,
                                                         len(self.geo[0]), k, corr, depth, surface, shape)
         if not found:
             return
         k, corr, depth, surface, shape = k[:found], corr[:found], depth[:found], surface[:found], shape[:found]
         mu = np.sqrt(friction[k] * self.geo[16][shape])
         e = np.sqrt(restitution[k] * self.geo[17][shape])
-        self.backend.particles.respond_to_contacts(px, pp, k, corr, depth, surface, np.ascontiguousarray(accel[k]),
-                                                   mu, e, self.h, self.bounce_speed)
+        owner = self.geo[4][shape]
+        shared = np.zeros(found, bool)
+        if two_way:
+            safe = np.maximum(owner, 0)
+            shared = (owner >= 0) & self.dynamic[safe] & (self.inv_mass[safe] > 0)
+        if not np.any(shared):
+            self.backend.particles.respond_to_contacts(px, pp, k, corr, depth, surface,
+                                                       np.ascontiguousarray(accel[k]), mu, e, self.h,
+                                                       self.bounce_speed)
+            return
+        one = ~shared
+        if np.any(one):
+            self.backend.particles.respond_to_contacts(px, pp, k[one], corr[one], depth[one], surface[one],
+                                                       np.ascontiguousarray(accel[k[one]]), mu[one], e[one], self.h,
+                                                       self.bounce_speed)
+        c = np.flatnonzero(shared)
+        body = np.ascontiguousarray(owner[c])
+        # Mass splitting (see the kernel): each contact takes its body as many times heavier as
+        # the body has contacts here. Gauss-Seidel in particle order instead lets the first
+        # particles of a face take the whole push (the box tips towards the others and rocks),
+        # and independent full shares (plain Jacobi) throw a light body as many times too far.
+        share = np.bincount(body, minlength=self.count + 1).astype(np.float64)[body]
+        # The bounce's moment of impact takes the acceleration relative to the body's.
+        rel_accel = np.ascontiguousarray(accel[k[c]] - self.accel[body])
+        if not hasattr(self, "particle_dv"):
+            self.particle_dv = np.zeros((self.count + 1, 3))
+            self.particle_dL = np.zeros((self.count + 1, 3))
+        self.backend.contacts.share_particle_contacts(
+            px, pp, np.ascontiguousarray(k[c]), np.ascontiguousarray(corr[c]), np.ascontiguousarray(depth[c]),
+            np.ascontiguousarray(surface[c]), rel_accel, np.ascontiguousarray(mu[c]), np.ascontiguousarray(e[c]),
+            self.h, self.bounce_speed, np.ascontiguousarray(inverse_masses[k[c]]),
+            np.ascontiguousarray(radii[k[c]]), body, np.ascontiguousarray(xc[body]), q, self.inv_mass,
+            self.inv_inertia, share, self.S, self.particle_dv, self.particle_dL)
+        self.shared_contacts = True
+        self.fed_by_particles = np.union1d(self.fed_by_particles, body)
+
+    def _corrected_poses(self, x, q):
+        """The poses (B + 1, 3), (B + 1, 4) the dynamic bodies would have with this substep's
+        corrections so far (S) applied, as ``apply_corrections`` will apply them."""
+        d = np.flatnonzero(self.dynamic)
+        xc, qc = x.copy(), q.copy()
+        if len(d) and np.any(self.S[d] != 0.0):
+            xc[d] += self.S[d, :3]
+            qc[d] = _normalize(quat.multiply(quat.exp_rotation(self.S[d, 3:]), q[d]))
+        return xc, qc
+
+
+def _normalize(q):
+    return q / np.sqrt(q[:, 0] * q[:, 0] + q[:, 1] * q[:, 1] + q[:, 2] * q[:, 2] + q[:, 3] * q[:, 3])[:, None]
 
 
 def _length(metres: float) -> str:

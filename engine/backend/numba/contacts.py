@@ -29,7 +29,7 @@ from numba import njit
 
 from ...geometry.kinds import CYLINDER, HULL, MESH, PLANE
 from . import distance as _distances
-from .vec import add, cross, dot, get3, get4, mul, norm, qmul, rotate, rotate_back, sub
+from .vec import add, cross, dot, get3, get4, inv_inertia_times, mul, norm, qmul, rotate, rotate_back, sub
 
 JIT = dict(cache=True, nogil=True, error_model="numpy")
 # Small helpers called per feature are inlined: a call passes the whole shape table (geo).
@@ -324,3 +324,95 @@ def particle_contacts(geo, x, q, x_prev, q_prev, particles, radii, candidates, s
             out_shape[c] = best_s
             c += 1
     return c
+
+
+@njit(**JIT)
+def share_particle_contacts(x, x_prev, k, corr, depth, surface_disp, accel, mu, e, h, bounce_speed, w_particle,
+                            radius, body, body_x, q, inv_mass, inv_inertia, share, S, dv, dL):
+    """Particles against dynamic bodies, two ways (see the numpy reference): each contact's
+    relative correction (as ``particles.respond_to_contacts`` makes it against an immovable
+    surface) split between the particle and the body by their generalized inverse masses, the
+    body's part added to S (its substep correction), dv and dL (its velocity-only changes)."""
+    for c in range(k.shape[0]):
+        p = k[c]
+        b = body[c]
+        n0 = corr[c, 0] / max(depth[c], 1e-15)
+        n1 = corr[c, 1] / max(depth[c], 1e-15)
+        n2 = corr[c, 2] / max(depth[c], 1e-15)
+        n = (n0, n1, n2)
+        x0, x1, x2 = x[p, 0], x[p, 1], x[p, 2]
+        p0, p1, p2 = x_prev[p, 0], x_prev[p, 1], x_prev[p, 2]
+        m0 = x0 - p0 - surface_disp[c, 0]
+        m1 = x1 - p1 - surface_disp[c, 1]
+        m2 = x2 - p2 - surface_disp[c, 2]
+        moved_n = m0 * n0 + m1 * n1 + m2 * n2
+        v_in = moved_n / h
+        wp = w_particle[c]
+        qb = get4(q, b)
+        ib = get3(inv_inertia, b)
+        im = inv_mass[b]
+        lift = depth[c] - radius[c]
+        r = (x0 + n0 * lift - body_x[c, 0], x1 + n1 * lift - body_x[c, 1], x2 + n2 * lift - body_x[c, 2])
+        rn = cross(r, n)
+        irn = inv_inertia_times(qb, ib, rn)
+        denom_n = wp + share[c] * (im + dot(rn, irn))
+        bounce = v_in < -bounce_speed and e[c] > 0.0
+        push = depth[c]
+        normal_push = depth[c]
+        target_n = 0.0
+        if bounce:
+            a_n = accel[c, 0] * n0 + accel[c, 1] * n1 + accel[c, 2] * n2
+            eb = e[c]
+            z0 = max(-depth[c] - moved_n, 0.0)
+            v0 = moved_n / h - 0.5 * a_n * h
+            tau = min(max(2.0 * z0 / max(-v0 + math.sqrt(max(v0 * v0 - 2.0 * a_n * z0, 0.0)), 1e-15), 0.0), h)
+            v_out = -eb * (v0 + a_n * tau)
+            rest = h - tau
+            z_end = max(v_out * rest + 0.5 * a_n * rest * rest, 0.0)
+            push = depth[c] + z_end
+            target_n = (v_out + a_n * rest - 0.5 * a_n * h) * h
+            normal_push = (1.0 + eb) * abs(v0 + a_n * tau) * h
+        lam_n = push / denom_n
+        # Friction: the slip relative to the surface, taken back within the Coulomb cone of the
+        # normal push, both as impulses (so a light body is not given more than mu times its push).
+        l0 = m0 - n0 * moved_n
+        l1 = m1 - n1 * moved_n
+        l2 = m2 - n2 * moved_n
+        slip_len = math.sqrt(l0 * l0 + l1 * l1 + l2 * l2)
+        t = (l0 / max(slip_len, 1e-300), l1 / max(slip_len, 1e-300), l2 / max(slip_len, 1e-300))
+        rt = cross(r, t)
+        irt = inv_inertia_times(qb, ib, rt)
+        full = slip_len / (wp + share[c] * (im + dot(rt, irt)))
+        limit = mu[c] * (normal_push / denom_n)
+        lam_t = full if full <= limit else limit
+        # The relative normal travel once both have moved: no outward speed from the push (or the
+        # bounce's), shared the same way, as a change of velocity only.
+        rel_n = moved_n + push
+        if not bounce:
+            target_n = min(rel_n, 0.0)
+        lam_v = (rel_n - target_n) / denom_n
+        gn = wp * lam_n
+        gt = wp * lam_t
+        gv = wp * lam_v
+        x[p, 0] = x0 + n0 * gn - t[0] * gt
+        x[p, 1] = x1 + n1 * gn - t[1] * gt
+        x[p, 2] = x2 + n2 * gn - t[2] * gt
+        x_prev[p, 0] = p0 + n0 * gv
+        x_prev[p, 1] = p1 + n1 * gv
+        x_prev[p, 2] = p2 + n2 * gv
+        bn = im * lam_n
+        bt = im * lam_t
+        bv = im * lam_v / h
+        S[b, 0] = S[b, 0] - n0 * bn + t[0] * bt
+        S[b, 1] = S[b, 1] - n1 * bn + t[1] * bt
+        S[b, 2] = S[b, 2] - n2 * bn + t[2] * bt
+        S[b, 3] = S[b, 3] - irn[0] * lam_n + irt[0] * lam_t
+        S[b, 4] = S[b, 4] - irn[1] * lam_n + irt[1] * lam_t
+        S[b, 5] = S[b, 5] - irn[2] * lam_n + irt[2] * lam_t
+        dv[b, 0] += n0 * bv
+        dv[b, 1] += n1 * bv
+        dv[b, 2] += n2 * bv
+        lv = lam_v / h
+        dL[b, 0] += rn[0] * lv
+        dL[b, 1] += rn[1] * lv
+        dL[b, 2] += rn[2] * lv

@@ -238,3 +238,88 @@ def particle_contacts(geo, x, q, x_prev, q_prev, particles, radii, candidates, s
     out_surface[:count] = surface
     out_shape[:count] = s[pick]
     return count
+
+
+def _dot3(a, b):
+    return a[:, 0] * b[:, 0] + a[:, 1] * b[:, 1] + a[:, 2] * b[:, 2]
+
+
+def share_particle_contacts(x, x_prev, k, corr, depth, surface_disp, accel, mu, e, h, bounce_speed, w_particle,
+                            radius, body, body_x, q, inv_mass, inv_inertia, share, S, dv, dL):
+    """Particles k (c,) against dynamic bodies body (c,), two ways, in place.
+
+    The relative correction each contact needs is the one ``particles.respond_to_contacts``
+    makes against an immovable surface (the push out, a bounce, friction's take-back of the slip
+    relative to the surface, no outward speed from the push); here it is shared between the
+    particle and the body by their generalized inverse masses (XPBD, Mueller et al. 2020):
+    w_particle (c,) and, along a direction d at the lever arm r from the body's centre to the
+    surface point, w_body = 1/M + (r x d) . I^-1 (r x d) (I^-1 in the world frame, at q), so each
+    contact's impulses are equal and opposite and momentum is kept. The particle moves w_p lambda;
+    the body's opposite correction (translation and rotation) is added to S (B + 1, 6) and its
+    velocity-only part (what the particle's velocity loses of the push's outward speed) to dv
+    (B + 1, 3) m/s and dL (B + 1, 3) angular momentum / mass units (kg m^2/s per kg of lambda).
+
+    share (c,): how many contacts its body has in this call. Every contact is found against the
+    same pose of the body (Jacobi), and each counts the body share times as heavy in its split
+    (mass splitting, Tonge et al. 2012): n equal contacts under a face then move the body as one
+    contact would, where n independent full shares would throw it n times too far (a light box
+    under a heavy cloth); the order of the contacts cannot bias it (a box on a grid stays level),
+    and each contact still closes its gap between the two exactly. corr, depth, surface_disp,
+    accel (relative to the body's), mu, e, h, bounce_speed: as for ``respond_to_contacts``;
+    radius (c,) m the particles'; body_x (c, 3) the body's centre in the pose the contacts were
+    found at. The bodies' rows are added to contact by contact (normal then friction), in order.
+    """
+    c = len(k)
+    if not c:
+        return
+    n = corr / np.maximum(depth, 1e-15)[:, None]
+    xk, pk = x[k], x_prev[k]
+    m = xk - pk - surface_disp
+    moved_n = _dot3(m, n)
+    v_in = moved_n / h
+    wp = w_particle
+    qb, ib, im = q[body], inv_inertia[body], inv_mass[body]
+    lift = depth - radius
+    r = xk + n * lift[:, None] - body_x
+    rn = Q.cross(r, n)
+    irn = Q.inv_inertia_times(qb, ib, rn)
+    denom_n = wp + share * (im + _dot3(rn, irn))
+    bounce = (v_in < -bounce_speed) & (e > 0.0)
+    push = depth.copy()
+    normal_push = depth.copy()
+    target_n = np.zeros(c)
+    if np.any(bounce):
+        a_n = _dot3(accel[bounce], n[bounce])
+        dn, eb, dep = moved_n[bounce], e[bounce], depth[bounce]
+        z0 = np.maximum(-dep - dn, 0.0)
+        v0 = dn / h - 0.5 * a_n * h
+        tau = np.minimum(np.maximum(2.0 * z0 / np.maximum(-v0 + np.sqrt(np.maximum(v0 * v0 - 2.0 * a_n * z0, 0.0)),
+                                                          1e-15), 0.0), h)
+        v_out = -eb * (v0 + a_n * tau)
+        rest = h - tau
+        z_end = np.maximum(v_out * rest + 0.5 * a_n * rest * rest, 0.0)
+        push[bounce] = dep + z_end
+        target_n[bounce] = (v_out + a_n * rest - 0.5 * a_n * h) * h
+        normal_push[bounce] = (1.0 + eb) * np.abs(v0 + a_n * tau) * h
+    lam_n = push / denom_n
+    slip = m - n * moved_n[:, None]
+    slip_len = np.sqrt(_dot3(slip, slip))
+    t = slip / np.maximum(slip_len, 1e-300)[:, None]
+    rt = Q.cross(r, t)
+    irt = Q.inv_inertia_times(qb, ib, rt)
+    full = slip_len / (wp + share * (im + _dot3(rt, irt)))
+    limit = mu * (normal_push / denom_n)
+    lam_t = np.where(full <= limit, full, limit)
+    rel_n = moved_n + push
+    target_n = np.where(bounce, target_n, np.minimum(rel_n, 0.0))
+    lam_v = (rel_n - target_n) / denom_n
+    gn, gt, gv = wp * lam_n, wp * lam_t, wp * lam_v
+    x[k] = xk + n * gn[:, None] - t * gt[:, None]
+    x_prev[k] = pk + n * gv[:, None]
+    bn, bt, bv = im * lam_n, im * lam_t, im * lam_v / h
+    # Per contact: the normal row, then the friction row (the compiled kernel's order of sums).
+    rows = np.stack([np.concatenate([-n * bn[:, None], -irn * lam_n[:, None]], axis=1),
+                     np.concatenate([t * bt[:, None], irt * lam_t[:, None]], axis=1)], axis=1).reshape(-1, 6)
+    np.add.at(S, np.repeat(body, 2), rows)
+    np.add.at(dv, body, n * bv[:, None])
+    np.add.at(dL, body, rn * (lam_v / h)[:, None])
