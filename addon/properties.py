@@ -328,7 +328,8 @@ class JakobsenSoftBodySettings(PropertyGroup):
                     "(jelly about 2, a rubber ball about 10; 0: it keeps no shape of its own, like a bag). "
                     "Every vertex is pulled towards the rest shape matched to the body with (2π × this)² "
                     "N/m per kg",
-        unit='FREQUENCY', default=4.0, min=0.0, soft_max=50.0,
+        # (No unit='FREQUENCY': Blender 4.2 has none; the panel's label says Hz.)
+        default=4.0, min=0.0, soft_max=50.0,
     )
     use_volume: BoolProperty(
         name="Volume",

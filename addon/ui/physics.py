@@ -110,7 +110,7 @@ class PHYSICS_PT_jakobsen_soft_body(JakobsenPhysicsPanel, Panel):
         layout.use_property_split = True
         ob = context.object
         sb = ob.jakobsen.soft_body
-        layout.prop(sb, "jiggle_frequency", text="Jiggle")
+        layout.prop(sb, "jiggle_frequency", text="Jiggle (Hz)")
         cloth = ob.jakobsen.cloth
         if cloth.use_rigid_stretch and cloth.use_rigid_shear:
             # (Two lines: one is cut at the default width.)
@@ -189,7 +189,6 @@ class _ClothSubPanel(JakobsenPhysicsPanel):
     """A sub-panel of the Cloth panel with its toggle in the header, as Blender's Cloth panel has
     Pressure and Self Collisions: ``switch`` the toggle, ``fields`` (property, label) below it."""
     bl_parent_id = "PHYSICS_PT_jakobsen_cloth"
-    bl_options = {'DEFAULT_CLOSED'}
     switch = ""
     fields: tuple = ()
 
