@@ -37,18 +37,21 @@ ROTATION_ROUNDS = 8
 class SurfaceState:
     """The part of a ``State`` that the surfaces change, all arrays (rolled back with the rest
     when a frame fails): stick_rest (m,) m and stick_kind (m,) (empty unless a surface is plastic
-    or tears); shape_rest (k, 3) m, each soft body's rest shape about its centre of mass;
+    or tears); stick_broken_at (m,) s, when each stick tore (NaN while whole; empty unless a
+    surface tears); shape_rest (k, 3) m, each soft body's rest shape about its centre of mass;
     shape_rotation (b, 4) the last matched rotation of each soft body; volume_target (S,) m^3."""
 
-    def __init__(self, stick_rest, stick_kind, shape_rest, shape_rotation, volume_target):
+    def __init__(self, stick_rest, stick_kind, stick_broken_at, shape_rest, shape_rotation, volume_target):
         self.stick_rest = stick_rest
         self.stick_kind = stick_kind
+        self.stick_broken_at = stick_broken_at
         self.shape_rest = shape_rest
         self.shape_rotation = shape_rotation
         self.volume_target = volume_target
 
     def arrays(self) -> list[np.ndarray]:
-        return [self.stick_rest, self.stick_kind, self.shape_rest, self.shape_rotation, self.volume_target]
+        return [self.stick_rest, self.stick_kind, self.stick_broken_at, self.shape_rest, self.shape_rotation,
+                self.volume_target]
 
 
 class SurfaceSolver:
@@ -89,9 +92,12 @@ class SurfaceSolver:
         owner = _stick_surface(sticks.i, surf)
         equal = sticks.kind == StickKind.EQUAL
         known = owner >= 0
-        limit = np.where(known, surf.plastic_limit[np.maximum(owner, 0)], math.inf) if len(owner) else np.zeros(0)
-        factor = np.where(known, surf.tear_factor[np.maximum(owner, 0)], math.inf) if len(owner) else np.zeros(0)
-        rate = np.where(known, surf.plastic_rate[np.maximum(owner, 0)], math.inf) if len(owner) else np.zeros(0)
+        def per_stick(values):  # a surface's setting for each of its sticks; inf for sticks of no surface
+            if not surf.count:
+                return np.full(len(owner), math.inf)
+            return np.where(known, values[np.maximum(owner, 0)], math.inf)
+
+        limit, factor, rate = per_stick(surf.plastic_limit), per_stick(surf.tear_factor), per_stick(surf.plastic_rate)
         self.plastic = np.flatnonzero(equal & np.isfinite(limit)).astype(np.int64)
         self.plastic_limit = limit[self.plastic]
         self.plastic_keep = np.minimum(rate[self.plastic] * h, 1.0)  # the excess taken per substep
@@ -111,6 +117,7 @@ class SurfaceSolver:
         return SurfaceState(
             stick_rest=np.array(m.sticks.rest) if self.mutable_sticks else np.zeros(0),
             stick_kind=np.array(m.sticks.kind, dtype=np.int8) if self.mutable_sticks else np.zeros(0, np.int8),
+            stick_broken_at=np.full(m.sticks.count, np.nan) if len(self.tear) else np.zeros(0),
             shape_rest=np.concatenate(shape) if shape else np.zeros((0, 3)),
             shape_rotation=np.tile([1.0, 0.0, 0.0, 0.0], (len(self.soft), 1)),
             volume_target=surf.pressure * surf.rest_volume)
@@ -152,8 +159,8 @@ class SurfaceSolver:
         state.shape_rotation[k] = q
         return centre, quat.to_matrix(q)
 
-    def end_substep(self, x: np.ndarray, state: SurfaceState) -> None:
-        """Plasticity and tearing, from the positions at the end of the substep."""
+    def end_substep(self, x: np.ndarray, state: SurfaceState, time: float) -> None:
+        """Plasticity and tearing, from the positions at the end of the substep (at ``time`` s)."""
         s = self.model.sticks
         if len(self.plastic):
             p = self.plastic
@@ -167,7 +174,9 @@ class SurfaceSolver:
         if len(self.tear):
             t = self.tear
             length = np.linalg.norm(x[s.j[t]] - x[s.i[t]], axis=1)
-            state.stick_kind[t[length > self.tear_length]] = StickKind.BROKEN
+            tore = t[(length > self.tear_length) & (state.stick_kind[t] != StickKind.BROKEN)]
+            state.stick_kind[tore] = StickKind.BROKEN
+            state.stick_broken_at[tore] = time
         for k in np.flatnonzero(self.soft_plastic):
             self._yield_shape(x, int(k), state)
 
@@ -195,13 +204,13 @@ class SurfaceSolver:
         shape -= _centre(shape, m)
         state.shape_rest[a:b] = shape
 
-    def torn(self, state: SurfaceState) -> np.ndarray:
-        """(k, 2) particle pairs of the sticks that have broken, in stick order."""
+    def torn(self, state: SurfaceState) -> tuple[np.ndarray, np.ndarray]:
+        """(k, 2) particle pairs of the sticks that have broken, in stick order, and (k,) when, s."""
         if not len(self.tear):
-            return np.zeros((0, 2), np.int64)
+            return np.zeros((0, 2), np.int64), np.zeros(0)
         s = self.model.sticks
         broken = self.tear[state.stick_kind[self.tear] == StickKind.BROKEN]
-        return np.stack([s.i[broken], s.j[broken]], axis=1)
+        return np.stack([s.i[broken], s.j[broken]], axis=1), state.stick_broken_at[broken]
 
 
 def _centre(pos: np.ndarray, mass: np.ndarray) -> np.ndarray:

@@ -191,9 +191,10 @@ class EnergyGuard:
     def _contacts(self, rigid):
         """The body pairs (k, 2) the broad phase lets touch (the world's row joins nothing; a
         moving collider is a kinematic body, so a source of what touches it), and the bodies
-        that something outside the bodies feeds (none: kept for the island bookkeeping)."""
+        that something outside the bodies feeds: those particles pushed this frame (a sheet that
+        gives a box back the energy it stored is no energy from nothing)."""
         pairs = rigid.pairs[:, :2] if len(rigid.pairs) else np.zeros((0, 2), np.int64)
-        return pairs, np.zeros(0, np.int64)
+        return pairs, rigid.fed_by_particles
 
     def _islands(self, *contacts):
         """Island label (B,) of each body, whether a source feeds it (B,), and how far its

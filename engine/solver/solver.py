@@ -181,12 +181,15 @@ class Solver:
         out += [(m.springs.names[k], float(t)) for k, t in enumerate(b.spring_broken_at) if np.isfinite(t)]
         return sorted(out, key=lambda item: item[1])
 
-    def torn_sticks(self, state: State) -> np.ndarray:
+    def torn_sticks(self, state: State, *, with_times: bool = False):
         """(k, 2) the particle pairs of the sticks that have torn (``add_cloth(tear_factor=...)``),
-        in stick order: a torn cloth's edges among them are where its mesh splits."""
+        in stick order: a torn cloth's edges among them are where its mesh splits; with_times:
+        also (k,) the time each tore, s."""
         if not self._surfaces or state.surfaces is None:
-            return np.zeros((0, 2), np.int64)
-        return self._surfaces.torn(state.surfaces)
+            pairs, times = np.zeros((0, 2), np.int64), np.zeros(0)
+        else:
+            pairs, times = self._surfaces.torn(state.surfaces)
+        return (pairs, times) if with_times else pairs
 
     def body_cluster_positions(self, state: State) -> np.ndarray:
         """Positions (B, 4, 3) m of the four particles of each body's Jakobsen cluster."""
@@ -304,7 +307,7 @@ class Solver:
         if rigid:
             if len(x):
                 rigid.collide_particles(state.bodies, x, xp, accel, self.model.friction, self.model.restitution,
-                                        self.model.radii)
+                                        self.model.radii, self.model.inverse_masses)
             rigid.finish_substep(state.bodies)
         if surfaces:
-            surfaces.end_substep(x, surface_state)
+            surfaces.end_substep(x, surface_state, state.time)
