@@ -472,27 +472,41 @@ def field_strength(field: dict, t: float, x: np.ndarray) -> np.ndarray:
 
 # Improved Perlin noise (Perlin 2002) with a fixed shuffled table (Blender's has its own; the
 # noise's statistics are the same) and its twelve edge gradients (four repeated).
-_PERM = np.tile(np.random.default_rng(1234).permutation(256), 2).astype(np.int64)
+_PERM = np.tile(np.random.default_rng(1234).permutation(256), 2).astype(np.intp)
 _GRAD = np.array([[1, 1, 0], [-1, 1, 0], [1, -1, 0], [-1, -1, 0], [1, 0, 1], [-1, 0, 1], [1, 0, -1], [-1, 0, -1],
                   [0, 1, 1], [0, -1, 1], [0, 1, -1], [0, -1, -1], [1, 1, 0], [0, -1, 1], [-1, 1, 0], [0, -1, -1]],
                  dtype=np.float64)
-_CORNERS = np.array([[i, j, k] for i in (0, 1) for j in (0, 1) for k in (0, 1)], dtype=np.int64)
+# Each gradient by its component, indexed by the whole hash (0-255), so no "& 15" per corner.
+_GX, _GY, _GZ = (np.ascontiguousarray(np.tile(_GRAD[:, k], 16)) for k in range(3))
 
 
 def perlin_noise(p: np.ndarray) -> np.ndarray:
     """Improved Perlin noise (k,) in about [-1, 1] at points p (k, 3); 0 on the integer lattice."""
     cell = np.floor(p)
     f = p - cell
-    i = cell.astype(np.int64) & 255
+    i = cell.astype(np.intp) & 255
     u = f * f * f * (f * (f * 6.0 - 15.0) + 10.0)
-    out = np.zeros(len(p))
-    for c in _CORNERS:
-        h = _PERM[_PERM[_PERM[i[:, 0] + c[0]] + i[:, 1] + c[1]] + i[:, 2] + c[2]] & 15
-        g = _dot(_GRAD[h], f - c)
-        wgt = np.where(c[0], u[:, 0], 1.0 - u[:, 0]) * np.where(c[1], u[:, 1], 1.0 - u[:, 1]) \
-            * np.where(c[2], u[:, 2], 1.0 - u[:, 2])
-        out += wgt * g
-    return out
+    x0, y0, z0 = f[:, 0], f[:, 1], f[:, 2]
+    x1, y1, z1 = x0 - 1.0, y0 - 1.0, z0 - 1.0
+    perm = _PERM
+    a = perm[i[:, 0]] + i[:, 1]
+    b = perm[i[:, 0] + 1] + i[:, 1]
+    z = i[:, 2]
+    aa, ab, ba, bb = perm[a] + z, perm[a + 1] + z, perm[b] + z, perm[b + 1] + z
+
+    def grad(corner, x, y, zz):
+        h = perm[corner]
+        return _GX[h] * x + _GY[h] * y + _GZ[h] * zz
+
+    def lerp(t, lo, hi):
+        return lo + t * (hi - lo)
+
+    ux, uy, uz = u[:, 0], u[:, 1], u[:, 2]
+    near = lerp(uy, lerp(ux, grad(aa, x0, y0, z0), grad(ba, x1, y0, z0)),
+                lerp(ux, grad(ab, x0, y1, z0), grad(bb, x1, y1, z0)))
+    far = lerp(uy, lerp(ux, grad(aa + 1, x0, y0, z1), grad(ba + 1, x1, y0, z1)),
+               lerp(ux, grad(ab + 1, x0, y1, z1), grad(bb + 1, x1, y1, z1)))
+    return lerp(uz, near, far)
 
 
 def blender_turbulence(size: float, p: np.ndarray, octaves: int = 2) -> np.ndarray:

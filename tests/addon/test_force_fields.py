@@ -1,6 +1,8 @@
-"""Blender's force fields in a Jakobsen bake (Wind -> the engine's wind, Force -> an attractor with
-the sign flipped, Drag -> drag; other types are ignored with a warning), a rigid body's Drag, and
-Follow Position / Follow Rotation pulling a dynamic body along its animation.
+"""Blender's force fields in a Jakobsen bake (Wind -> the engine's wind, Force, Vortex, Turbulence,
+Harmonic -> the engine's fields of those names (a plain Force -> an attractor with the sign
+flipped), Drag -> drag, each with Blender's shape and falloff; other types are ignored with a
+warning; a field that is off in Blender is off here), a rigid body's Drag, and Follow Position /
+Follow Rotation pulling a dynamic body along its animation.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ bpy = pytest.importorskip("bpy")
 from jakobsen_physics import scene_to_model  # noqa: E402
 from jakobsen_physics.bake_job import BakeJob  # noqa: E402
 
+from .conftest import grid_mesh, link  # noqa: E402
 from .test_connectors import _cube, _frames  # noqa: E402
 
 pytestmark = pytest.mark.blender
@@ -94,19 +97,20 @@ def test_field_settings_map_and_what_cannot_be_mapped_is_named(blender):
     (wind,) = forces.of_kind("wind")
     # Rotated 90 degrees about X, the field's Z is world -Y; negative strength blows the other way.
     np.testing.assert_allclose(wind["velocity"], (0.0, 4.0, 0.0), atol=1e-6)
-    assert (wind["turbulence"], wind["seed"]) == (pytest.approx(0.5), 7)
-    (pull,) = forces.of_kind("attractor")
-    assert pull["strength"] == pytest.approx(-2.0)  # positive Blender strength pushes away
-    np.testing.assert_allclose(pull["position"], (1.0, 2.0, 3.0), atol=1e-6)
-    assert (pull["falloff"], pull["min_distance"], pull["max_distance"]) == ("inverse_square", pytest.approx(0.1),
-                                                                               pytest.approx(5.0))
+    # Noise 0.5: gusts of 0.5 sqrt(1/6) m/s RMS, as a fraction of the 4 m/s wind.
+    assert (wind["turbulence"], wind["seed"]) == (pytest.approx(0.5 * math.sqrt(1 / 6) / 4.0), 7)
+    (push,) = forces.of_kind("force")  # Blender's falloff: no attractor can take power 1.5
+    assert push["strength"] == pytest.approx(2.0)  # positive pushes away, as in Blender
+    np.testing.assert_allclose(push["position"], (1.0, 2.0, 3.0), atol=1e-6)
+    assert (push["power"], push["min_distance"], push["max_distance"]) == (pytest.approx(1.5), pytest.approx(0.1),
+                                                                            pytest.approx(5.0))
     (drag,) = forces.of_kind("drag")
     assert (drag["linear"], drag["quadratic"]) == pytest.approx((0.3, 0.2))
+    (swirl,) = forces.of_kind("turbulence")
+    assert swirl["size"] == 1.0  # Blender's Size 0: the noise unscaled
     text = "\n".join(sm.warnings)
-    assert "force field 'Pusher': its Falloff Power 1.5 is simulated as 2" in text
-    assert "force field 'Swirl' (Turbulence) is ignored" in text
     assert "force field 'Magnet' (Magnetic) is ignored" in text
-    assert "Excluded" not in text and forces.count == 3
+    assert "Excluded" not in text and forces.count == 4
 
 
 def test_cloth_with_air_drag_streams_in_a_wind_field(pinned_cloth):
@@ -160,3 +164,165 @@ def test_follow_position_makes_a_dynamic_body_track_its_animation(blender):
     assert gap.max() < 0.06 and gap[-1] < 0.04
     assert job.body_results("Loose")[-1, 2, 3] < 2.0 - 3.0  # fell freely: 4.9 m in a second
     assert not any("Follow" in w and "not" in w for w in sm.warnings)
+
+
+# -- cloth in Blender's fields --------------------------------------------------------------------
+
+
+def _flag_drift(name="Flag") -> np.ndarray:
+    """Mean displacement (3,) of the flag's vertices over the bake, in world space."""
+    cloth = bpy.data.objects[name]
+    m = np.array(cloth.matrix_world)
+    job = BakeJob(bpy.context.scene.name)
+    job.run()
+    world = job.results(name) @ m[:3, :3].T + m[:3, 3]
+    return (world[-1] - world[0]).mean(axis=0)
+
+
+@pytest.mark.parametrize("turn", [(0.0, math.pi / 2, 0.0), (-math.pi / 2, 0.0, 0.0)])
+def test_a_flag_streams_downwind_in_a_wind_field_and_turning_it_off_stops_it(pinned_cloth, turn):
+    """Wind Strength 15 along the field's Z (turned to world +X, or to +Y), Air Drag 0.6: the flag
+    drifts along the wind (more than 5 cm in 7 frames, less than half that sideways); with the field off in any of Blender's
+    ways (Strength 0, Type None, disabled in viewports) it hangs exactly as in still air."""
+    cloth = pinned_cloth()
+    cloth.jakobsen.cloth.air_drag = 0.6
+    still = _flag_drift()
+    wind = _field('WIND', "Breeze", rotation=turn, strength=15.0)
+    downwind = np.array(wind.matrix_world)[:3, 2]
+    windy = _flag_drift() - still
+    along = float(windy @ downwind)
+    across = (windy - along * downwind)[:2]  # sideways (the air also slows its fall: not counted)
+    print(f"wind: the flag drifted {along:.4f} m downwind, {np.linalg.norm(across):.4f} m sideways")
+    assert along > 0.05
+    assert np.linalg.norm(across) < 0.5 * along
+    for off in ("strength", "type", "hide_viewport"):
+        if off == "strength":
+            wind.field.strength = 0.0
+        elif off == "type":
+            wind.field.type = 'NONE'
+        else:
+            wind.hide_viewport = True
+        bpy.context.view_layer.update()
+        np.testing.assert_allclose(_flag_drift() - still, 0.0, atol=1e-9, err_msg=f"field off by {off}")
+        wind.field.type, wind.field.strength, wind.hide_viewport = 'WIND', 15.0, False
+    # The Wind's Plane shape measures from the plane across its Z: moved 5 m upwind with a Maximum
+    # Distance of 1 m, it no longer reaches the flag.
+    wind.location = np.array(wind.location) - 5.0 * downwind
+    wind.field.use_max_distance, wind.field.distance_max = True, 1.0
+    bpy.context.view_layer.update()
+    np.testing.assert_allclose(_flag_drift() - still, 0.0, atol=1e-9)
+
+
+def test_the_default_air_drag_lets_a_wind_field_blow_a_flag(pinned_cloth):
+    """Issue 13: at the cloth's default Air Drag (about 0.6 kg/m^3) a Wind field moves the flag."""
+    pinned_cloth()
+    still = _flag_drift()
+    _field('WIND', "Breeze", rotation=(0.0, math.pi / 2, 0.0), strength=15.0)
+    assert float((_flag_drift() - still)[0]) > 0.05
+
+
+def _free_patch(name, location, size=0.3):
+    """A small free cloth square; no Air Drag, so only the field moves it."""
+    patch = link(bpy.data.objects.new(name, grid_mesh(name, 3, 3, size)))
+    patch.location = location
+    patch.jakobsen.enabled = True
+    patch.jakobsen.type = 'CLOTH'
+    patch.jakobsen.cloth.air_drag = 0.0
+    return patch
+
+
+def test_a_vortex_turns_cloth_counter_clockwise_about_its_z(blender):
+    """Blender's Vortex (Plane shape, its default) with Strength 1.5 rad/s about a Z turned to
+    world -Y... here about world +Z at (2, 0, 0): a free patch 1 m from the axis circles it
+    counter-clockwise seen from +Z, at a radius between r0 |1 + iW| / |1 + 2iW| and r0."""
+    _weightless()
+    vortex = _field('VORTEX', "Whirl", location=(2.0, 0.0, 0.0), strength=1.5)
+    assert vortex.field.shape == 'PLANE'
+    _free_patch("Leaf", (3.0, 0.0, 0.5))
+    _frames(1, 49)
+    sm = scene_to_model.build(bpy.context)
+    (field,) = sm.model.forces.of_kind("vortex")
+    assert field["shape"] == "plane"
+    np.testing.assert_allclose(field["axis"], (0, 0, 1), atol=1e-9)
+    job = BakeJob(bpy.context.scene.name)
+    job.run()
+    centre = job.results("Leaf").mean(axis=1) + (3.0, 0.0, 0.5)
+    offset = centre[:, :2] - (2.0, 0.0)
+    angle = np.unwrap(np.arctan2(offset[:, 1], offset[:, 0]))
+    radius = np.linalg.norm(offset, axis=1)
+    w = 1.5
+    print(f"vortex: turned {math.degrees(angle[-1]):.0f} degrees in 2 s, radius {radius[-1]:.3f} m")
+    assert np.all(np.diff(angle) > 0.0) and angle[-1] > 1.0
+    assert math.sqrt(1 + w * w) / math.sqrt(1 + 4 * w * w) - 0.05 < radius[-1] < 1.0 + 0.02
+    assert np.abs(centre[:, 2] - 0.5).max() < 1e-6  # a swirl about Z: nothing along it
+
+
+def test_a_turbulence_field_shakes_cloth_the_same_way_every_bake_and_falloff_cuts_it(blender):
+    _weightless()
+    turbulence = _field('TURBULENCE', "Gusts", strength=4.0, size=0.5, flow=0.5, use_max_distance=True,
+                        distance_max=2.0)
+    _free_patch("Near", (0.5, 0.0, 0.0))
+    _free_patch("Far", (6.0, 0.0, 0.0))
+    _frames(1, 13)
+    sm = scene_to_model.build(bpy.context)
+    (field,) = sm.model.forces.of_kind("turbulence")
+    assert (field["size"], field["flow"], field["max_distance"]) == (pytest.approx(0.5), pytest.approx(0.5),
+                                                                      pytest.approx(2.0))
+    runs = []
+    for _ in range(2):
+        job = BakeJob(bpy.context.scene.name)
+        job.run()
+        runs.append((job.results("Near"), job.results("Far")))
+    assert np.array_equal(runs[0][0], runs[1][0])
+    near = np.linalg.norm(runs[0][0][-1] - runs[0][0][0], axis=1)
+    print(f"turbulence: the near patch moved {near.mean():.3f} m, the far one "
+          f"{np.abs(runs[0][1][-1] - runs[0][1][0]).max():.2e} m")
+    assert near.mean() > 0.01
+    np.testing.assert_allclose(runs[0][1][-1], runs[0][1][0], atol=1e-9)  # beyond Max Distance
+    turbulence.field.strength = 0.0
+    sm = scene_to_model.build(bpy.context)
+    assert sm.model.forces.count == 0
+
+
+def test_a_harmonic_field_pulls_cloth_back_and_forth_and_a_keyed_strength_is_followed(blender):
+    """Harmonic Strength 16 (4 rad/s), Damping 0: a patch released 0.5 m from the field swings
+    through it within a quarter period (0.39 s) and is back near 0.5 m a period (1.57 s) after
+    release; keyed to 0 until frame 13 it stays put until then."""
+    _weightless()
+    harmonic = _field('HARMONIC', "Spring", strength=16.0, harmonic_damping=0.0)
+    _free_patch("Bob", (0.5, 0.0, 0.0), size=0.05)
+    _frames(1, 49)
+    job = BakeJob(bpy.context.scene.name)
+    job.run()
+    x = job.results("Bob").mean(axis=1)[:, 0] + 0.5
+    t = np.arange(len(x)) / 24.0
+    assert x[t <= 0.45].min() < 0.0 < x[0]
+    assert x[np.argmin(np.abs(t - 2 * math.pi / 4.0))] == pytest.approx(0.5, abs=0.05)
+    harmonic.field.strength = 0.0
+    harmonic.field.keyframe_insert("strength", frame=13)
+    harmonic.field.strength = 16.0
+    harmonic.field.keyframe_insert("strength", frame=14)
+    sm = scene_to_model.build(bpy.context)
+    (field,) = sm.model.forces.of_kind("harmonic")
+    assert field["strength"].at(0.0) == 0.0 and field["strength"].at(13 / 24.0) == pytest.approx(16.0)
+    job = BakeJob(bpy.context.scene.name)
+    job.run()
+    x = job.results("Bob").mean(axis=1)[:, 0] + 0.5
+    np.testing.assert_allclose(x[:13], 0.5, atol=1e-9)
+    assert x[13:].min() < 0.0  # then it swings through the field
+
+
+def test_field_weights_follow_each_cloth_and_body(blender):
+    """Each cloth's and body's Field Weight (``jakobsen.cloth/rigid_body.field_weight`` where the
+    add-on has it) becomes the field's per-particle and per-body weights; all 1: none."""
+    from jakobsen_engine import ModelBuilder
+    from jakobsen_physics.mapping.fields import field_weights
+
+    builder = ModelBuilder()
+    grid = np.array([[0, 0, 0], [1, 0, 0], [1, 1, 0], [0, 1, 0]], dtype=float)
+    builder.add_cloth(grid, [[0, 1, 2, 3]], name="Near")
+    builder.add_cloth(grid + 5.0, [[0, 1, 2, 3]], name="Far")
+    particles, bodies = field_weights(builder, lambda name: {"Far": 0.25}.get(name, 1.0))
+    np.testing.assert_array_equal(particles, [1, 1, 1, 1, 0.25, 0.25, 0.25, 0.25])
+    assert bodies is None
+    assert field_weights(builder, lambda name: 1.0) == (None, None)
