@@ -28,7 +28,7 @@ import bpy
 import numpy as np
 from mathutils import Matrix
 
-from . import baking, scene_to_model
+from . import baking, scene_to_model, tearing
 from jakobsen_engine import JakobsenError, Solver, backend
 
 PREVIEW_PROPERTY = "jakobsen_preview"
@@ -124,9 +124,10 @@ class BakeJob:
             self.output, self.cache_directory = props.output, props.cache_directory
             sm = scene_to_model.build(context, frame_range=self.frame_range)
             warnings = list(sm.warnings)
-            for d in sm.deformables:
-                warnings += baking.check_output(bpy.data.objects[d.object_name], d.vertex_count, self.output,
-                                                self.cache_directory)
+            with baking.previous_bakes_hidden([d.object_name for d in sm.deformables]):
+                for d in sm.deformables:
+                    warnings += baking.check_output(bpy.data.objects[d.object_name], d.vertex_count, self.output,
+                                                    self.cache_directory)
             self.scene_model, self.warnings = sm, warnings
             self._uids = {name: bpy.data.objects[name].session_uid
                           for name in [d.object_name for d in sm.deformables] + [b.object_name for b in sm.bodies]}
@@ -237,6 +238,9 @@ class BakeJob:
                 self.warnings.append(f"'{b.object_name}' was deleted during the bake; nothing written for it")
             else:
                 bodies.append((obj, b, b.to_basis @ self.body_results(b.object_name)))
+        torn = self._torn_meshes(deformables)
+        deformables = [(obj, d, torn[d.object_name][1] if d.object_name in torn else local)
+                       for obj, d, local in deformables]
         staged = {}
         if self.output == 'PC2':
             try:
@@ -247,15 +251,20 @@ class BakeJob:
                 for path in staged.values():
                     if os.path.exists(path):
                         os.remove(path)
+                for mesh, _ in torn.values():
+                    bpy.data.meshes.remove(mesh)
                 raise
         written = []
         for obj, d, local in deformables:
             baking.free_bake(obj)
+            keep = tearing.put_on(obj, torn[d.object_name][0]) if d.object_name in torn else None
             if self.output == 'PC2':
                 baking.write_pc2(obj, sm.frame_start, local, self.cache_directory, staged=staged[d.object_name])
             else:
                 baking.write_shape_keys(obj, sm.frame_start, local)
-            written.append(f"{obj.name} ({d.vertex_count} vertices)")
+            if keep:
+                baking.add_to_record(obj, keep)
+            written.append(f"{obj.name} ({d.vertex_count} vertices{', torn' if keep else ''})")
         for obj, b, basis in bodies:
             # What the object rested at before any bake: from the bake being replaced, else as it is now.
             previous = baking.record_of(obj)
@@ -276,6 +285,33 @@ class BakeJob:
                    f"({self.ms_per_frame:.1f} ms/frame, {self.solver.backend.name} kernels)")
         note = [f"solver: {self.solver.backend.note}"] if self.solver.backend.note else []
         return "; ".join([summary] + note + self.broken())
+
+    def _torn_meshes(self, deformables) -> dict:
+        """{object name: (its mesh split where it tore, the positions for it)} of the cloths that
+        tore (``tearing``); made from each object's own mesh, before anything in the scene changes."""
+        pairs, times = self.solver.torn_sticks(self.state, with_times=True)
+        if not len(pairs):
+            return {}
+        fps = self.scene_model.settings.frame_rate
+        out = {}
+        for obj, d, local in deformables:
+            start, stop = d.particles.start, d.particles.stop
+            mine = (pairs[:, 0] >= start) & (pairs[:, 0] < stop)
+            if not np.any(mine) or obj.type != 'MESH':
+                continue
+            rec = baking.record_of(obj) or {}
+            mesh = rec.get(tearing.ORIGINAL) or obj.data
+            if len(mesh.vertices) != d.vertex_count:
+                self.warnings.append(f"'{obj.name}': it tore, but its modifiers change its vertex count, so the "
+                                     "mesh cannot be split where it tore; the bake shows it stretched instead "
+                                     "(apply the modifiers to see the tear)")
+                continue
+            # The first frame each torn stick shows torn on (frame_start is local[0], at t = 0).
+            frames = np.ceil(times[mine] * fps - 1e-6).astype(np.int64)
+            split, positions = tearing.split_mesh(mesh, pairs[mine] - start, frames, local)
+            if split is not None:
+                out[d.object_name] = (split, positions)
+        return out
 
     def _object(self, name: str):
         """The taking-part object that was called ``name`` when the job started (renamed or not)."""

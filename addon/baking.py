@@ -28,7 +28,7 @@ import bpy
 import numpy as np
 from mathutils import Matrix
 
-from . import actions
+from . import actions, tearing
 from jakobsen_engine import JakobsenError
 from .files import cannot_write
 
@@ -87,7 +87,7 @@ def check_output(obj, vertex_count: int, output: str, cache_directory: str) -> l
     warnings = []
     if output == 'SHAPE_KEYS':
         mesh = obj.data
-        if mesh.users > 1:
+        if mesh.users - tearing.held_by_records(mesh) > 1:
             raise JakobsenError(f"{where}: its mesh '{mesh.name}' is used by {mesh.users} objects (or has a fake "
                                 "user); shape keys would move all of them. Make it single user "
                                 "(Object > Relations > Make Single User) or bake to PC2")
@@ -126,6 +126,15 @@ def previous_bakes_hidden(object_names):
             obj = bpy.data.objects.get(name)
             rec = None if obj is None else record_of(obj)
             if rec is None:
+                continue
+            if rec.get(tearing.ORIGINAL) is not None and obj.type == 'MESH':
+                # A torn cloth's bake wears a split copy of the mesh: read the user's own.
+                undo.append(tearing.wear_original(obj, rec))
+                if rec["output"] == 'PC2':
+                    mod = obj.modifiers.get(rec["modifier"])
+                    if mod is not None and mod.show_viewport:
+                        mod.show_viewport = False
+                        undo.append(lambda mod=mod: setattr(mod, "show_viewport", True))
                 continue
             if rec["output"] == 'SHAPE_KEYS' and obj.data.shape_keys is not None:
                 for kb in obj.data.shape_keys.key_blocks:
@@ -392,7 +401,15 @@ def free_bake(obj) -> bool:
     elif output == 'TRANSFORM':
         _free_transform(obj, rec)
     del _record_holder(obj)[RECORD]
+    tearing.put_back(obj, rec)
     return True
+
+
+def add_to_record(obj, values: dict) -> None:
+    """Keep ``values`` in the object's bake record too (after a write_* made it)."""
+    holder = _record_holder(obj)
+    for key, value in values.items():
+        holder[RECORD][key] = value
 
 
 def free_orphans() -> list[str]:

@@ -1,0 +1,122 @@
+"""A torn cloth's bake: its mesh split where it tore, so the render comes apart as the cloth did.
+
+Shape keys and point caches cannot change a mesh's topology, so a cloth that tore is baked onto a
+copy of its mesh in which every face with a torn edge has vertices of its own (split off along
+its edges, Blender's Edge Split on just those edges; UVs, materials, vertex groups and the user's
+shape keys come along). Until its edge tears, such a face's vertices follow the vertices they
+were split from, so the cloth looks whole; from the frame its edge tore, the face shrinks to its
+centre (a zero-area face renders as nothing), so a tear opens one face wide and the pieces are
+separate meshes in the render.
+
+The user's own mesh is kept, unchanged, in the bake record (a reference, which keeps it in the
+file); Free Bake puts it back on the object and removes the copy. Nothing of the user's is lost.
+"""
+
+from __future__ import annotations
+
+import bmesh
+import bpy
+import numpy as np
+
+ORIGINAL = "original_mesh"
+SUFFIX = " (torn)"
+
+
+def split_mesh(mesh, torn_pairs: np.ndarray, torn_frames: np.ndarray, local: np.ndarray):
+    """A copy of the cloth's own ``mesh`` split at its torn faces, and the baked positions for it.
+
+    torn_pairs: (k, 2) vertex indices of the torn edges (pairs that are not mesh edges are
+    ignored: a torn diagonal or bend stick); torn_frames: (k,) the index into ``local`` of the
+    first frame each is torn on; local: (frames, n, 3) positions of the mesh's vertices.
+    Returns (mesh, local for the split mesh (frames, n', 3)), or (None, local) if no edge tore.
+    """
+    n = len(mesh.vertices)
+    edge_keys = np.empty(len(mesh.edges) * 2, np.int64)
+    mesh.edges.foreach_get("vertices", edge_keys)
+    edge_keys = edge_keys.reshape(-1, 2)
+    edge_keys.sort(axis=1)
+    pairs = np.sort(np.asarray(torn_pairs, np.int64).reshape(-1, 2), axis=1)
+    key = edge_keys[:, 0] * n + edge_keys[:, 1]
+    torn_key = pairs[:, 0] * n + pairs[:, 1]
+    torn_edge = np.isin(key, torn_key)
+    if not np.any(torn_edge):
+        return None, local
+    # When each mesh edge tore (the first of its sticks' times).
+    order = np.argsort(torn_key, kind="stable")
+    slot = np.searchsorted(torn_key[order], key[torn_edge])
+    edge_frame = np.full(len(key), np.iinfo(np.int64).max)
+    edge_frame[torn_edge] = np.asarray(torn_frames, np.int64)[order][slot]
+
+    copy = mesh.copy()
+    copy.name = mesh.name + SUFFIX
+    bm = bmesh.new()
+    try:
+        bm.from_mesh(copy)
+        origin = bm.verts.layers.int.new("jk_original_index")
+        for v in bm.verts:
+            v[origin] = v.index
+        bm.edges.ensure_lookup_table()
+        face_frame = {}
+        for e in bm.edges:
+            if torn_edge[e.index]:
+                for f in e.link_faces:
+                    face_frame[f.index] = min(face_frame.get(f.index, edge_frame[e.index]), edge_frame[e.index])
+        torn_faces = [f for f in bm.faces if f.index in face_frame]
+        frames_of = [face_frame[f.index] for f in torn_faces]
+        boundary = list({e for f in torn_faces for e in f.edges})
+        bmesh.ops.split_edges(bm, edges=boundary)
+        bm.verts.index_update()
+        corners = [[v.index for v in f.verts] for f in torn_faces]
+        source = np.array([v[origin] for v in bm.verts], np.int64)
+        bm.verts.layers.int.remove(origin)
+        bm.to_mesh(copy)
+    finally:
+        bm.free()
+    out = np.ascontiguousarray(local[:, source])
+    for verts, first in zip(corners, frames_of):
+        if first < len(out):
+            out[first:, verts] = out[first:, verts].mean(axis=1, keepdims=True)
+    return copy, out
+
+
+def put_on(obj, torn_mesh) -> dict:
+    """Give ``obj`` the torn mesh; returns what the bake record keeps to put the user's own back
+    (a reference to it, which also keeps it in the file while the object wears the copy)."""
+    original = obj.data
+    obj.data = torn_mesh
+    torn_mesh.name = original.name + SUFFIX  # the previous bake's copy (freed by now) had the name
+    return {ORIGINAL: original}
+
+
+def wear_original(obj, rec: dict):
+    """Put the user's own mesh on a torn cloth's object for a while (to read the scene as it is
+    without the bake); returns the function that puts the torn copy back."""
+    torn = obj.data
+    obj.data = rec[ORIGINAL]
+
+    def undo():
+        obj.data = torn
+    return undo
+
+
+def held_by_records(mesh) -> int:
+    """How many of ``mesh``'s users are torn bakes' records keeping it (not objects using it)."""
+    from .baking import RECORD
+
+    count = 0
+    for holder in list(bpy.data.meshes) + list(bpy.data.objects):
+        rec = holder.get(RECORD)
+        if rec is not None and hasattr(rec, "get") and rec.get(ORIGINAL) == mesh:
+            count += 1
+    return count
+
+
+def put_back(obj, rec: dict) -> None:
+    """Free Bake of a torn cloth: its own mesh back on the object, the torn copy removed."""
+    original = rec.get(ORIGINAL)
+    if original is None or obj.type != 'MESH':
+        return
+    torn = obj.data
+    obj.data = original
+    if torn is not None and torn != original and torn.users == 0:
+        bpy.data.meshes.remove(torn)
