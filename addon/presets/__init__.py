@@ -6,9 +6,9 @@ operators that write and remove user presets.
 
 A preset is a Python file that sets the active object's settings (``bpy.context.object.jakobsen.
 cloth``), run by Blender's ``script.execute_preset``. The add-on's own presets ship in this folder,
-``presets/<subdir>/``, where ``<subdir>`` is ``jakobsen_physics/cloth`` or ``jakobsen_physics/
-rigid_body`` (a folder of our own, so Blender's ``presets/cloth`` and ours never mix); user presets
-go where Blender puts them, ``<user scripts>/presets/<subdir>/``. Blender 4.3 and later find ours
+``presets/<subdir>/``, where ``<subdir>`` is ``jakobsen/cloth`` or ``jakobsen/rigid_body`` (a
+folder of our own, so Blender's ``presets/cloth`` and ours never mix); user presets go where
+Blender puts them, ``<user scripts>/presets/<subdir>/``. Blender 4.3 and later find ours
 through ``bpy.utils.register_preset_path`` (registered with the popover); 4.2 has no such call, so
 the popover lists this folder itself as well.
 """
@@ -23,8 +23,8 @@ from bpy.types import Operator, Panel
 # The folder that holds ``presets/`` (what register_preset_path wants): the add-on's own.
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
-CLOTH_SUBDIR = "jakobsen_physics/cloth"
-RIGID_BODY_SUBDIR = "jakobsen_physics/rigid_body"
+CLOTH_SUBDIR = "jakobsen/cloth"
+RIGID_BODY_SUBDIR = "jakobsen/rigid_body"
 
 # The cloth presets (Cotton, Denim, Leather, Rubber, Silk) are Blender's own cloth presets
 # (scripts/presets/cloth/*.py) in this add-on's units:

@@ -186,7 +186,7 @@ def test_a_user_preset_round_trips_and_can_be_removed(blender, helpers, user_scr
     c.air_drag, c.friction, c.use_plasticity, c.plastic_limit = 1.1, 0.9, True, 4.0
     stored = _cloth_values(c) + (c.use_plasticity, c.plastic_limit)
     assert bpy.ops.jakobsen.cloth_preset_add(name="My Canvas") == {'FINISHED'}
-    path = os.path.join(str(user_scripts), "presets", "jakobsen_physics", "cloth", "My_Canvas.py")
+    path = os.path.join(str(user_scripts), "presets", "jakobsen", "cloth", "My_Canvas.py")
     assert os.path.isfile(path)
 
     context = type("Context", (), {"object": cloth})()
@@ -212,7 +212,7 @@ def test_a_user_rigid_body_preset_round_trips(blender, helpers, user_scripts):
     rb = box.jakobsen.rigid_body
     rb.use_density, rb.density, rb.friction, rb.bounce = True, 2700.0, 0.45, 0.25  # aluminium
     assert bpy.ops.jakobsen.rigid_body_preset_add(name="Aluminium") == {'FINISHED'}
-    path = os.path.join(str(user_scripts), "presets", "jakobsen_physics", "rigid_body", "Aluminium.py")
+    path = os.path.join(str(user_scripts), "presets", "jakobsen", "rigid_body", "Aluminium.py")
     _apply(presets.RIGID_BODY_SUBDIR, "Ice", "JAKOBSEN_PT_rigid_body_presets")
     assert bpy.ops.script.execute_preset(filepath=path, menu_idname="JAKOBSEN_PT_rigid_body_presets") == {'FINISHED'}
     assert rb.use_density and (rb.density, rb.friction, rb.bounce) == pytest.approx((2700.0, 0.45, 0.25))
@@ -226,6 +226,6 @@ def test_a_shipped_preset_cannot_be_shadowed_or_removed(blender, helpers, user_s
     assert bpy.ops.jakobsen.cloth_preset_add(name="Cotton") == {'CANCELLED'}
     assert bpy.ops.jakobsen.cloth_preset_add(name="cotton") == {'CANCELLED'}
     assert bpy.ops.jakobsen.cloth_preset_add(name="Cotton", remove_name=True) == {'CANCELLED'}
-    assert not os.path.exists(os.path.join(str(user_scripts), "presets", "jakobsen_physics", "cloth", "Cotton.py"))
+    assert not os.path.exists(os.path.join(str(user_scripts), "presets", "jakobsen", "cloth", "Cotton.py"))
     with open(shipped, encoding="utf-8") as f:
         assert f.read() == before
