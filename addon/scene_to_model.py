@@ -35,9 +35,10 @@ A rigid body with Vehicle on (``Object.jakobsen.vehicle``) is a chassis: its whe
 bodies its Wheel Suspension connectors hold (it is their Object A), driven, braked and steered
 by the engine's driver from the Vehicle settings (``mapping.vehicles``), which may be keyed.
 
-Blender's own force fields (Add > Force Field) in the view layer act too: Wind, Force and Drag
-map to the engine's wind, attractor and drag fields (see ``add_force_field``); other field
-types are ignored with a warning naming them.
+Blender's own force fields (Add > Force Field) in the view layer act too, as Blender's Cloth and
+Rigid Body read them: Wind, Force, Vortex, Turbulence, Harmonic and Drag, with their shape,
+falloff and noise, keyed strengths sampled per frame (``mapping.fields``, docs/force_fields.md);
+other field types are ignored with a warning naming them.
 
 Bad input raises ``JakobsenError`` with a message naming the object; awkward but legal input
 adds a line to ``SceneModel.warnings``. Reading changes nothing in the scene: the current frame
@@ -217,7 +218,7 @@ def build(context, *, frame_range: tuple[int, int] | None = None) -> SceneModel:
                                      warnings)
             add_vehicles(builder, objects, depsgraph, bodies, sampled, settings.frame_rate, warnings)
             for obj in fields:
-                add_force_field(builder, obj, depsgraph, warnings)
+                add_force_field(builder, obj, depsgraph, warnings, frames=frames, frame_rate=settings.frame_rate)
     finally:
         scene.frame_set(original[0], subframe=original[1])
 

@@ -138,7 +138,7 @@ class EnergyGuard:
         sourced = b.mode == BodyMode.KINEMATIC
         sourced |= (b.follow_position > 0.0) | (b.follow_rotation > 0.0)
         fields = model.forces
-        if fields.of_kind("attractor"):
+        if fields.pushes_bodies:
             sourced[:] = True
         winds = bool(fields.of_kind("wind")) or bool(np.any(np.asarray(settings.air_velocity) != 0.0))
         if winds:

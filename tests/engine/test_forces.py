@@ -417,8 +417,6 @@ def test_blender_fields_push_bodies_at_their_centre_whatever_the_mass():
     assert np.all(state.bodies.velocity[0] == 0.0)
 
 
-@pytest.mark.xfail(strict=True, reason="solver/energy.py counts only attractors as field sources; wanted there: "
-                   "`if fields.pushes_bodies: sourced[:] = True` (remove this mark with that change)")
 def test_the_energy_guard_counts_blenders_fields_as_sources():
     solver, state = body_world(forces=[("vortex", dict(strength=2.0, shape="plane"))],
                                mesh=box_mesh((0.2, 0.2, 0.2), centre=(1.0, 0, 0)))
