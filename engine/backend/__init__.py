@@ -23,7 +23,7 @@ from ..errors import JakobsenError
 NAMES = ("numba", "numpy")
 # The kernel modules each backend provides, by the same names.
 MODULES = ("particles", "distance", "contacts", "rigid", "joints", "motors", "springs", "sweep", "self_contact",
-           "surfaces")
+           "surfaces", "fields")
 
 _default = os.environ.get("JAKOBSEN_BACKEND", "auto")
 _loaded: dict[str, "Backend"] = {}
@@ -47,6 +47,7 @@ class Backend:
     sweep: ModuleType
     self_contact: ModuleType
     surfaces: ModuleType
+    fields: ModuleType
     note: str = ""
 
 

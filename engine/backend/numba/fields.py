@@ -1,0 +1,1 @@
+"""Force-field kernels (to be written): the fields evaluated at many particles."""
