@@ -10,7 +10,8 @@ cloth``), run by Blender's ``script.execute_preset``. The add-on's own presets s
 folder of our own, so Blender's ``presets/cloth`` and ours never mix); user presets go where
 Blender puts them, ``<user scripts>/presets/<subdir>/``. Blender 4.3 and later find ours
 through ``bpy.utils.register_preset_path`` (registered with the popover); 4.2 has no such call, so
-the popover lists this folder itself as well.
+the popover lists this folder itself as well. Each popover registers its Add Preset operator when
+Blender registers the popover (with the panels, ``ui.physics.classes``) and unregisters it with it.
 """
 
 import os
@@ -72,65 +73,6 @@ def shipped_names(subdir: str) -> set[str]:
     return {os.path.splitext(f)[0] for f in os.listdir(folder) if f.endswith(".py")}
 
 
-class _PresetPopover(PresetPanel):
-    """A preset popover (drawn in a panel's header with ``draw_panel_header``) that lists the
-    add-on's own presets besides Blender's preset paths."""
-
-    preset_operator = "script.execute_preset"
-    preset_subdir = ""
-    preset_add_operator = ""
-    roles: tuple = ()
-
-    @classmethod
-    def poll(cls, context):
-        ob = context.object
-        return ob is not None and ob.type == 'MESH' and ob.jakobsen.enabled and ob.jakobsen.type in cls.roles
-
-    @classmethod
-    def register(cls):
-        # Blender 4.3+: Blender's own preset look-ups (preset_find, preset_paths) see ours too.
-        register = getattr(bpy.utils, "register_preset_path", None)
-        if register is not None and ROOT not in getattr(bpy.utils, "_preset_path_registry", ()):
-            register(ROOT)
-
-    @classmethod
-    def unregister(cls):
-        unregister = getattr(bpy.utils, "unregister_preset_path", None)
-        if unregister is not None and ROOT in getattr(bpy.utils, "_preset_path_registry", ()):
-            unregister(ROOT)
-
-    def draw(self, context):
-        # PresetPanel.draw (Menu.draw_preset) with the add-on's folder added for Blender 4.2.
-        layout = self.layout
-        layout.emboss = 'PULLDOWN_MENU'
-        layout.operator_context = 'EXEC_DEFAULT'
-        self.path_menu(preset_directories(self.preset_subdir), self.preset_operator,
-                       filter_ext=lambda ext: ext.lower() == ".py", add_operator=self.preset_add_operator,
-                       display_name=lambda name: bpy.path.display_name(name, title_case=False))
-
-
-class JAKOBSEN_PT_cloth_presets(_PresetPopover, Panel):
-    bl_label = "Cloth Presets"
-    roles = ('CLOTH', 'SOFT_BODY')
-    preset_subdir = CLOTH_SUBDIR
-    preset_add_operator = "jakobsen.cloth_preset_add"
-
-
-class JAKOBSEN_PT_rigid_body_presets(_PresetPopover, Panel):
-    bl_label = "Rigid Body Presets"
-    roles = ('RIGID_BODY',)
-    preset_subdir = RIGID_BODY_SUBDIR
-    preset_add_operator = "jakobsen.rigid_body_preset_add"
-
-    @classmethod
-    def register(cls):
-        pass  # (the cloth popover registers the add-on's preset folder for both)
-
-    @classmethod
-    def unregister(cls):
-        pass
-
-
 class _AddPreset(AddPresetBase):
     """AddPresetBase, refusing to shadow or remove the presets the add-on ships (in a checkout
     Blender would not know them as read-only, and 4.2 does not see them at all)."""
@@ -175,9 +117,69 @@ class JAKOBSEN_OT_rigid_body_preset_add(_AddPreset, Operator):
     preset_values = [f"rigid_body.{name}" for name in RIGID_BODY_VALUES]
 
 
+class _PresetPopover(PresetPanel):
+    """A preset popover (drawn in a panel's header with ``draw_panel_header``) that lists the
+    add-on's own presets besides Blender's preset paths."""
+
+    preset_operator = "script.execute_preset"
+    preset_subdir = ""
+    preset_add_operator = ""
+    add_operator_class = None  # the operator behind preset_add_operator
+    roles: tuple = ()
+
+    @classmethod
+    def poll(cls, context):
+        ob = context.object
+        return ob is not None and ob.type == 'MESH' and ob.jakobsen.enabled and ob.jakobsen.type in cls.roles
+
+    @classmethod
+    def register(cls):
+        # The popover and the operator that adds to it come and go together (Blender calls this
+        # when it registers the popover, with the panels).
+        if not cls.add_operator_class.is_registered:
+            bpy.utils.register_class(cls.add_operator_class)
+        # Blender 4.3+: Blender's own preset look-ups (preset_find, preset_paths) see ours too.
+        register = getattr(bpy.utils, "register_preset_path", None)
+        if register is not None and ROOT not in getattr(bpy.utils, "_preset_path_registry", ()):
+            register(ROOT)
+
+    @classmethod
+    def unregister(cls):
+        if cls.add_operator_class.is_registered:
+            bpy.utils.unregister_class(cls.add_operator_class)
+        unregister = getattr(bpy.utils, "unregister_preset_path", None)
+        if unregister is not None and ROOT in getattr(bpy.utils, "_preset_path_registry", ()):
+            unregister(ROOT)
+
+    def draw(self, context):
+        # PresetPanel.draw (Menu.draw_preset) with the add-on's folder added for Blender 4.2.
+        layout = self.layout
+        layout.emboss = 'PULLDOWN_MENU'
+        layout.operator_context = 'EXEC_DEFAULT'
+        self.path_menu(preset_directories(self.preset_subdir), self.preset_operator,
+                       filter_ext=lambda ext: ext.lower() == ".py", add_operator=self.preset_add_operator,
+                       display_name=lambda name: bpy.path.display_name(name, title_case=False))
+
+
+class JAKOBSEN_PT_cloth_presets(_PresetPopover, Panel):
+    bl_label = "Cloth Presets"
+    roles = ('CLOTH', 'SOFT_BODY')
+    preset_subdir = CLOTH_SUBDIR
+    preset_add_operator = "jakobsen.cloth_preset_add"
+    add_operator_class = JAKOBSEN_OT_cloth_preset_add
+
+
+class JAKOBSEN_PT_rigid_body_presets(_PresetPopover, Panel):
+    bl_label = "Rigid Body Presets"
+    roles = ('RIGID_BODY',)
+    preset_subdir = RIGID_BODY_SUBDIR
+    preset_add_operator = "jakobsen.rigid_body_preset_add"
+    add_operator_class = JAKOBSEN_OT_rigid_body_preset_add
+
+
+# The popovers (shown in the Cloth and Rigid Body panels' headers, registered with the panels);
+# each registers its Add Preset operator with itself.
 classes = (
     JAKOBSEN_PT_cloth_presets,
     JAKOBSEN_PT_rigid_body_presets,
-    JAKOBSEN_OT_cloth_preset_add,
-    JAKOBSEN_OT_rigid_body_preset_add,
 )

@@ -158,7 +158,7 @@ class PHYSICS_PT_jakobsen_cloth(JakobsenPhysicsPanel, Panel):
         if cloth.use_vertex_mass:
             col.prop(cloth, "vertex_mass")
         else:
-            col.prop(cloth, "density", text="Mass (kg/m²)")
+            col.prop(cloth, "density", text="Per m² (kg)")  # (under the heading Mass)
         col.prop(cloth, "air_drag", text="Drag (kg/m³)")
 
         col = layout.column(heading="Stiffness")
@@ -185,52 +185,69 @@ class PHYSICS_PT_jakobsen_cloth(JakobsenPhysicsPanel, Panel):
         col.prop(cloth, "friction")
 
 
-class _ClothSubPanel(JakobsenPhysicsPanel):
-    """A sub-panel of the Cloth panel with its toggle in the header, as Blender's Cloth panel has
-    Pressure and Self Collisions: ``switch`` the toggle, ``fields`` (property, label) below it."""
+def _header_toggle(layout, context, switch: str) -> None:
+    layout.prop(context.object.jakobsen.cloth, switch, text="")
+
+
+def _toggled_fields(layout, context, switch: str, fields) -> None:
+    """The fields of a sub-panel whose header holds the toggle ``switch``, greyed out while it is
+    off, as in Blender's Cloth > Pressure and Self Collisions. fields: (property, label) pairs."""
+    layout.use_property_split = True
+    cloth = context.object.jakobsen.cloth
+    layout.active = getattr(cloth, switch)
+    col = layout.column()
+    for prop, label in fields:
+        col.prop(cloth, prop, text=label)
+
+
+class PHYSICS_PT_jakobsen_cloth_self_collision(JakobsenPhysicsPanel, Panel):
+    bl_label = "Self Collision"
     bl_parent_id = "PHYSICS_PT_jakobsen_cloth"
-    switch = ""
-    fields: tuple = ()
+    roles = ('CLOTH', 'SOFT_BODY')
 
     def draw_header(self, context):
-        self.layout.prop(context.object.jakobsen.cloth, self.switch, text="")
+        _header_toggle(self.layout, context, "use_self_collision")
 
     def draw(self, context):
-        layout = self.layout
-        layout.use_property_split = True
-        cloth = context.object.jakobsen.cloth
-        layout.active = getattr(cloth, self.switch)
-        col = layout.column()
-        for prop, label in self.fields:
-            col.prop(cloth, prop, text=label)
+        _toggled_fields(self.layout, context, "use_self_collision", (("self_distance", "Distance"),))
 
 
-class PHYSICS_PT_jakobsen_cloth_self_collision(_ClothSubPanel, Panel):
-    bl_label = "Self Collision"
-    roles = ('CLOTH', 'SOFT_BODY')
-    switch = "use_self_collision"
-    fields = (("self_distance", "Distance"),)
-
-
-class PHYSICS_PT_jakobsen_cloth_pressure(_ClothSubPanel, Panel):
+class PHYSICS_PT_jakobsen_cloth_pressure(JakobsenPhysicsPanel, Panel):
     bl_label = "Pressure"
+    bl_parent_id = "PHYSICS_PT_jakobsen_cloth"
     roles = ('CLOTH',)  # (a soft body keeps its volume with Soft Body > Volume)
-    switch = "use_pressure"
-    fields = (("pressure_volume", "Volume Ratio"), ("pressure_stiffness", "Stiffness (Pa)"))
+
+    def draw_header(self, context):
+        _header_toggle(self.layout, context, "use_pressure")
+
+    def draw(self, context):
+        _toggled_fields(self.layout, context, "use_pressure",
+                        (("pressure_volume", "Volume Ratio"), ("pressure_stiffness", "Stiffness (Pa)")))
 
 
-class PHYSICS_PT_jakobsen_cloth_plasticity(_ClothSubPanel, Panel):
+class PHYSICS_PT_jakobsen_cloth_plasticity(JakobsenPhysicsPanel, Panel):
     bl_label = "Plasticity"
+    bl_parent_id = "PHYSICS_PT_jakobsen_cloth"
     roles = ('CLOTH', 'SOFT_BODY')
-    switch = "use_plasticity"
-    fields = (("plastic_limit", "Limit"), ("plastic_rate", "Rate (1/s)"))
+
+    def draw_header(self, context):
+        _header_toggle(self.layout, context, "use_plasticity")
+
+    def draw(self, context):
+        _toggled_fields(self.layout, context, "use_plasticity", (("plastic_limit", "Limit"),
+                                                                  ("plastic_rate", "Rate (1/s)")))
 
 
-class PHYSICS_PT_jakobsen_cloth_tearing(_ClothSubPanel, Panel):
+class PHYSICS_PT_jakobsen_cloth_tearing(JakobsenPhysicsPanel, Panel):
     bl_label = "Tearing"
+    bl_parent_id = "PHYSICS_PT_jakobsen_cloth"
     roles = ('CLOTH',)
-    switch = "use_tearing"
-    fields = (("tear_factor", "Factor"),)
+
+    def draw_header(self, context):
+        _header_toggle(self.layout, context, "use_tearing")
+
+    def draw(self, context):
+        _toggled_fields(self.layout, context, "use_tearing", (("tear_factor", "Factor"),))
 
 
 class PHYSICS_PT_jakobsen_collider(JakobsenPhysicsPanel, Panel):

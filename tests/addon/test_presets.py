@@ -229,3 +229,20 @@ def test_a_shipped_preset_cannot_be_shadowed_or_removed(blender, helpers, user_s
     assert not os.path.exists(os.path.join(str(user_scripts), "presets", "jakobsen", "cloth", "Cotton.py"))
     with open(shipped, encoding="utf-8") as f:
         assert f.read() == before
+
+
+def test_the_add_preset_operators_and_the_preset_folder_come_and_go_with_the_add_on(blender):
+    import jakobsen_physics as addon
+
+    operators = ("JAKOBSEN_OT_cloth_preset_add", "JAKOBSEN_OT_rigid_body_preset_add")
+    registry = getattr(bpy.utils, "_preset_path_registry", None)  # (Blender 4.3+)
+    assert all(hasattr(bpy.types, name) for name in operators)
+    assert registry is None or presets.ROOT in registry
+    addon.unregister()
+    try:
+        assert not any(hasattr(bpy.types, name) for name in operators)
+        assert registry is None or presets.ROOT not in registry
+        assert presets.preset_directories(presets.CLOTH_SUBDIR) == [presets.shipped_directory(presets.CLOTH_SUBDIR)]
+    finally:
+        addon.register()
+    assert all(hasattr(bpy.types, name) for name in operators)
