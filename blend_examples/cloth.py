@@ -1,4 +1,5 @@
-"""Build the cloth examples: a tablecloth dropped on a table, a cape on a walking character.
+"""Build the cloth examples: a tablecloth dropped on a table, a cape on a walking character, a
+balloon, a jelly cube and a sheet torn apart.
 
 Each is set up as a user sets it up in Blender, with the add-on's panels only:
 
@@ -16,6 +17,21 @@ Each is set up as a user sets it up in Blender, with the add-on's panels only:
     shoulders, pinned there by its vertex group "Shoulders". The cape is skinned to the same
     bones as the character (its own Armature modifier, its top row weighted as the shoulders'
     vertices under it), so its pinned vertices are where the deformed character's are.
+
+``balloon.blend``
+    A closed sphere of rubbery cloth (a quad sphere, 0.6 m across) with Pressure at a Target
+    Volume of 1.5: it blows up to half as much again as it falls, lands on the floor, squashes
+    and springs back.
+
+``jelly.blend``
+    A 0.5 m Soft Body cube (Jiggle Frequency 6 Hz, Volume on) dropped 0.6 m onto the floor: it
+    squashes and jiggles back to its shape, keeping its volume.
+
+``tearing.blend``
+    A 1 x 0.6 m sheet with Tearing (factor 1.3), its left and right edges pinned (vertex group
+    "Handles"), nicked in the middle of its top and bottom edges; its object's keyed X scale pulls
+    the pinned edges apart (the handles are the object's: a Hook modifier's Empties would not
+    carry the pins, which follow the object, not its modifiers) and it tears in two.
 
 Run with the project's Python (bpy installed); the committed files are built with the oldest
 Blender the add-on supports (see ``common``):
@@ -394,9 +410,144 @@ def _animate(rig, frames):
             b.keyframe_insert("rotation_euler", frame=frame)
 
 
+# -- the balloon, the jelly cube and the tearing sheet ---------------------------------------------
+
+BALLOON_RADIUS = 0.3
+BALLOON_DIVISIONS = 12           # quads along each side of the cube the sphere is made from
+BALLOON_VOLUME = 1.5             # Pressure's Target Volume: blown up to half as much again
+BALLOON_HEIGHT = 1.2             # its bottom above the ground at the start
+JELLY_SIZE = 0.5
+JELLY_DIVISIONS = 8
+JELLY_HEIGHT = 0.6
+SHEET_SIZE = (1.0, 0.6)
+SHEET_VERTICES = (31, 19)
+SHEET_STRETCH = 1.8              # the sheet's object is scaled this much along X by the end
+TEAR_FACTOR = 1.3
+NOTCH = 4
+BODY_FRAMES = (1, 96)
+
+
+def _cube_mesh(divisions: int, size: float, sphere: bool):
+    from jakobsen_engine.geometry.primitives import cube
+
+    return cube(divisions, size, sphere=sphere)
+
+
+def balloon_scene(*, volume: float = BALLOON_VOLUME, frames=BODY_FRAMES):
+    """A closed sphere of cloth whose Pressure keeps ``volume`` times the volume it encloses as
+    modelled: it blows up as it falls and bounces on the floor. Returns the balloon."""
+    scene = common.new_file("Balloon", frames=frames)
+    scene.jakobsen.substeps = 10
+    vertices, faces = _cube_mesh(BALLOON_DIVISIONS, 2 * BALLOON_RADIUS, True)
+    balloon = common.mesh_object("Balloon", vertices, faces, material=common.material("Balloon", (0.85, 0.15, 0.35)),
+                                 smooth=True)
+    balloon.location = (0.0, 0.0, BALLOON_HEIGHT + BALLOON_RADIUS)
+    balloon.jakobsen.enabled = True
+    balloon.jakobsen.type = 'CLOTH'
+    s = balloon.jakobsen.cloth
+    s.density = 0.1              # thin rubber
+    s.use_rigid_stretch = s.use_rigid_shear = False
+    s.stretch_stiffness = s.shear_stiffness = 300.0  # rubber stretches as it is blown up
+    s.bend_stiffness = 0.01
+    s.use_pressure = True
+    s.pressure_volume = volume
+    s.pressure_stiffness = 10000.0
+    s.air_drag = 0.3
+    floor()
+    common.camera("Camera", location=(2.6, -3.4, 1.6), target=(0.0, 0.0, 0.8), lens=35.0)
+    common.sun("Sun")
+    return balloon
+
+
+def jelly_scene(*, frequency: float = 6.0, frames=BODY_FRAMES):
+    """A soft body cube (jelly: it jiggles at ``frequency`` Hz, Volume on) dropped on the floor:
+    it squashes, and jiggles back to its shape. Returns the cube."""
+    scene = common.new_file("Jelly", frames=frames)
+    scene.jakobsen.substeps = 10
+    vertices, faces = _cube_mesh(JELLY_DIVISIONS, JELLY_SIZE, False)
+    jelly = common.mesh_object("Jelly", vertices, faces, material=common.material("Jelly", (0.30, 0.75, 0.30)))
+    jelly.location = (0.0, 0.0, JELLY_HEIGHT + JELLY_SIZE / 2)
+    jelly.jakobsen.enabled = True
+    jelly.jakobsen.type = 'SOFT_BODY'
+    jelly.jakobsen.soft_body.jiggle_frequency = frequency
+    jelly.jakobsen.soft_body.use_volume = True
+    jelly.jakobsen.soft_body.volume_stiffness = 100000.0  # jelly is mostly water: it hardly gives up volume
+    s = jelly.jakobsen.cloth
+    s.density = 10.0             # kg/m^2 of its surface
+    floor()
+    common.camera("Camera", location=(2.2, -2.8, 1.3), target=(0.0, 0.0, 0.4), lens=40.0)
+    common.sun("Sun")
+    return jelly
+
+
+def tearing_scene(*, factor: float = TEAR_FACTOR, stretch: float = SHEET_STRETCH, frames=BODY_FRAMES):
+    """A sheet hanging between two handles, its left and right edges pinned (vertex group
+    "Handles"); the handles are pulled apart by the object's keyed X scale (1 to ``stretch``
+    between frames 8 and 80): the pinned edges move apart, the cloth stretches and tears once its
+    edges are stretched ``factor`` times their length (Tearing), from the notches in the middle of
+    its top and bottom edges. Returns the sheet."""
+    scene = common.new_file("Tearing", frames=frames)
+    scene.jakobsen.substeps = 10
+    nx, ny = SHEET_VERTICES
+    w, h = SHEET_SIZE
+    vertices, faces = common.grid(nx, ny, w, h)
+    # A notch cut into the middle of the top and bottom edges (one face wide, NOTCH faces deep), as
+    # a sheet is nicked to tear it: the narrower middle stretches most, so it tears there.
+    column, row = np.arange(len(faces)) % (nx - 1), np.arange(len(faces)) // (nx - 1)
+    notch = (column == (nx - 1) // 2) & ((row < NOTCH) | (row >= ny - 1 - NOTCH))
+    faces = faces[~notch]
+    vertices = vertices[:, [0, 2, 1]]  # standing up, in the XZ plane
+    vertices[:, 0] -= w / 2
+    sheet = common.mesh_object("Sheet", vertices, faces, material=common.material("Paper", (0.92, 0.88, 0.70)),
+                               smooth=True)
+    sheet.location = (0.0, 0.0, 0.9)
+    handles = sheet.vertex_groups.new(name="Handles")
+    handles.add(np.flatnonzero(np.abs(np.abs(vertices[:, 0]) - w / 2) < 1e-9).tolist(), 1.0, 'REPLACE')
+    sheet.jakobsen.enabled = True
+    sheet.jakobsen.type = 'CLOTH'
+    s = sheet.jakobsen.cloth
+    s.pin_group = "Handles"
+    s.density = 0.2
+    s.use_rigid_stretch = s.use_rigid_shear = False
+    s.stretch_stiffness = s.shear_stiffness = 500.0
+    s.bend_stiffness = 0.01
+    s.use_tearing = True
+    s.tear_factor = factor
+    for frame, scale in ((frames[0], 1.0), (8, 1.0), (80, stretch)):
+        sheet.scale = (scale, 1.0, 1.0)
+        sheet.keyframe_insert("scale", frame=frame)
+    # The handles: two bars along the pinned edges, seen only, carried by the sheet's X scale.
+    for side in (-1, 1):
+        v, f = common.box((0.03, 0.03, h + 0.06))
+        bar = common.mesh_object(f"Handle {'L' if side < 0 else 'R'}", v, f,
+                                 material=common.material(f"Handle {side}", (0.25, 0.25, 0.28)))
+        bar.location = (side * w / 2, 0.0, h / 2)
+        bar.parent = sheet
+    floor()
+    common.camera("Camera", location=(0.0, -3.2, 1.4), target=(0.0, 0.0, 1.15), lens=35.0)
+    common.sun("Sun")
+    return sheet
+
+
+def build_balloon(path: str) -> str:
+    balloon_scene()
+    return common.finish(path, BODY_FRAMES[0])
+
+
+def build_jelly(path: str) -> str:
+    jelly_scene()
+    return common.finish(path, BODY_FRAMES[0])
+
+
+def build_tearing(path: str) -> str:
+    tearing_scene()
+    return common.finish(path, BODY_FRAMES[0])
+
+
 # -- the command line ----------------------------------------------------------------------------
 
-EXAMPLES = {"tablecloth": build_tablecloth, "cape": build_cape}
+EXAMPLES = {"tablecloth": build_tablecloth, "cape": build_cape, "balloon": build_balloon, "jelly": build_jelly,
+            "tearing": build_tearing}
 
 
 def main(argv) -> None:
