@@ -103,8 +103,9 @@ class JAKOBSEN_OT_cloth_preset_add(_AddPreset, Operator):
     bl_label = "Add Cloth Preset"
     preset_menu = "JAKOBSEN_PT_cloth_presets"
     preset_subdir = CLOTH_SUBDIR
-    preset_defines = ["cloth = bpy.context.object.jakobsen.cloth"]
-    preset_values = [f"cloth.{name}" for name in CLOTH_VALUES]
+    # Whole paths, no preset_defines: Blender 4.3's AddPresetBase exec()s the defines into its
+    # function's locals, which Python 3.13 does not let its eval() see (NameError in the GUI).
+    preset_values = [f"bpy.context.object.jakobsen.cloth.{name}" for name in CLOTH_VALUES]
 
 
 class JAKOBSEN_OT_rigid_body_preset_add(_AddPreset, Operator):
@@ -113,8 +114,7 @@ class JAKOBSEN_OT_rigid_body_preset_add(_AddPreset, Operator):
     bl_label = "Add Rigid Body Preset"
     preset_menu = "JAKOBSEN_PT_rigid_body_presets"
     preset_subdir = RIGID_BODY_SUBDIR
-    preset_defines = ["rigid_body = bpy.context.object.jakobsen.rigid_body"]
-    preset_values = [f"rigid_body.{name}" for name in RIGID_BODY_VALUES]
+    preset_values = [f"bpy.context.object.jakobsen.rigid_body.{name}" for name in RIGID_BODY_VALUES]
 
 
 class _PresetPopover(PresetPanel):

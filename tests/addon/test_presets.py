@@ -187,7 +187,10 @@ def test_a_user_preset_round_trips_and_can_be_removed(blender, helpers, user_scr
     stored = _cloth_values(c) + (c.use_plasticity, c.plastic_limit)
     assert bpy.ops.jakobsen.cloth_preset_add(name="My Canvas") == {'FINISHED'}
     path = os.path.join(str(user_scripts), "presets", "jakobsen", "cloth", "My_Canvas.py")
-    assert os.path.isfile(path)
+    with open(path, encoding="utf-8") as f:
+        text = f.read()
+    # Whole paths: Blender 4.3 under Python 3.13 cannot write presets through preset_defines.
+    assert "bpy.context.object.jakobsen.cloth.density = 0.33" in text and "pin_group" not in text
 
     context = type("Context", (), {"object": cloth})()
     listed = _listed(presets.JAKOBSEN_PT_cloth_presets, context)

@@ -6,7 +6,8 @@ It makes a subdivided plane a cloth (the Cotton preset applied through the prese
 Collision on), closes the Outliner above the Properties editor so that the editor, at its default
 width, is tall enough for the whole Cloth panel with its sub-panels, and screenshots the editor
 cropped: OUT/cloth_panel.png (docs/images/cloth_panel.png); the preset popover opened from the
-Cloth panel's header (OUT/cloth_presets.png); a cube as a soft body (OUT/soft_body_panel.png);
+Cloth panel's header with a user preset added beside the shipped ones (OUT/cloth_presets.png;
+removed again afterwards); a cube as a soft body (OUT/soft_body_panel.png);
 a rigid body with its presets (OUT/rigid_body_panel.png). Findings (sizes, the preset applied,
 the popover's presets, errors) go to OUT/result.json; Blender's output to OUT/blender.log.
 """
@@ -132,7 +133,13 @@ def cloth_shot():
 
 @step
 def open_presets():
-    """Scroll back to the top, where the Cloth panel's header is."""
+    """Store the cloth's settings as a user preset, as the popover's + does (removed again at the
+    end), and scroll back to the top, where the Cloth panel's header is."""
+    RESULT["user_preset_add"] = sorted(bpy.ops.jakobsen.cloth_preset_add(name="My Canvas"))
+    from jakobsen_physics import presets
+
+    RESULT["popover_files"] = sorted(os.path.basename(f) for d in presets.preset_directories(presets.CLOTH_SUBDIR)
+                                     for f in os.listdir(d) if f.endswith(".py"))
     scroll_properties(-60)
 
 
@@ -158,6 +165,7 @@ def open_presets_press():
 def presets_shot():
     shot("cloth_presets")
     subprocess.run(["xdotool", "key", "Escape"], check=False)
+    RESULT["user_preset_remove"] = sorted(bpy.ops.jakobsen.cloth_preset_add(name="My Canvas", remove_name=True))
 
 
 @step
