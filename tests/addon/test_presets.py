@@ -249,3 +249,30 @@ def test_the_add_preset_operators_and_the_preset_folder_come_and_go_with_the_add
     finally:
         addon.register()
     assert all(hasattr(bpy.types, name) for name in operators)
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(os.environ.get("JAKOBSEN_GUI") != "1", reason="opt-in: set JAKOBSEN_GUI=1")
+def test_the_preset_popover_in_the_real_gui_lists_applies_adds_and_removes():
+    """tests/gui/cloth_panel.py through ../shared/tools/blender-gui (Blender 4.3, Python 3.13):
+    Cotton applied from the shipped file, a user preset added with the popover's operator and
+    listed beside the shipped ones, then removed; no errors (screenshots in gui-out/cloth)."""
+    import json
+    import pathlib
+    import subprocess
+
+    repo = pathlib.Path(__file__).resolve().parents[2]
+    tool = repo.parent / "shared" / "tools" / "blender-gui"
+    if not tool.exists():
+        pytest.skip(f"{tool} is not there")
+    out = repo / "gui-out" / "cloth"
+    (out / "result.json").unlink(missing_ok=True)
+    subprocess.run([str(tool), "tests/gui/cloth_panel.py", str(out), "240"], cwd=repo, check=True, timeout=900)
+    result = json.loads((out / "result.json").read_text())
+    assert result["errors"] == []
+    assert result["preset"] == ["FINISHED"] and result["cotton_density"] == pytest.approx(0.15)
+    assert result["user_preset_add"] == ["FINISHED"] and result["user_preset_remove"] == ["FINISHED"]
+    assert result["popover_files"] == sorted([f"{n}.py" for n in CLOTH] + ["My_Canvas.py"])
+    assert result["properties_width"] < 300  # the default width
+    for name in ("cloth_panel", "cloth_presets", "soft_body_panel", "rigid_body_panel"):
+        assert (out / f"{name}.png").stat().st_size > 10_000
