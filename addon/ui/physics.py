@@ -74,7 +74,10 @@ class PHYSICS_PT_jakobsen_body(JakobsenPhysicsPanel, Panel):
         col = layout.column()
         col.active = moved
         col.prop(rb, "use_density")
-        col.prop(rb, "density" if rb.use_density else "mass")
+        if rb.use_density:
+            col.prop(rb, "density", text="Per m³ (kg)")  # ("Density (kg/m³)" is cut at the default width)
+        else:
+            col.prop(rb, "mass")
         col = layout.column()
         col.active = rb.dynamic != 'GHOST'
         col.prop(rb, "friction")

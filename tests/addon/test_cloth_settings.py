@@ -315,11 +315,15 @@ def test_panel_labels_fit_the_default_width_and_carry_their_units(blender, helpe
         mesh.jakobsen.type = role
         for name in names:
             labels.update({p: text for p, text in _drawn(panels[name], context, header=False) if p != "label"})
+    mesh.jakobsen.type = 'RIGID_BODY'
+    mesh.jakobsen.rigid_body.use_density = True
+    labels["rigid density"] = dict(_drawn(panels["PHYSICS_PT_jakobsen_body"], context, header=False))["density"]
     too_long = {p: t for p, t in labels.items() if len(t) > 14}
     assert too_long == {}
     for prop, unit in (("density", "m² (kg)"), ("air_drag", "kg/m³"), ("stretch_stiffness", "(N)"),
                        ("bend_stiffness", "(N)"), ("pin_stiffness", "N/m"), ("pressure_stiffness", "(Pa)"),
-                       ("volume_stiffness", "(Pa)"), ("plastic_rate", "1/s"), ("jiggle_frequency", "(Hz)")):
+                       ("volume_stiffness", "(Pa)"), ("plastic_rate", "1/s"), ("jiggle_frequency", "(Hz)"),
+                       ("rigid density", "m³ (kg)")):
         assert unit in labels[prop], (prop, labels[prop])
     cloth = bpy.types.Object.bl_rna.properties["jakobsen"].fixed_type.properties["cloth"].fixed_type.properties
     assert cloth["self_distance"].subtype == 'DISTANCE' and cloth["plastic_limit"].subtype == 'PERCENTAGE'
