@@ -258,13 +258,19 @@ class BakeJob:
         for obj, d, local in deformables:
             baking.free_bake(obj)
             keep = tearing.put_on(obj, torn[d.object_name][0]) if d.object_name in torn else None
+            muted = []
             if self.output == 'PC2':
                 baking.write_pc2(obj, sm.frame_start, local, self.cache_directory, staged=staged[d.object_name])
             else:
                 baking.write_shape_keys(obj, sm.frame_start, local)
+                # The bake is of the evaluated mesh: its modifiers are off while it plays.
+                muted = baking.mute_modifiers(obj)
+                if muted:
+                    baking.add_to_record(obj, {"muted_modifiers": muted})
             if keep:
                 baking.add_to_record(obj, keep)
-            written.append(f"{obj.name} ({d.vertex_count} vertices{', torn' if keep else ''})")
+            notes = ["torn"] * bool(keep) + [f"{', '.join(m['name'] for m in muted)} off while baked"] * bool(muted)
+            written.append(f"{obj.name} ({d.vertex_count} vertices{''.join(', ' + n for n in notes)})")
         for obj, b, basis in bodies:
             # What the object rested at before any bake: from the bake being replaced, else as it is now.
             previous = baking.record_of(obj)

@@ -95,9 +95,6 @@ def check_output(obj, vertex_count: int, output: str, cache_directory: str) -> l
             raise JakobsenError(f"{where}: its modifiers change the vertex count ({len(mesh.vertices)} -> "
                                 f"{vertex_count}); shape keys need the mesh's own vertices. Apply the "
                                 "modifiers or bake to PC2")
-        if any(m.show_viewport or m.show_render for m in obj.modifiers if m.name != MODIFIER_NAME):
-            warnings.append(f"{where}: its modifiers are applied again on top of the baked shape keys "
-                            "(the bake already includes them); disable them or bake to PC2")
         key = mesh.shape_keys
         if key is not None and any(not kb.name.startswith(SHAPE_KEY_PREFIX) for kb in key.key_blocks[1:]):
             warnings.append(f"{where}: its own shape keys add to the baked ones where their value is not 0")
@@ -136,6 +133,8 @@ def previous_bakes_hidden(object_names):
                         mod.show_viewport = False
                         undo.append(lambda mod=mod: setattr(mod, "show_viewport", True))
                 continue
+            if rec["output"] == 'SHAPE_KEYS':
+                undo.append(_unmute_modifiers(obj, rec))  # they deform the mesh the bake reads
             if rec["output"] == 'SHAPE_KEYS' and obj.data.shape_keys is not None:
                 for kb in obj.data.shape_keys.key_blocks:
                     if kb.name in rec["shape_keys"] and not kb.mute:
@@ -396,6 +395,7 @@ def free_bake(obj) -> bool:
     output = rec.get("output")
     if output == 'SHAPE_KEYS':
         _free_shape_keys(obj, rec)
+        _unmute_modifiers(obj, rec)
     elif output == 'PC2':
         _free_pc2(obj, rec)
     elif output == 'TRANSFORM':
@@ -403,6 +403,33 @@ def free_bake(obj) -> bool:
     del _record_holder(obj)[RECORD]
     tearing.put_back(obj, rec)
     return True
+
+
+def mute_modifiers(obj) -> list[str]:
+    """Turn off (viewport and render) the modifiers a shape-key bake already includes (it baked
+    the evaluated mesh: an Armature would deform the baked positions twice); returns their names,
+    for the record (Free Bake turns them on again)."""
+    muted = []
+    for m in obj.modifiers:
+        if m.name != MODIFIER_NAME and (m.show_viewport or m.show_render):
+            muted.append({"name": m.name, "viewport": int(m.show_viewport), "render": int(m.show_render)})
+            m.show_viewport = m.show_render = False
+    return muted
+
+
+def _unmute_modifiers(obj, rec: dict):
+    """Put the modifiers a bake turned off back as they were; returns a function undoing that."""
+    changed = []
+    for entry in rec.get("muted_modifiers", ()):
+        m = obj.modifiers.get(entry["name"])
+        if m is not None:
+            changed.append((m, m.show_viewport, m.show_render))
+            m.show_viewport, m.show_render = bool(entry["viewport"]), bool(entry["render"])
+
+    def undo():
+        for m, viewport, render in changed:
+            m.show_viewport, m.show_render = viewport, render
+    return undo
 
 
 def add_to_record(obj, values: dict) -> None:

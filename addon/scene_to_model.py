@@ -56,7 +56,7 @@ from jakobsen_engine import JakobsenError, Model, ModelBuilder, SolverSettings
 
 from . import baking
 from .blender_io.checks import ROLE_NAMES, check_numbers, describe, label, role_settings
-from .blender_io.reads import enabled_objects, field_objects, may_move, sample_matrices
+from .blender_io.reads import deforms, enabled_objects, field_objects, may_move, sample_matrices
 from .mapping.bindings import BodyBinding, ColliderBinding, DeformableBinding
 from .mapping.bodies import add_collider, add_deformable, add_rigid_body
 from .mapping.connectors import add_empties, animated_settings, check_pairs
@@ -105,6 +105,9 @@ class SceneModel:
         pos = np.array(self.model.rest_positions)
         k = frame - self.frame_start
         for d in moving:
+            if d.pinned_world is not None:  # on the deformed mesh (an armature, hooks, shape keys)
+                pos[d.pinned] = d.pinned_world[min(k, len(d.pinned_world) - 1)]
+                continue
             m = d.object_to_world[min(k, len(d.object_to_world) - 1)]
             pos[d.pinned] = d.pinned_local @ m[:3, :3].T + m[:3, 3]
         return pos
@@ -195,8 +198,13 @@ def build(context, *, frame_range: tuple[int, int] | None = None) -> SceneModel:
             moving = [o.name for o in meshes if may_move(o)]
             animated = animated_settings(objects)
             animated.update(vehicle_settings(objects))
-            tracks, sampled = (sample_matrices(scene, context, moving, frames, animated)
-                               if moving or animated else ({}, {}))
+            # Cloth whose pins ride on a deforming mesh (a cape on an armature): their vertices
+            # are sampled on every frame, as the matrices are.
+            deforming = [o.name for o in meshes if o.jakobsen.type in DEFORMING and o.jakobsen.cloth.pin_group
+                         and deforms(o)]
+            tracks, sampled, sampled_vertices = (
+                sample_matrices(scene, context, moving, frames, animated, deforming)
+                if moving or animated or deforming else ({}, {}, {}))
             scene.frame_set(start)
             depsgraph = context.evaluated_depsgraph_get()
             builder = ModelBuilder()
@@ -230,10 +238,16 @@ def build(context, *, frame_range: tuple[int, int] | None = None) -> SceneModel:
     for name, role, handle, to_world, local in pending:
         pinned_mask = model.inverse_masses[handle.slice] == 0.0
         to_local = np.linalg.inv(to_world)
+        world_track = sampled_vertices.get(name)
+        if world_track is not None and world_track.shape[1] != handle.count:
+            raise JakobsenError(f"'{name}': its evaluated mesh has {world_track.shape[1]} vertices during the bake "
+                                f"but {handle.count} on its first frame")
+        pinned_world = world_track[:, pinned_mask] if world_track is not None and np.any(pinned_mask) else None
         deformables.append(DeformableBinding(
             object_name=name, role=role, particles=handle.slice, vertex_count=handle.count,
             world_to_local=to_local, object_to_world=to_world,
-            pinned=np.flatnonzero(pinned_mask) + handle.start, pinned_local=local[pinned_mask]))
+            pinned=np.flatnonzero(pinned_mask) + handle.start, pinned_local=local[pinned_mask],
+            pinned_world=pinned_world))
     return SceneModel(model=model, settings=settings, frame_start=start, frame_end=end,
                       deformables=deformables, colliders=colliders, bodies=bodies, warnings=warnings,
                       breakable=breakable)

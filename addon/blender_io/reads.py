@@ -60,14 +60,17 @@ def has_animation(obj) -> bool:
     return ad is not None and (ad.action is not None or len(ad.drivers) > 0 or len(ad.nla_tracks) > 0)
 
 
-def sample_matrices(scene, context, names: list[str], frames: range,
-                     settings: dict | None = None) -> tuple[dict[str, np.ndarray], dict[tuple, np.ndarray]]:
-    """matrix_world (frames, 4, 4) of each object in ``names``, and (frames,) values of each setting
-    in ``settings`` ((object name, setting) -> getter(evaluated object)), on each frame.
+def sample_matrices(scene, context, names: list[str], frames: range, settings: dict | None = None,
+                    deforming: list[str] = ()) -> tuple[dict[str, np.ndarray], dict[tuple, np.ndarray], dict]:
+    """matrix_world (frames, 4, 4) of each object in ``names``, (frames,) values of each setting
+    in ``settings`` ((object name, setting) -> getter(evaluated object)), and the world positions
+    (frames, n, 3) of the evaluated mesh's vertices of each object in ``deforming`` (an armature,
+    hooks, shape keys: what moves the vertices besides the object's matrix), on each frame.
     Changes the current frame."""
     settings = settings or {}
     out = {name: np.empty((len(frames), 4, 4)) for name in names}
     values = {key: np.empty(len(frames)) for key in settings}
+    vertices: dict[str, np.ndarray] = {}
     for k, frame in enumerate(frames):
         scene.frame_set(frame)
         depsgraph = context.evaluated_depsgraph_get()
@@ -75,7 +78,39 @@ def sample_matrices(scene, context, names: list[str], frames: range,
             out[name][k] = matrix(bpy.data.objects[name].evaluated_get(depsgraph).matrix_world)
         for key, getter in settings.items():
             values[key][k] = float(getter(bpy.data.objects[key[0]].evaluated_get(depsgraph)))
-    return out, values
+        for name in deforming:
+            world = evaluated_world_vertices(bpy.data.objects[name], depsgraph)
+            if name not in vertices:
+                vertices[name] = np.empty((len(frames),) + world.shape)
+            if world.shape != vertices[name].shape[1:]:
+                raise JakobsenError(f"'{name}': its modifiers change its vertex count during the bake "
+                                    f"({vertices[name].shape[1]} on frame {frames[0]}, {len(world)} on frame "
+                                    f"{frame}); a cloth needs the same vertices on every frame")
+            vertices[name][k] = world
+    return out, values, vertices
+
+
+def deforms(obj) -> bool:
+    """Whether something besides its matrix may move an object's vertices over time: a modifier
+    that is on (an Armature, a Hook, ...; not the bake's own Mesh Cache) or animated shape keys."""
+    if any(m.show_viewport and m.type != 'MESH_CACHE' for m in obj.modifiers):
+        return True
+    key = obj.data.shape_keys if obj.type == 'MESH' else None
+    return bool(key is not None and key.animation_data is not None
+                and (key.animation_data.action is not None or len(key.animation_data.drivers)))
+
+
+def evaluated_world_vertices(obj, depsgraph) -> np.ndarray:
+    """(n, 3) float64 world positions of the object's evaluated (deformed) mesh's vertices."""
+    ob_eval = obj.evaluated_get(depsgraph)
+    mesh = ob_eval.to_mesh(depsgraph=depsgraph)
+    try:
+        co = np.empty(len(mesh.vertices) * 3, dtype=np.float32)
+        mesh.vertices.foreach_get("co", co)
+    finally:
+        ob_eval.to_mesh_clear()
+    m = matrix(ob_eval.matrix_world)
+    return co.reshape(-1, 3).astype(np.float64) @ m[:3, :3].T + m[:3, 3]
 
 
 @dataclass

@@ -14,7 +14,9 @@ class DeformableBinding:
 
     world_to_local: (1, 4, 4), or (frames, 4, 4) if the object moves, to write results in the
     object's space on each frame. pinned: model indices of its pinned particles;
-    pinned_local: (k, 3) where they are in the object's space.
+    pinned_local: (k, 3) where they are in the object's space; pinned_world: (frames, k, 3) where
+    they are in the world on each frame when the mesh deforms (an armature, hooks, shape keys),
+    else None (then the object's matrix moves pinned_local).
     """
 
     object_name: str
@@ -25,10 +27,11 @@ class DeformableBinding:
     object_to_world: np.ndarray
     pinned: np.ndarray
     pinned_local: np.ndarray
+    pinned_world: np.ndarray | None = None
 
     @property
     def animated(self) -> bool:
-        return len(self.object_to_world) > 1
+        return len(self.object_to_world) > 1 or self.pinned_world is not None
 
 
 @dataclass(frozen=True)
