@@ -69,6 +69,7 @@ from ..checks import FLOAT32_MAX, MAX_SPEED
 from ..errors import JakobsenError
 from ..geometry import quaternions as quat
 from ..tracks import Track
+from ..backend.numpy import fields as numpy_fields
 
 FALLOFFS = ("none", "inverse", "inverse_square")
 SHAPES = ("point", "line", "plane")
@@ -370,197 +371,57 @@ def finalize_forces(specs: list[dict]) -> Forces:
     return Forces(tuple(specs))
 
 
-# -- Blender's falloff --------------------------------------------------------------------------
+# -- the kernels' inputs ------------------------------------------------------------------------
+
+# Per point, the fields are kernels (``backend/*/fields.py``: numba compiled, numpy the reference);
+# here each field is packed into the flat arrays they take. Without a backend (the bodies' few
+# points, direct calls) the numpy kernels run.
+_EMPTY = np.zeros(0)
+_EMPTY.flags.writeable = False
+_NO_WAVES = (np.zeros((0, 3)), _EMPTY, np.zeros((0, 3)))
+BLENDER_KIND_CODES = {kind: code for code, kind in enumerate(BLENDER_KINDS)}
+ATTRACTOR_FALLOFF_CODES = {name: code for code, name in enumerate(FALLOFFS)}
+
+
+def _kernels(backend):
+    """The fields kernel module of ``backend`` (a ``Backend``, or its ``fields`` module itself;
+    None: numpy's)."""
+    if backend is None:
+        return numpy_fields
+    return getattr(backend, "fields", backend)
 
 
 def _at(value, t: float):
     return value.at(t) if isinstance(value, Track) else value
 
 
-def _dot(a, b):
-    return np.einsum("ij,ij->i", a, b)
-
-
-def falloff_function(d: np.ndarray, low, high, power: float) -> np.ndarray:
-    """Blender's ``falloff_func``: 0 beyond ``high`` (None: no maximum), 1 within ``low`` (None:
-    no minimum), else (1 + d - low)^-power (low 0 when off)."""
-    base = 1.0 + d - (0.0 if low is None else low)
-    out = np.power(np.maximum(base, 1e-300), -power) if power else np.ones_like(d)
-    if low is not None:
-        out = np.where(d < low, 1.0, out)
-    if high is not None:
-        out = np.where(d > high, 0.0, out)
-    return out
-
-
-def field_geometry(field: dict, t: float, x: np.ndarray):
-    """Blender's ``get_effector_data`` for points x (n, 3) at time t: (axis (3,) unit, offset from
-    the field's origin (n, 3) (``vec_to_point2``), vector from the field's nearest point by its
-    shape to each point (n, 3) (``vec_to_point``), its length (n,))."""
+def _pack_region(field: dict, t: float) -> np.ndarray:
+    """A field's region at t as the kernels take it (``backend/numpy/fields.py``: ``region``)."""
     c = np.asarray(_at(field["position"], t), dtype=np.float64)
     axis = np.asarray(_at(field["axis"], t), dtype=np.float64)
     axis = axis / max(float(np.linalg.norm(axis)), 1e-300)
-    rel = x - c
     shape = field["shape"]
-    if shape == "point":
-        vec = rel
-    else:
-        along = (rel @ axis)[:, None] * axis
-        # A plane measures from the plane (the point's height above it); a line, and a vortex of
-        # either shape, from the axis line.
-        vec = rel - along if (shape == "line" or field["kind"] == "vortex") else along
-    return axis, rel, vec, np.sqrt(_dot(vec, vec))
+    # A plane measures from the plane (the point's height above it); a line, and a vortex of either
+    # shape, from the axis line.
+    mode = 0 if shape == "point" else (1 if (shape == "line" or field["kind"] == "vortex") else 2)
+    # A minimum that is off falls off as a minimum of 0 (no distance is below it); a maximum off is inf.
+    off = (lambda v, default: default if v is None else v)
+    return np.array([c[0], c[1], c[2], axis[0], axis[1], axis[2], mode,
+                     FALLOFF_SHAPES.index(field["falloff_shape"]), Z_DIRECTIONS.index(field["z_direction"]),
+                     off(field["min_distance"], 0.0), off(field["max_distance"], math.inf), field["power"],
+                     off(field["radial_min"], 0.0), off(field["radial_max"], math.inf), field["radial_power"]])
 
 
-def field_falloff(field: dict, axis, rel, distance, weights=None) -> np.ndarray:
-    """Blender's ``effector_falloff`` (n,): z direction, then sphere (by the distance), tube (by
-    the height along the axis and the distance from it) or cone (by the height and the angle
-    from the axis in degrees), times the per-point weights."""
-    fac = rel @ axis
-    z = field["z_direction"]
-    f = np.ones(len(rel))
-    if z == "positive":
-        f = np.where(fac < 0.0, 0.0, f)
-    elif z == "negative":
-        f = np.where(fac > 0.0, 0.0, f)
-    low, high, power = field["min_distance"], field["max_distance"], field["power"]
-    shape = field["falloff_shape"]
-    if shape == "sphere":
-        f = f * falloff_function(distance, low, high, power)
-    else:
-        f = f * falloff_function(np.abs(fac), low, high, power)
-        if shape == "tube":
-            radial = rel - fac[:, None] * axis
-            r = np.sqrt(_dot(radial, radial))
-        else:
-            length = np.sqrt(_dot(rel, rel))
-            with np.errstate(invalid="ignore", divide="ignore"):
-                r = np.degrees(np.arccos(np.clip(np.where(length > 0.0, fac / length, 1.0), -1.0, 1.0)))
-        f = f * falloff_function(r, field["radial_min"], field["radial_max"], field["radial_power"])
-    if weights is not None:
-        f = f * weights
-    return f
-
-
-def _weights_for(field: dict, key: str, count: int, rows=None):
-    w = field[key]
-    if w is None:
-        return None
-    if rows is None:
-        if len(w) != count:
-            raise JakobsenError(f"force '{field['name']}': {key.replace('_', ' ')} has {len(w)} values for "
-                                f"{count} {key.split('_')[0]}s")
-        return w
-    if len(w) < count:
-        raise JakobsenError(f"force '{field['name']}': {key.replace('_', ' ')} has {len(w)} values for "
-                            f"{count} {key.split('_')[0]}s")
-    return w[rows]
-
-
-def field_strength(field: dict, t: float, x: np.ndarray) -> np.ndarray:
-    """The strength (n,) at points x at time t: its (keyed) value plus the noise."""
-    s = float(_at(field["strength"], t))
-    modes = field.get("noise_modes")
-    if modes is None:
-        return np.full(len(x), s)
-    k, omega, phase = modes
-    jitter = np.cos(x @ k.T - omega * t + phase).sum(axis=1) * math.sqrt(2.0 / len(omega))
-    return s + NOISE_RMS * field["noise"] * jitter
-
-
-# -- Blender's turbulence -----------------------------------------------------------------------
-
-# Improved Perlin noise (Perlin 2002) with a fixed shuffled table (Blender's has its own; the
-# noise's statistics are the same) and its twelve edge gradients (four repeated).
-_PERM = np.tile(np.random.default_rng(1234).permutation(256), 2).astype(np.intp)
-_GRAD = np.array([[1, 1, 0], [-1, 1, 0], [1, -1, 0], [-1, -1, 0], [1, 0, 1], [-1, 0, 1], [1, 0, -1], [-1, 0, -1],
-                  [0, 1, 1], [0, -1, 1], [0, 1, -1], [0, -1, -1], [1, 1, 0], [0, -1, 1], [-1, 1, 0], [0, -1, -1]],
-                 dtype=np.float64)
-# Each gradient by its component, indexed by the whole hash (0-255), so no "& 15" per corner.
-_GX, _GY, _GZ = (np.ascontiguousarray(np.tile(_GRAD[:, k], 16)) for k in range(3))
-
-
-def perlin_noise(p: np.ndarray) -> np.ndarray:
-    """Improved Perlin noise (k,) in about [-1, 1] at points p (k, 3); 0 on the integer lattice."""
-    cell = np.floor(p)
-    f = p - cell
-    i = cell.astype(np.intp) & 255
-    u = f * f * f * (f * (f * 6.0 - 15.0) + 10.0)
-    x0, y0, z0 = f[:, 0], f[:, 1], f[:, 2]
-    x1, y1, z1 = x0 - 1.0, y0 - 1.0, z0 - 1.0
-    perm = _PERM
-    a = perm[i[:, 0]] + i[:, 1]
-    b = perm[i[:, 0] + 1] + i[:, 1]
-    z = i[:, 2]
-    aa, ab, ba, bb = perm[a] + z, perm[a + 1] + z, perm[b] + z, perm[b + 1] + z
-
-    def grad(corner, x, y, zz):
-        h = perm[corner]
-        return _GX[h] * x + _GY[h] * y + _GZ[h] * zz
-
-    def lerp(t, lo, hi):
-        return lo + t * (hi - lo)
-
-    ux, uy, uz = u[:, 0], u[:, 1], u[:, 2]
-    near = lerp(uy, lerp(ux, grad(aa, x0, y0, z0), grad(ba, x1, y0, z0)),
-                lerp(ux, grad(ab, x0, y1, z0), grad(bb, x1, y1, z0)))
-    far = lerp(uy, lerp(ux, grad(aa + 1, x0, y0, z1), grad(ba + 1, x1, y0, z1)),
-               lerp(ux, grad(ab + 1, x0, y1, z1), grad(bb + 1, x1, y1, z1)))
-    return lerp(uz, near, far)
-
-
-def blender_turbulence(size: float, p: np.ndarray, octaves: int = 2) -> np.ndarray:
-    """Blender's ``BLI_noise_generic_turbulence(size, x, y, z, octaves, hard=False, basis=improved
-    Perlin)`` (k,) at points p (k, 3): octaves + 1 layers of 0.5 + 0.5 noise, each half the size
-    and half the weight of the last, normalised to [0, 1] (mean 1/2)."""
-    q = p / size
-    total = np.zeros(len(p))
-    amp, scale = 1.0, 1.0
-    for _ in range(octaves + 1):
-        total += amp * (0.5 + 0.5 * perlin_noise(q * scale))
-        amp *= 0.5
-        scale *= 2.0
-    return total * (float(1 << octaves) / float((1 << (octaves + 1)) - 1))
-
-
-def turbulence_direction(field: dict, axis, rel, x) -> np.ndarray:
-    """Blender's turbulence force per unit strength (n, 3), each component -1 + 2 T of the point
-    with its coordinates turned (x y z, y z x, z x y)."""
-    p = x if field["global_coordinates"] else rel + axis
-    n = len(p)
-    turned = np.concatenate([p, p[:, [1, 2, 0]], p[:, [2, 0, 1]]])  # one call for three components
-    return (-1.0 + 2.0 * blender_turbulence(field["size"], turned)).reshape(3, n).T
-
-
-# -- the fields ---------------------------------------------------------------------------------
-
-
-def wind_velocity(field: dict, t: float, x: np.ndarray, weights=None) -> np.ndarray:
-    """Air velocity (n, 3) m/s of one wind at points x (n, 3) at time t (times its falloff and
-    the points' weights).
-
-    The gusts drift downwind with the mean wind (Taylor's frozen turbulence) while each mode
-    also changes in place at its own frequency, so the field is smooth in space and time.
-    """
-    mean = field["velocity"]
-    strength = field["strength"]
-    keyed = isinstance(strength, Track)
-    now = float(strength.at(t)) if keyed else None
-    if field["modes"] is None:
-        air = np.broadcast_to(field["direction"] * now if keyed else mean, x.shape).copy()
-    else:
-        k, omega, phase, amp = field["modes"]
-        arg = (x - mean * t) @ k.T - omega * t + phase  # (n, M)
-        gusts = np.cos(arg) @ amp
-        if keyed:
-            peak = float(np.linalg.norm(mean))
-            air = field["direction"] * now + gusts * (abs(now) / peak)
-        else:
-            air = mean + gusts
-    if _regional(field) or weights is not None:
-        axis, rel, _, distance = field_geometry(field, t, x)
-        air *= field_falloff(field, axis, rel, distance, weights)[:, None]
-    return air
+def _region(field: dict, t: float) -> np.ndarray:
+    """``_pack_region``, kept in the field when it does not move."""
+    packed = field.get("_region")
+    if packed is not None:
+        return packed
+    packed = _pack_region(field, t)
+    if not isinstance(field["position"], Track) and not isinstance(field["axis"], Track):
+        packed.flags.writeable = False
+        field["_region"] = packed
+    return packed
 
 
 def _regional(field: dict) -> bool:
@@ -569,115 +430,191 @@ def _regional(field: dict) -> bool:
             or field["falloff_shape"] != "sphere" or field["power"] > 0.0)
 
 
-def air_velocity(forces: Forces, t: float, x: np.ndarray, rows=None):
+def _weights_for(field: dict, key: str, count: int, rows=None):
+    w = field[key]
+    if w is None:
+        return _EMPTY
+    if rows is None:
+        if len(w) != count:
+            raise JakobsenError(f"force '{field['name']}': {key.replace('_', ' ')} has {len(w)} values for "
+                                f"{count} {key.split('_')[0]}s")
+        return w
+    if len(w) < count:
+        raise JakobsenError(f"force '{field['name']}': {key.replace('_', ' ')} has {len(w)} values for "
+                            f"{count} {key.split('_')[0]}s")
+    return np.ascontiguousarray(w[rows])
+
+
+def _points(x) -> np.ndarray:
+    return np.ascontiguousarray(x, dtype=np.float64)
+
+
+def _noise_waves(field: dict, t: float):
+    """(k, theta, amplitude) of a field's strength noise at t (no waves without noise)."""
+    modes = field.get("noise_modes")
+    if modes is None:
+        return _NO_WAVES[0], _NO_WAVES[1], 0.0
+    k, omega, phase = modes
+    return k, phase - omega * t, NOISE_RMS * field["noise"] * math.sqrt(2.0 / len(omega))
+
+
+def field_strength(field: dict, t: float, x: np.ndarray, backend=None) -> np.ndarray:
+    """The strength (n,) at points x at time t: its (keyed) value plus the noise."""
+    x = _points(x)
+    out = np.empty(len(x))
+    k, theta, amp = _noise_waves(field, t)
+    _kernels(backend).strength(x, float(_at(field["strength"], t)), k, theta, amp, out)
+    return out
+
+
+def field_falloff(field: dict, t: float, x: np.ndarray, weights=None, backend=None) -> np.ndarray:
+    """Blender's ``effector_falloff`` (n,) of a field at points x at t: z direction, then sphere
+    (by the distance), tube (by the height along the axis and the distance from it) or cone (by
+    the height and the angle from the axis in degrees), times the per-point weights."""
+    x = _points(x)
+    out = np.zeros(len(x))
+    _kernels(backend).falloff(x, _region(field, t), _EMPTY if weights is None else weights, out)
+    return out
+
+
+# Improved Perlin noise (Perlin 2002) with a fixed shuffled table (Blender's has its own; the
+# noise's statistics are the same) and its twelve edge gradients (four repeated).
+PERLIN_PERMUTATION = np.tile(np.random.default_rng(1234).permutation(256), 2).astype(np.intp)
+_GRAD = np.array([[1, 1, 0], [-1, 1, 0], [1, -1, 0], [-1, -1, 0], [1, 0, 1], [-1, 0, 1], [1, 0, -1], [-1, 0, -1],
+                  [0, 1, 1], [0, -1, 1], [0, 1, -1], [0, -1, -1], [1, 1, 0], [0, -1, 1], [-1, 1, 0], [0, -1, -1]],
+                 dtype=np.float64)
+# Each gradient by its component (3, 256), indexed by the whole hash (0-255), so no "& 15" per corner.
+PERLIN_GRADIENTS = np.ascontiguousarray(np.tile(_GRAD.T, 16))
+for _table in (PERLIN_PERMUTATION, PERLIN_GRADIENTS):
+    _table.flags.writeable = False
+
+
+# -- the fields ---------------------------------------------------------------------------------
+
+
+def _add_wind(kernels, field: dict, t: float, x: np.ndarray, weights, air) -> None:
+    mean = field["velocity"]
+    strength = field["strength"]
+    if isinstance(strength, Track):
+        now = float(strength.at(t))
+        base = field["direction"] * now
+        peak = float(np.linalg.norm(mean))
+        # A keyed wind's gusts scale with its speed now.
+        scale = abs(now) / peak if peak > 0.0 else 0.0
+    else:
+        base, scale = mean, 1.0
+    if field["modes"] is None:
+        k, theta, amp = _NO_WAVES
+    else:
+        # The gusts drift downwind with the mean wind (Taylor's frozen turbulence) while each mode
+        # also changes in place at its own frequency: cos(k . (x - mean t) - omega t + phase).
+        k, omega, phase, amp = field["modes"]
+        theta = phase - omega * t - k @ (mean * t)
+    regional = _regional(field)
+    region = _region(field, t) if regional else _EMPTY
+    kernels.wind_air(x, np.ascontiguousarray(base, dtype=np.float64), scale, k, theta, amp, region, regional,
+                     weights, air)
+
+
+def wind_velocity(field: dict, t: float, x: np.ndarray, weights=None, backend=None) -> np.ndarray:
+    """Air velocity (n, 3) m/s of one wind at points x (n, 3) at time t (times its falloff and
+    the points' weights). The gusts are smooth in space and time."""
+    x = _points(x)
+    air = np.zeros_like(x)
+    _add_wind(_kernels(backend), field, t, x, _EMPTY if weights is None else weights, air)
+    return air
+
+
+def air_velocity(forces: Forces, t: float, x: np.ndarray, rows=None, backend=None):
     """Sum of the winds' air velocities (n, 3) m/s at x (n, 3), or None without winds; rows: the
     bodies x belongs to (None: x are all the particles)."""
     winds = forces.of_kind("wind")
     if not winds:
         return None
+    x = _points(x)
+    kernels = _kernels(backend)
     key = "particle_weights" if rows is None else "body_weights"
-    air = None
+    air = np.zeros_like(x)
     for field in winds:
-        a = wind_velocity(field, t, x, _weights_for(field, key, len(x), rows))
-        air = a if air is None else air + a
+        _add_wind(kernels, field, t, x, _weights_for(field, key, len(x), rows), air)
     return air
 
 
-def attractor_acceleration(field: dict, x: np.ndarray) -> np.ndarray:
+def _add_attractors(kernels, forces: Forces, x: np.ndarray, accel):
+    """accel (n, 3) or None += every attractor's pull; returns accel (None without attractors)."""
+    for field in forces.of_kind("attractor"):
+        if accel is None:
+            accel = np.zeros_like(x)
+        kernels.attractor(x, field["position"], field["strength"], ATTRACTOR_FALLOFF_CODES[field["falloff"]],
+                          field["min_distance"], field["max_distance"], accel)
+    return accel
+
+
+def attractor_acceleration(field: dict, x: np.ndarray, backend=None) -> np.ndarray:
     """Acceleration (n, 3) m/s^2 of one attractor on points x (n, 3)."""
-    d = field["position"] - x
-    r = np.sqrt(np.einsum("ij,ij->i", d, d))
-    rr = np.maximum(r, field["min_distance"])
-    falloff = field["falloff"]
-    with np.errstate(divide="ignore", invalid="ignore"):
-        if falloff == "none":
-            size = np.full(len(r), field["strength"])
-        elif falloff == "inverse":
-            size = field["strength"] / rr
-        else:
-            size = field["strength"] / (rr * rr)
-        # At the point itself there is no direction to pull in.
-        size = np.where((r > 1e-12) & (r <= field["max_distance"]), size / np.maximum(r, 1e-300), 0.0)
-    return d * size[:, None]
+    x = _points(x)
+    return _add_attractors(_kernels(backend), Forces((field,)), x, None)
 
 
-def blender_field(field: dict, t: float, x: np.ndarray, weights=None):
+def _add_blender(kernels, field: dict, t: float, x: np.ndarray, weights, accel, rate) -> None:
+    kind = field["kind"]
+    params = np.array([float(field.get("gravitation", False)), field.get("flow", 0.0), field.get("size", 1.0),
+                       float(field.get("global_coordinates", False)), field.get("damping", 0.0),
+                       field.get("rest_length", 0.0)])
+    k, theta, amp = _noise_waves(field, t)
+    kernels.blender_field(x, BLENDER_KIND_CODES[kind], _region(field, t), params, float(_at(field["strength"], t)),
+                          k, theta, amp, weights, PERLIN_PERMUTATION, PERLIN_GRADIENTS, accel, rate)
+
+
+def blender_field(field: dict, t: float, x: np.ndarray, weights=None, backend=None):
     """One of Blender's Force, Vortex, Turbulence, Harmonic fields at points x (n, 3) at t:
     (acceleration (n, 3) m/s^2 that does not depend on the velocity, damping rate (n,) 1/s: the
     velocity terms -rate v), as Blender's ``do_physical_effector`` with its location flag (the
     flow term included), zero where the falloff is zero (Blender skips the field there)."""
-    axis, rel, vec, distance = field_geometry(field, t, x)
-    f = field_falloff(field, axis, rel, distance, weights)
-    s = field_strength(field, t, x)
-    kind = field["kind"]
-    on = f > 0.0
-    rate = np.zeros(len(x))
-    with np.errstate(divide="ignore", invalid="ignore"):
-        if kind == "force":
-            if field["gravitation"]:
-                s = np.where(distance > 1.2e-7, s / (distance * distance), 0.0)
-            a = vec * np.where(distance > 0.0, s * f / distance, 0.0)[:, None]
-        elif kind == "vortex":
-            swirl = np.cross(axis, vec if field["shape"] == "point" else rel)
-            if field["shape"] == "point":
-                length = np.sqrt(_dot(swirl, swirl))
-                a = swirl * np.where(length > 0.0, s * distance * f / length, 0.0)[:, None]
-            else:
-                w = s * f
-                # -W^2 r (centripetal) + W axis x r; the -v of Blender's formula is the rate.
-                a = np.cross(axis, swirl) * (w * w)[:, None] + swirl * w[:, None]
-                rate += on
-        elif kind == "turbulence":
-            a = turbulence_direction(field, axis, rel, x) * (s * f)[:, None]
-        else:  # harmonic
-            rest = field["rest_length"]
-            stretch = vec * np.where(distance > 0.0, (distance - rest) / distance, 0.0)[:, None] if rest else vec
-            a = stretch * (-s * f)[:, None]
-            rate += on * (2.0 * field["damping"]) * np.sqrt(np.abs(s))
-    if kind != "harmonic":
-        rate += field["flow"] * f
-    return a, rate
+    x = _points(x)
+    accel, rate = np.zeros_like(x), np.zeros(len(x))
+    _add_blender(_kernels(backend), field, t, x, _EMPTY if weights is None else weights, accel, rate)
+    return accel, rate
 
 
-def _blender_terms(forces: Forces, t: float, x: np.ndarray, rows=None):
-    """Blender fields together at x: (acceleration (n, 3) or None, damping rate (n,) or None)."""
-    accel = rate = None
+def _blender_terms(forces: Forces, t: float, x: np.ndarray, rows=None, backend=None, accel=None):
+    """Blender fields together at x: (acceleration (n, 3) or None, damping rate (n,) or None);
+    accel: an acceleration (n, 3) to add them to (returned), or None."""
+    rate = None
+    kernels = _kernels(backend)
     key = "particle_weights" if rows is None else "body_weights"
     for field in forces.fields:
         if field["kind"] not in BLENDER_KINDS:
             continue
-        a, r = blender_field(field, t, x, _weights_for(field, key, len(x), rows))
-        accel = a if accel is None else accel + a
-        rate = r if rate is None else rate + r
+        if rate is None:
+            rate = np.zeros(len(x))
+            if accel is None:
+                accel = np.zeros_like(x)
+        _add_blender(kernels, field, t, x, _weights_for(field, key, len(x), rows), accel, rate)
     return accel, rate
 
 
-def _drag_terms(forces: Forces, t: float, x: np.ndarray, rows=None):
-    """The drag fields at x: (linear kg/s (n,) or scalar, quadratic kg/m (n,) or scalar)."""
-    linear = quadratic = 0.0
+def _drag_terms(forces: Forces, t: float, x: np.ndarray, rows=None, backend=None):
+    """The drag fields at x: (linear kg/s (n,), quadratic kg/m (n,)), or (0.0, 0.0) without any."""
+    drags = forces.of_kind("drag")
+    if not drags:
+        return 0.0, 0.0
+    kernels = _kernels(backend)
     key = "particle_weights" if rows is None else "body_weights"
-    for field in forces.of_kind("drag"):
-        weights = _weights_for(field, key, len(x), rows)
-        if _regional(field) or weights is not None:
-            axis, rel, _, distance = field_geometry(field, t, x)
-            f = field_falloff(field, axis, rel, distance, weights)
-        else:
-            f = 1.0
-        linear = linear + field["linear"] * f
-        quadratic = quadratic + field["quadratic"] * f
+    linear, quadratic = np.zeros(len(x)), np.zeros(len(x))
+    for field in drags:
+        regional = _regional(field)
+        kernels.drag_terms(x, field["linear"], field["quadratic"], _region(field, t) if regional else _EMPTY,
+                           regional, _weights_for(field, key, len(x), rows), linear, quadratic)
     return linear, quadratic
 
 
-def acceleration(forces: Forces, x: np.ndarray, t: float = 0.0, rows=None):
+def acceleration(forces: Forces, x: np.ndarray, t: float = 0.0, rows=None, backend=None):
     """Sum of the attractors' and Blender fields' velocity-free accelerations (n, 3) m/s^2 at x
     (n, 3) at t, or None without such fields."""
-    a = None
-    for field in forces.of_kind("attractor"):
-        pull = attractor_acceleration(field, x)
-        a = pull if a is None else a + pull
-    extra, _ = _blender_terms(forces, t, x, rows)
-    if extra is not None:
-        a = extra if a is None else a + extra
+    x = _points(x)
+    a = _add_attractors(_kernels(backend), forces, x, None)
+    a, _ = _blender_terms(forces, t, x, rows, backend, a)
     return a
 
 
@@ -697,45 +634,54 @@ def _damp(v: np.ndarray, inv_mass: np.ndarray, linear, quadratic, h: float, rate
 # -- particles ----------------------------------------------------------------------------------
 
 
-def particle_air_and_acceleration(forces: Forces, t: float, x: np.ndarray, *, with_air: bool = True):
+def particle_air_and_acceleration(forces: Forces, t: float, x: np.ndarray, *, with_air: bool = True,
+                                  backend=None):
     """(air velocity (n, 3) m/s or None, extra acceleration (n, 3) m/s^2 or None) for particles
     at x (n, 3) at time t; None where the fields add nothing. with_air=False skips the winds (no
     particle has drag, so the air cannot reach them). The Blender fields' velocity terms are kept
-    for ``drag_particles`` in the same substep."""
-    a = None
-    for field in forces.of_kind("attractor"):
-        pull = attractor_acceleration(field, x)
-        a = pull if a is None else a + pull
-    extra, rate = _blender_terms(forces, t, x)
-    if extra is not None:
-        a = extra if a is None else a + extra
+    for ``drag_particles`` in the same substep. backend: whose kernels (None: numpy's)."""
+    kernels = _kernels(backend)
+    points = _points(x)
+    a = _add_attractors(kernels, forces, points, None)
+    a, rate = _blender_terms(forces, t, points, None, kernels, a)
     forces._scratch.update(x=x, t=t, rate=rate)
-    return (air_velocity(forces, t, x) if with_air else None), a
+    return (air_velocity(forces, t, points, None, kernels) if with_air else None), a
 
 
-def drag_particles(forces: Forces, h: float, x: np.ndarray, x_prev: np.ndarray, inv_mass: np.ndarray) -> None:
+def drag_particles(forces: Forces, h: float, x: np.ndarray, x_prev: np.ndarray, inv_mass: np.ndarray,
+                   backend=None) -> None:
     """The drag fields and the Blender fields' velocity terms over one substep h, in place: the
     Verlet velocity (x - x_prev) / h of each particle (inverse mass inv_mass (n,) 1/kg; pinned
     ones have 0 and keep theirs) is damped by moving x_prev (n, 3). The fields are evaluated at
     the time ``particle_air_and_acceleration`` was last called with (the substep's start)."""
+    kernels = _kernels(backend)
     scratch = forces._scratch
     t = scratch.get("t", 0.0)
+    points = _points(x)
     if scratch.get("x") is x:
         rate = scratch.get("rate")
     else:
-        _, rate = _blender_terms(forces, t, x)
-    linear, quadratic = _drag_terms(forces, t, x)
+        _, rate = _blender_terms(forces, t, points, None, kernels)
+    linear, quadratic = _drag_terms(forces, t, points, None, kernels)
     if rate is None and not np.any(linear > 0.0) and not np.any(quadratic > 0.0):
         return
-    v = (x - x_prev) / h
-    x_prev[...] = x - _damp(v, inv_mass, linear, quadratic, h, 0.0 if rate is None else rate) * h
+    n = len(points)
+    as_array = (lambda c: c if isinstance(c, np.ndarray) else np.zeros(n))
+    if x_prev.flags.c_contiguous and x_prev.dtype == np.float64 and points is x:
+        kernels.damp_particles(points, x_prev, np.ascontiguousarray(inv_mass, dtype=np.float64), as_array(linear),
+                               as_array(quadratic), as_array(rate), h)
+    else:
+        prev = np.ascontiguousarray(x_prev, dtype=np.float64)
+        kernels.damp_particles(points, prev, np.ascontiguousarray(inv_mass, dtype=np.float64), as_array(linear),
+                               as_array(quadratic), as_array(rate), h)
+        x_prev[...] = prev
 
 
 # -- bodies -------------------------------------------------------------------------------------
 
 
 def apply_to_bodies(forces: Forces, bodies, t: float, h: float, x, q, v, w, inv_mass, inv_inertia,
-                    air=None, accel=None) -> None:
+                    air=None, accel=None, backend=None) -> None:
     """Change the velocities v, w (B+1, 3) of the bodies the solver moves in place by one
     substep h of the force fields and Follow Position/Rotation; t is the substep's end, x (B+1, 3)
     and q (B+1, 4) the poses at its start; air: (3,) m/s, the still air's velocity
@@ -753,26 +699,22 @@ def apply_to_bodies(forces: Forces, bodies, t: float, h: float, x, q, v, w, inv_
     if not len(moving):
         return
     t0 = t - h
-    xm = x[moving]
+    xm = _points(x[moving])
     im = inv_mass[moving]
-    pull = None
-    for field in forces.of_kind("attractor"):
-        a = attractor_acceleration(field, xm)
-        pull = a if pull is None else pull + a
-    extra, rate = _blender_terms(forces, t0, xm, moving)
-    if extra is not None:
-        pull = extra if pull is None else pull + extra
+    kernels = _kernels(backend)
+    pull = _add_attractors(kernels, forces, xm, None)
+    pull, rate = _blender_terms(forces, t0, xm, moving, kernels, pull)
     if pull is not None:
         v[moving] += pull * h
     drag = bodies.drag[moving]
     if np.any(drag > 0.0):
-        wind = air_velocity(forces, t0, xm, moving)
+        wind = air_velocity(forces, t0, xm, moving, kernels)
         still = np.zeros(3) if air is None else np.asarray(air, dtype=np.float64)
         v_air = still + (0.0 if wind is None else wind)
         rel = v[moving] - v_air
         speed = np.sqrt(np.einsum("ij,ij->i", rel, rel))
         v[moving] = v_air + rel / (1.0 + drag * im * speed * h)[:, None]
-    linear, quadratic = _drag_terms(forces, t0, xm, moving)
+    linear, quadratic = _drag_terms(forces, t0, xm, moving, kernels)
     if rate is not None or np.any(linear > 0.0) or np.any(quadratic > 0.0):
         v[moving] = _damp(v[moving], im, linear, quadratic, h, 0.0 if rate is None else rate)
     _follow(bodies, moving, t, h, x, q, v, w, accel)
