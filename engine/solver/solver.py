@@ -266,11 +266,11 @@ class Solver:
         if self._fields is not None and len(x):
             # Winds only reach particles through their drag; attractors pull regardless.
             wind, pull = forces.particle_air_and_acceleration(self._fields, state.time, x,
-                                                              with_air=len(self._drag_w) > 0)
+                                                              with_air=len(self._drag_w) > 0, backend=self.backend)
             air = air if wind is None else air + wind
             if pull is not None:
                 accel += pull
-            forces.drag_particles(self._fields, h, x, xp, self.model.inverse_masses)
+            forces.drag_particles(self._fields, h, x, xp, self.model.inverse_masses, backend=self.backend)
         if len(self._drag_w):
             air = np.ascontiguousarray(np.broadcast_to(air, x.shape))
         kernels.verlet_integrate(x, xp, self._movable, accel, self._decay, h, self._drag_w,
