@@ -257,10 +257,16 @@ class ConvexHull(_Collider):
 
 @dataclass(frozen=True, kw_only=True)
 class TriangleMesh(_Collider):
-    """A static (or moving) triangle mesh such as terrain; its solid side is behind its faces.
+    """A static, moving or deforming triangle mesh (terrain, a table, a character); its solid side
+    is behind its faces.
 
     vertices: (n, 3) m; triangles: (t, 3) wound counter-clockwise seen from the open side.
     A point counts as touching when it is within ``margin`` in front of or behind a face.
+    deformation: None, or a ``Track`` of the vertices over time, values (F, n, 3) m in the
+    collider's own frame at ``deformation.rate`` samples per second from t = 0 (an armature- or
+    shape-key-deformed mesh as the add-on samples it per frame; interpolated linearly per substep,
+    the last sample held after the end). A deforming mesh's lookup grid is rebuilt per frame over
+    the frame's motion, and its contacts move cloth with the surface point under it.
     Build with ``TriangleMesh.from_mesh`` so the lookup grid is made once.
     """
 
@@ -271,45 +277,118 @@ class TriangleMesh(_Collider):
     cell_keys: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
     cell_starts: np.ndarray = field(default_factory=lambda: np.zeros(1, np.int64))
     cell_triangles: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
+    deformation: Optional[object] = None
 
     @staticmethod
-    def from_mesh(vertices, faces, *, margin: float = 0.1, where: str = "triangle mesh", **kwargs) -> "TriangleMesh":
+    def from_mesh(vertices, faces, *, margin: float = 0.1, where: str = "", deformation=None,
+                  deformation_rate: Optional[float] = None, **kwargs) -> "TriangleMesh":
+        """vertices (n, 3), faces (polygons or triangles); deformation: a ``Track`` of (F, n, 3)
+        (or (F, 3 n)) vertex positions, or an array of them with ``deformation_rate`` samples per
+        second (the scene's frame rate for one sample a frame)."""
         from ..geometry.mesh import triangulate
 
+        where = where or (f"collider '{kwargs['name']}'" if kwargs.get("name") else "triangle mesh")
         v = np.asarray(vertices, dtype=np.float64)
         if v.ndim != 2 or v.shape[1] != 3 or not np.all(np.isfinite(v)):
             raise JakobsenError(f"{where}: vertices must be a finite (n, 3) array")
         tris = triangulate(faces, len(v), where)
         if len(tris) == 0:
             raise JakobsenError(f"{where}: the mesh has no faces")
+        margin = _positive(margin, "margin", where)
+        track = deformation_track(deformation, deformation_rate, len(v), where)
         lo = v[tris].min(axis=1) - margin
         hi = v[tris].max(axis=1) + margin
         cell = float(max(np.median(hi - lo), 1e-3))
-        # Register each triangle in every cell its margin-grown box touches.
-        lo_c = np.floor(lo / cell).astype(np.int64)
-        hi_c = np.floor(hi / cell).astype(np.int64)
-        keys, owners = [], []
-        span = hi_c - lo_c + 1
-        for dx in range(int(span[:, 0].max())):
-            for dy in range(int(span[:, 1].max())):
-                for dz in range(int(span[:, 2].max())):
-                    ok = (dx < span[:, 0]) & (dy < span[:, 1]) & (dz < span[:, 2])
-                    t = np.flatnonzero(ok)
-                    keys.append(_cell_key(lo_c[t] + np.array([dx, dy, dz])))
-                    owners.append(t)
-        keys, owners = np.concatenate(keys), np.concatenate(owners)
-        order = np.argsort(keys, kind="stable")
-        keys, owners = keys[order], owners[order]
-        unique, starts = np.unique(keys, return_index=True)
-        return TriangleMesh(vertices=v, triangles=tris, margin=float(margin), cell=cell, cell_keys=unique,
-                            cell_starts=np.append(starts, len(keys)), cell_triangles=owners, **kwargs)
+        keys, starts, owners = mesh_grid(v[None] if track is None else track.values[:2], tris, margin, cell)
+        return TriangleMesh(vertices=v, triangles=tris, margin=float(margin), cell=cell, cell_keys=keys,
+                            cell_starts=starts, cell_triangles=owners, deformation=track, **kwargs)
 
     def validate(self, where):
         super().validate(where)
         _positive(self.margin, "margin", where)
+        if self.deformation is not None:
+            deformation_track(self.deformation, None, len(self.vertices), where)
+
+    def vertices_at(self, t: float) -> np.ndarray:
+        """The vertices (n, 3) in the collider's frame at time t (s)."""
+        if self.deformation is None:
+            return np.asarray(self.vertices, dtype=np.float64)
+        return _track_at(self.deformation, t)
 
     def row(self):
         return kinds.MESH, np.zeros(4)
+
+
+def deformation_track(deformation, rate, count: int, where: str):
+    """A deforming mesh's vertices over time as a ``Track`` of (F, count, 3), checked."""
+    from ..tracks import Track
+
+    if deformation is None:
+        return None
+    if isinstance(deformation, Track):
+        if rate is not None:
+            raise JakobsenError(f"{where}: deformation_rate is for an array of vertices; a Track has its own rate")
+        rate, values = deformation.rate, deformation.values
+    else:
+        if rate is None:
+            raise JakobsenError(f"{where}: a deformation given as an array needs deformation_rate (samples per "
+                                "second, the frame rate for one sample a frame)")
+        rate = float(rate)
+        if not (math.isfinite(rate) and rate > 0.0):
+            raise JakobsenError(f"{where}: deformation_rate must be a positive number of samples per second, "
+                                f"got {rate}")
+        try:
+            values = np.asarray(deformation, dtype=np.float64)
+        except (TypeError, ValueError):
+            raise JakobsenError(f"{where}: deformation must be an array of vertex positions (frames, vertices, 3)")
+    if values.ndim == 2 and values.shape[1] == 3 * count:
+        values = values.reshape(len(values), count, 3)
+    if values.ndim != 3 or values.shape[1:] != (count, 3) or len(values) == 0:
+        raise JakobsenError(f"{where}: deformation must have shape (frames, {count}, 3) (its {count} vertices per "
+                            f"sample), got {values.shape}")
+    bad = ~np.all(np.isfinite(values), axis=(1, 2))
+    if np.any(bad):
+        raise JakobsenError(f"{where}: the deformation's sample {int(np.flatnonzero(bad)[0])} has non-finite "
+                            "vertex positions")
+    if np.any(np.abs(values) > MAX_COORDINATE):
+        raise JakobsenError(f"{where}: the deformation has vertices absurdly far from the origin (at most "
+                            f"{MAX_COORDINATE:g} m)")
+    if isinstance(deformation, Track) and values is deformation.values:
+        return deformation
+    return Track(rate=rate, values=values)
+
+
+def _track_at(track, t: float) -> np.ndarray:
+    """Vertices (n, 3) of a deformation track at time t: linear between samples, clamped."""
+    values = track.values
+    u = min(max(t * track.rate, 0.0), len(values) - 1.0)
+    k = min(int(u), max(len(values) - 2, 0))
+    if len(values) == 1:
+        return values[0]
+    a = u - k
+    return values[k] + a * (values[k + 1] - values[k])
+
+
+def mesh_grid(samples: np.ndarray, tris: np.ndarray, margin: float, cell: float):
+    """The lookup grid of a mesh whose vertices take the positions ``samples`` (S, n, 3) (one
+    shape, or the samples of a deforming mesh over a frame): each triangle registered in every
+    cell that its margin-grown box over all samples touches (vertices move linearly between
+    samples, so that box holds it throughout). Returns (sorted unique cell keys, starts (K + 1,),
+    triangle per entry)."""
+    corners = samples[:, tris]  # (S, t, 3, 3)
+    lo = np.floor((corners.min(axis=(0, 2)) - margin) / cell).astype(np.int64)
+    hi = np.floor((corners.max(axis=(0, 2)) + margin) / cell).astype(np.int64)
+    span = hi - lo + 1
+    count = span.prod(axis=1)
+    owners = np.repeat(np.arange(len(tris)), count)
+    local = np.arange(count.sum()) - np.repeat(np.cumsum(count) - count, count)
+    sy, sz = span[owners, 1], span[owners, 2]
+    offset = np.stack([local // (sy * sz), (local // sz) % sy, local % sz], axis=1)
+    keys = _cell_key(lo[owners] + offset)
+    order = np.argsort(keys, kind="stable")
+    keys, owners = keys[order], owners[order]
+    unique, starts = np.unique(keys, return_index=True)
+    return unique, np.append(starts, len(keys)).astype(np.int64), owners.astype(np.int64)
 
 
 
@@ -339,7 +418,13 @@ class Shapes:
     per mesh (M): mesh_cell (M,) the lookup grid's cell size, mesh_margin (M,) how far behind a
     face still counts, mesh_key_start (M + 1,) its cells in cell_keys (K,) (sorted per mesh), each
     cell's triangles cell_tris[cell_ptr[k]:cell_ptr[k + 1]], triangles (T, 3) into vertices (V, 3);
-    names: (S,) for messages.
+    names: (S,) for messages. Per mesh also: its vertices vertices[mesh_vertex_start[m]:...[m + 1]]
+    and triangles triangles[mesh_tri_start[m]:...[m + 1]], face_normals (T, 3) the triangles' unit
+    normals, mesh_deforming (M,) 1 for a deforming mesh, whose vertices (and normals) the solver
+    rewrites each substep, and meshes (M,) the ``TriangleMesh`` colliders themselves. The kernels
+    also read (``kernel_arrays``) vertices_prev (V, 3), where the vertices were one substep
+    before, and mesh_motion (M,), the farthest any vertex of a mesh moved over the substep (m; 0
+    for all but deforming meshes, which the solver fills in).
     """
 
     kind: np.ndarray
@@ -361,6 +446,11 @@ class Shapes:
     triangles: np.ndarray
     vertices: np.ndarray
     names: tuple
+    mesh_vertex_start: np.ndarray = field(default_factory=lambda: np.zeros(1, np.int64))
+    mesh_tri_start: np.ndarray = field(default_factory=lambda: np.zeros(1, np.int64))
+    face_normals: np.ndarray = field(default_factory=lambda: np.zeros((0, 3)))
+    mesh_deforming: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
+    meshes: tuple = ()
 
     @property
     def count(self) -> int:
@@ -370,7 +460,40 @@ class Shapes:
         """The table as the kernels read it (see ``backend/numba/distance.py``)."""
         return (self.kind, self.params, self.hull, self.hull_planes, self.owner, self.mesh, self.mesh_cell,
                 self.mesh_margin, self.mesh_key_start, self.cell_keys, self.cell_ptr, self.cell_tris, self.triangles,
-                self.vertices, self.rotation, self.position, self.friction, self.restitution)
+                self.vertices, self.rotation, self.position, self.friction, self.restitution, self.vertices.copy(),
+                self.mesh_tri_start, self.face_normals, np.zeros(len(self.mesh_deforming)))
+
+
+def face_normals(triangles: np.ndarray, vertices: np.ndarray, out=None) -> np.ndarray:
+    """Unit normals (T, 3) of triangles (T, 3) into vertices, computed term by term as the distance
+    kernels did per triangle (so precomputing them changes no number)."""
+    a, b, c = vertices[triangles[:, 0]], vertices[triangles[:, 1]], vertices[triangles[:, 2]]
+    e1, e2 = b - a, c - a
+    n = np.stack([e1[:, 1] * e2[:, 2] - e1[:, 2] * e2[:, 1], e1[:, 2] * e2[:, 0] - e1[:, 0] * e2[:, 2],
+                  e1[:, 0] * e2[:, 1] - e1[:, 1] * e2[:, 0]], axis=1)
+    nl = np.maximum(np.sqrt(n[:, 0] * n[:, 0] + n[:, 1] * n[:, 1] + n[:, 2] * n[:, 2]), 1e-300)
+    n /= nl[:, None]
+    if out is None:
+        return n
+    out[...] = n
+    return out
+
+
+def pack_grids(grids) -> tuple:
+    """Every mesh's grid (keys, starts, triangles, triangle offset) packed as the table holds
+    them: (mesh_key_start (M + 1,), cell_keys, cell_ptr, cell_tris)."""
+    key_start, keys, ptr, tris = [0], [], [np.zeros(1, np.int64)], []
+    c_off = 0
+    for k, starts, owners, t_off in grids:
+        keys.append(np.asarray(k, np.int64))
+        key_start.append(key_start[-1] + len(k))
+        ptr.append(np.asarray(starts[1:], np.int64) + c_off)
+        tris.append(np.asarray(owners, np.int64) + t_off)
+        c_off += len(owners)
+    return (np.array(key_start, dtype=np.int64),
+            np.concatenate(keys).astype(np.int64) if keys else np.zeros(0, np.int64),
+            np.concatenate(ptr).astype(np.int64),
+            np.concatenate(tris).astype(np.int64) if tris else np.zeros(0, np.int64))
 
 
 class ShapeTable:
@@ -410,8 +533,8 @@ class ShapeTable:
         hull = np.zeros((n, 2), np.int64)
         planes = []
         mesh = np.full(n, -1, np.int64)
-        cells, margins, key_start, keys, ptr, tris, triangles, vertices = [], [], [0], [], [0], [], [], []
-        v_off = t_off = c_off = 0
+        cells, margins, grids, triangles, vertices, meshes = [], [], [], [], [], []
+        v_start, t_start = [0], [0]
         for k, r in enumerate(rows):
             if r["planes"] is not None:
                 hull[k] = (sum(len(p) for p in planes), len(r["planes"]))
@@ -419,30 +542,29 @@ class ShapeTable:
             if r["mesh"] is not None:
                 tm = r["mesh"]
                 mesh[k] = len(cells)
+                meshes.append(tm)
                 cells.append(tm.cell)
                 margins.append(tm.margin)
-                keys.append(tm.cell_keys)
-                key_start.append(key_start[-1] + len(tm.cell_keys))
-                ptr.append(np.asarray(tm.cell_starts[1:], np.int64) + c_off)
-                tris.append(tm.cell_triangles + t_off)
-                c_off += len(tm.cell_triangles)
-                triangles.append(tm.triangles + v_off)
-                vertices.append(tm.vertices)
-                v_off += len(tm.vertices)
-                t_off += len(tm.triangles)
-        ptr_all = np.concatenate([np.zeros(1, np.int64)] + [np.asarray(p, np.int64) for p in ptr[1:]])
+                grids.append((tm.cell_keys, tm.cell_starts, tm.cell_triangles, t_start[-1]))
+                triangles.append(tm.triangles + v_start[-1])
+                vertices.append(tm.vertices_at(0.0))
+                v_start.append(v_start[-1] + len(tm.vertices))
+                t_start.append(t_start[-1] + len(tm.triangles))
+        key_start, cell_keys, cell_ptr, cell_tris = pack_grids(grids)
+        triangles = np.concatenate(triangles).astype(np.int64) if triangles else np.zeros((0, 3), np.int64)
+        vertices = np.ascontiguousarray(np.concatenate(vertices)) if vertices else np.zeros((0, 3))
         return Shapes(
             kind=col("kind", (), np.int64), owner=col("owner", (), np.int64), position=col("position", (3,)),
             rotation=col("rotation", (4,)), params=col("params", (4,)), friction=col("friction", ()),
             restitution=col("restitution", ()), hull=hull,
             hull_planes=np.concatenate(planes) if planes else np.zeros((0, 4)), mesh=mesh,
             mesh_cell=np.array(cells, dtype=np.float64), mesh_margin=np.array(margins, dtype=np.float64),
-            mesh_key_start=np.array(key_start, dtype=np.int64),
-            cell_keys=np.concatenate(keys).astype(np.int64) if keys else np.zeros(0, np.int64),
-            cell_ptr=ptr_all, cell_tris=np.concatenate(tris).astype(np.int64) if tris else np.zeros(0, np.int64),
-            triangles=np.concatenate(triangles).astype(np.int64) if triangles else np.zeros((0, 3), np.int64),
-            vertices=np.concatenate(vertices) if vertices else np.zeros((0, 3)),
-            names=tuple(r["name"] for r in rows))
+            mesh_key_start=key_start, cell_keys=cell_keys, cell_ptr=cell_ptr, cell_tris=cell_tris,
+            triangles=triangles, vertices=vertices, names=tuple(r["name"] for r in rows),
+            mesh_vertex_start=np.array(v_start, dtype=np.int64), mesh_tri_start=np.array(t_start, dtype=np.int64),
+            face_normals=face_normals(triangles, vertices),
+            mesh_deforming=np.array([tm.deformation is not None for tm in meshes], dtype=np.int64),
+            meshes=tuple(meshes))
 
 
 def empty_shapes() -> Shapes:

@@ -107,6 +107,15 @@ class RigidStepper:
         self.bound = np.append(bodies.bound_radius, 0.0)
         shapes = model.shapes
         self.geo = shapes.kernel_arrays()
+        # Deforming meshes (``TriangleMesh.deformation``): their vertices and normals are this
+        # stepper's own copies, rewritten each substep, and their grids are rebuilt per frame.
+        self.deforming = np.flatnonzero(shapes.mesh_deforming)
+        if len(self.deforming):
+            geo = list(self.geo)
+            geo[13], geo[18], geo[20] = shapes.vertices.copy(), shapes.vertices.copy(), shapes.face_normals.copy()
+            geo[21] = np.zeros(len(shapes.meshes))
+            self.geo = tuple(geo)
+        self.grid_span = (np.inf, -np.inf)  # the times the deforming meshes' grids cover
         self.world_shapes = np.flatnonzero(shapes.owner < 0)
         self.bounce_speed = bounce_speed
         self.velocity_iterations = velocity_iterations
@@ -135,6 +144,7 @@ class RigidStepper:
         self.drive_step, self.drive_speed = drive_limits(model.motors, bodies, h)
         # Continuous collision for bodies faster than their contacts can take back (``collision.sweep``).
         self.sweeper = Sweeper(model, backend.sweep)
+        self.sweeper.geo = self.geo  # (the same table, deforming meshes and all)
         self.motors = model.motors  # as they are in this substep (animated efforts, brakes)
         self.gravity = float(np.linalg.norm(gravity))
         # Particles against dynamic bodies (``collide_particles``, two ways): whether this
@@ -261,9 +271,48 @@ class RigidStepper:
 
     # -- per substep --------------------------------------------------------------------------
 
+    def deform_meshes(self, t0: float, t1: float) -> None:
+        """The deforming meshes' vertices one substep ago (t0) and now (t1), and their normals now;
+        their grids rebuilt when [t0, t1] leaves the span they cover (once a frame: over the
+        frame ahead, every sample the deformation has in it)."""
+        from ..geometry.shapes import face_normals, mesh_grid, pack_grids
+
+        shapes = self.model.shapes
+        geo = self.geo
+        vs, ts = shapes.mesh_vertex_start, shapes.mesh_tri_start
+        lo, hi = self.grid_span
+        if t0 < lo - 1e-9 or t1 > hi + 1e-9:
+            end = t0 + max(self.frame, t1 - t0)
+            grids = []
+            for m, tm in enumerate(shapes.meshes):
+                if tm.deformation is None:
+                    grids.append((tm.cell_keys, tm.cell_starts, tm.cell_triangles, ts[m]))
+                    continue
+                rate = tm.deformation.rate
+                inside = np.arange(int(np.floor(t0 * rate)) + 1, int(np.ceil(end * rate)))
+                inside = inside[(inside > 0) & (inside < len(tm.deformation.values))]
+                samples = np.concatenate([tm.vertices_at(t0)[None], tm.vertices_at(end)[None],
+                                          tm.deformation.values[inside]])
+                grids.append(mesh_grid(samples, tm.triangles, tm.margin, tm.cell) + (ts[m],))
+            geo = list(geo)
+            geo[8], geo[9], geo[10], geo[11] = pack_grids(grids)
+            self.geo = geo = tuple(geo)
+            self.sweeper.geo = geo
+            self.grid_span = (t0, end)
+        for m in self.deforming:
+            tm = shapes.meshes[m]
+            a, b = vs[m], vs[m + 1]
+            geo[18][a:b] = tm.vertices_at(t0)
+            geo[13][a:b] = tm.vertices_at(t1)
+            step = geo[13][a:b] - geo[18][a:b]
+            geo[21][m] = float(np.sqrt(np.max(np.einsum("ij,ij->i", step, step), initial=0.0)))
+            face_normals(geo[12][ts[m]:ts[m + 1]], geo[13], out=geo[20][ts[m]:ts[m + 1]])
+
     def integrate(self, bodies: BodyState, t1: float):
         x, q, v, w = bodies.arrays()
         self.t1 = t1
+        if len(self.deforming):
+            self.deform_meshes(t1 - self.h, t1)
         self.x_prev, self.q_prev = x.copy(), q.copy()
         self.v_before, self.w_before = v.copy(), w.copy()
         if len(self.kinematic):
@@ -520,8 +569,9 @@ class RigidStepper:
         k = np.empty(n, np.int64)
         corr, depth, surface = np.empty((n, 3)), np.empty(n), np.empty((n, 3))
         shape = np.empty(n, np.int64)
-        found = self.backend.contacts.particle_contacts(self.geo, xc, qc, self.x_prev, self.q_prev, px, radii, cand,
-                                                        len(self.geo[0]), k, corr, depth, surface, shape)
+        # pp: where the particles were at the substep's start, from which they are swept.
+        found = self.backend.contacts.particle_contacts(self.geo, xc, qc, self.x_prev, self.q_prev, px, pp, radii,
+                                                        cand, len(self.geo[0]), k, corr, depth, surface, shape)
         if not found:
             return
         k, corr, depth, surface, shape = k[:found], corr[:found], depth[:found], surface[:found], shape[:found]

@@ -27,7 +27,7 @@ import math
 import numpy as np
 from numba import njit
 
-from ...geometry.kinds import CYLINDER, HULL, MESH, PLANE
+from ...geometry.kinds import BOX, CYLINDER, HULL, MESH, PLANE, SPHERE
 from . import distance as _distances
 from .vec import add, cross, dot, get3, get4, inv_inertia_times, mul, norm, qmul, rotate, rotate_back, sub
 
@@ -283,12 +283,63 @@ def find_contacts(geo, x, q, pairs, points, point_start, point_radius, point_mat
 
 
 @njit(**JIT)
-def particle_contacts(geo, x, q, x_prev, q_prev, particles, radii, candidates, shape_count, out_k, out_corr,
-                      out_depth, out_surface, out_shape):
+def particle_sweep(geo, s, s0, s1, s2, e0, e1, e2, r):
+    """Continuous collision of a particle against shape s (a mesh, box, hull or sphere), in the
+    shape's frame: from its start s (where it was one substep ago, in the shape's pose of then)
+    to its end e (now, in the shape's pose of now). If it started outside and the segment enters
+    the shape, the contact is at the face it entered through: (True, normal, depth (the radius
+    plus how far the end is behind that face's plane), triangle or -1, the entry point). A
+    deforming mesh's start is first carried with the surface point nearest it (its vertices'
+    motion over the substep), so the segment is the motion relative to the surface."""
+    kind = geo[0][s]
+    n0, n1, n2, t, tri = 0.0, 0.0, 1.0, 0.0, -1
+    if kind == MESH:
+        m = geo[5][s]
+        near, signed, c0, c1, c2 = _distances.mesh_nearest(geo, m, geo[18], s0, s1, s2)
+        if near >= 0 and not signed > 0.0:
+            return False, 0.0, 0.0, 1.0, 0.0, -1, 0.0, 0.0, 0.0
+        if near >= 0 and geo[21][m] != 0:
+            m0, m1, m2 = _distances.start_motion(geo, near, c0, c1, c2)
+            s0, s1, s2 = s0 + m0, s1 + m1, s2 + m2
+        hit, t, tri = _distances.sweep_mesh(geo, m, s0, s1, s2, e0 - s0, e1 - s1, e2 - s2)
+        if not hit:
+            return False, 0.0, 0.0, 1.0, 0.0, -1, 0.0, 0.0, 0.0
+        n0, n1, n2 = geo[20][tri, 0], geo[20][tri, 1], geo[20][tri, 2]
+    else:
+        _, _, _, depth0 = distance(geo, s, s0, s1, s2, 0.0, 0.0, 0.0, 0.0, False)
+        if not depth0 < 0.0:  # it started on or in the shape
+            return False, 0.0, 0.0, 1.0, 0.0, -1, 0.0, 0.0, 0.0
+        params = geo[1]
+        if kind == BOX:
+            hit, t, n0, n1, n2 = _distances.sweep_box(params[s, 0], params[s, 1], params[s, 2], s0, s1, s2, e0 - s0,
+                                                      e1 - s1, e2 - s2)
+        elif kind == HULL:
+            hit, t, n0, n1, n2 = _distances.sweep_hull(geo[3], geo[2][s, 0], geo[2][s, 1], s0, s1, s2, e0 - s0,
+                                                       e1 - s1, e2 - s2)
+        else:
+            hit, t, n0, n1, n2 = _distances.sweep_sphere(params[s, 0], s0, s1, s2, e0 - s0, e1 - s1, e2 - s2)
+        if not hit:
+            return False, 0.0, 0.0, 1.0, 0.0, -1, 0.0, 0.0, 0.0
+    x0, x1, x2 = s0 + t * (e0 - s0), s1 + t * (e1 - s1), s2 + t * (e2 - s2)
+    depth = r - ((e0 - x0) * n0 + (e1 - x1) * n1 + (e2 - x2) * n2)
+    return True, n0, n1, n2, depth, tri, x0, x1, x2
+
+
+@njit(**JIT)
+def particle_contacts(geo, x, q, x_prev, q_prev, particles, particles_prev, radii, candidates, shape_count, out_k,
+                      out_corr, out_depth, out_surface, out_shape):
     """Particles against shapes: for each candidate (particle, shape) (sorted by particle), the
     deepest contact of each particle. Writes per contact the particle, its correction (world), its
-    depth, how far the surface under it moved over the substep (its owner's motion) and the shape;
-    returns the number written. World shapes do not move."""
+    depth, how far the surface under it moved over the substep (its owner's motion, and a
+    deforming mesh's own) and the shape; returns the number written. World shapes do not move.
+
+    Continuous: a particle whose motion over the substep relative to a mesh, box, hull or
+    sphere may cross its surface (its motion in the shape's frame plus how far a deforming
+    mesh's vertices moved is at least the end's distance from the surface, which bounds how far
+    away any crossing can be) is swept (``particle_sweep``); if it entered
+    from outside, its contact is at the face it entered through, so a thin shape (a paddle, a
+    table top) or a fast one holds it on the side it came from instead of pushing it out of the
+    far side."""
     c = 0
     k = 0
     n = candidates.shape[0]
@@ -296,18 +347,49 @@ def particle_contacts(geo, x, q, x_prev, q_prev, particles, radii, candidates, s
         p = candidates[k, 0]
         best_depth = 0.0
         best_s = -1
+        best_tri = -1
         bn = (0.0, 0.0, 0.0)
+        best_rot = (1.0, 0.0, 0.0, 0.0)
+        best_local = (0.0, 0.0, 0.0)
+        best_at = (0.0, 0.0, 0.0)
         pw = get3(particles, p)
+        r = radii[p]
         while k < n and candidates[k, 0] == p:
             s = candidates[k, 1]
             spos, srot = _shape_pose(geo, s, x, q)
             local = rotate_back(srot, sub(pw, spos))
-            n0, n1, n2, depth = distance(geo, s, local[0], local[1], local[2], radii[p], local[0], local[1],
+            n0, n1, n2, depth = distance(geo, s, local[0], local[1], local[2], r, local[0], local[1],
                                          local[2], True)
+            tri = -1
+            at = local
+            kind = geo[0][s]
+            if kind == MESH or kind == BOX or kind == HULL or kind == SPHERE:
+                gap = abs(r - depth)  # the end's distance from the surface (inf: nothing near)
+                surface = 0.0  # how far any point of the surface itself moved (a deforming mesh)
+                if kind == MESH:
+                    gap = min(gap, geo[7][geo[5][s]])  # exact only within the margin
+                    surface = geo[21][geo[5][s]]
+                pp = get3(particles_prev, p)
+                if geo[4][s] < 0:  # a world shape's frame stays: the motion in the world is the relative one
+                    moved = norm(sub(pw, pp))
+                else:
+                    spos0, srot0 = _shape_pose(geo, s, x_prev, q_prev)
+                    moved = norm(sub(local, rotate_back(srot0, sub(pp, spos0))))
+                if (moved > 0.0 or surface > 0.0) and moved + surface >= gap:
+                    spos0, srot0 = _shape_pose(geo, s, x_prev, q_prev)
+                    start = rotate_back(srot0, sub(pp, spos0))
+                    hit, h0, h1, h2, h_depth, h_tri, a0, a1, a2 = particle_sweep(
+                        geo, s, start[0], start[1], start[2], local[0], local[1], local[2], r)
+                    if hit:
+                        n0, n1, n2, depth, tri, at = h0, h1, h2, h_depth, h_tri, (a0, a1, a2)
             if depth > best_depth:
                 best_depth = depth
                 best_s = s
                 bn = rotate(srot, (n0, n1, n2))
+                best_rot = srot
+                best_local = local
+                best_tri = tri
+                best_at = at
             k += 1
         if best_s >= 0:
             out_k[c] = p
@@ -321,6 +403,18 @@ def particle_contacts(geo, x, q, x_prev, q_prev, particles, radii, candidates, s
                 local = rotate_back(get4(q, owner), sub(pw, get3(x, owner)))
                 before = add(get3(x_prev, owner), rotate(get4(q_prev, owner), local))
                 out_surface[c, 0], out_surface[c, 1], out_surface[c, 2] = sub(pw, before)
+            if geo[0][best_s] == MESH and geo[21][geo[5][best_s]] != 0:
+                # A deforming mesh's surface point moves with its triangle's vertices too.
+                tri, at = best_tri, best_at
+                if tri < 0:
+                    tri, _, a0, a1, a2 = _distances.mesh_nearest(geo, geo[5][best_s], geo[13], best_local[0],
+                                                                 best_local[1], best_local[2])
+                    at = (a0, a1, a2)
+                if tri >= 0:
+                    moved = rotate(best_rot, _distances.surface_motion(geo, tri, at[0], at[1], at[2]))
+                    out_surface[c, 0] += moved[0]
+                    out_surface[c, 1] += moved[1]
+                    out_surface[c, 2] += moved[2]
             out_shape[c] = best_s
             c += 1
     return c

@@ -197,7 +197,7 @@ def mesh(geo, m, q0, q1, q2, r):
     cell decides; behind a face within the mesh's margin counts as inside."""
     cell_size, margin = geo[6][m], geo[7][m]
     key_start, key_end = geo[8][m], geo[8][m + 1]
-    keys, ptr, tris, triangles, vertices = geo[9], geo[10], geo[11], geo[12], geo[13]
+    keys, ptr, tris, triangles, vertices, normals = geo[9], geo[10], geo[11], geo[12], geo[13], geo[20]
     key = _cell_key(int(math.floor(q0 / cell_size)), int(math.floor(q1 / cell_size)), int(math.floor(q2 / cell_size)))
     lo = cell_slot(keys, key_start, key_end, key)
     if lo < 0:
@@ -209,16 +209,16 @@ def mesh(geo, m, q0, q1, q2, r):
         tri = tris[t]
         ia, ib, ic = triangles[tri, 0], triangles[tri, 1], triangles[tri, 2]
         a0, a1, a2 = vertices[ia, 0], vertices[ia, 1], vertices[ia, 2]
+        n0, n1, n2 = normals[tri, 0], normals[tri, 1], normals[tri, 2]
+        # The distance to the triangle is at least the distance to its plane: a triangle whose
+        # plane is farther than the best so far (by more than rounding) cannot win, so its
+        # closest point is not worked out (the same choice, fewer operations).
+        plane = abs((q0 - a0) * n0 + (q1 - a1) * n1 + (q2 - a2) * n2)
+        if plane > best_dist * (1.0 + 1e-9) + 1e-9:
+            continue
         b0, b1, b2 = vertices[ib, 0], vertices[ib, 1], vertices[ib, 2]
         c0, c1, c2 = vertices[ic, 0], vertices[ic, 1], vertices[ic, 2]
         x0, x1, x2 = closest_on_triangle(q0, q1, q2, a0, a1, a2, b0, b1, b2, c0, c1, c2)
-        e10, e11, e12 = b0 - a0, b1 - a1, b2 - a2
-        e20, e21, e22 = c0 - a0, c1 - a1, c2 - a2
-        n0 = e11 * e22 - e12 * e21
-        n1 = e12 * e20 - e10 * e22
-        n2 = e10 * e21 - e11 * e20
-        nl = max(math.sqrt(n0 * n0 + n1 * n1 + n2 * n2), 1e-300)
-        n0, n1, n2 = n0 / nl, n1 / nl, n2 / nl
         o0, o1, o2 = q0 - x0, q1 - x1, q2 - x2
         dist = math.sqrt(o0 * o0 + o1 * o1 + o2 * o2)
         if dist < best_dist:  # the first of equals, as numpy's stable sort
@@ -232,6 +232,226 @@ def mesh(geo, m, q0, q1, q2, r):
         return bn0, bn1, bn2, r - best_signed
     d = max(best_dist, 1e-300)
     return bo0 / d, bo1 / d, bo2 / d, r - best_signed
+
+
+@njit(**JIT)
+def triangle_normal(vertices, triangles, tri):
+    """Unit normal of triangle ``tri`` (as ``shapes.face_normals`` computes it)."""
+    ia, ib, ic = triangles[tri, 0], triangles[tri, 1], triangles[tri, 2]
+    e10, e11, e12 = vertices[ib, 0] - vertices[ia, 0], vertices[ib, 1] - vertices[ia, 1], vertices[ib, 2] - vertices[ia, 2]
+    e20, e21, e22 = vertices[ic, 0] - vertices[ia, 0], vertices[ic, 1] - vertices[ia, 1], vertices[ic, 2] - vertices[ia, 2]
+    n0 = e11 * e22 - e12 * e21
+    n1 = e12 * e20 - e10 * e22
+    n2 = e10 * e21 - e11 * e20
+    nl = max(math.sqrt(n0 * n0 + n1 * n1 + n2 * n2), 1e-300)
+    return n0 / nl, n1 / nl, n2 / nl
+
+
+@njit(**JIT)
+def mesh_nearest(geo, m, vertices, q0, q1, q2):
+    """The nearest triangle of mesh m's grid cell to q, the mesh's vertices at ``vertices`` (the
+    current ones, or the previous substep's): (triangle or -1, signed distance (inf: none in the
+    cell), closest point). Only where a substep's motion matters (the start of a sweep, a
+    deforming surface's motion), so nothing is skipped."""
+    cell_size = geo[6][m]
+    key_start, key_end = geo[8][m], geo[8][m + 1]
+    keys, ptr, tris, triangles = geo[9], geo[10], geo[11], geo[12]
+    key = _cell_key(int(math.floor(q0 / cell_size)), int(math.floor(q1 / cell_size)), int(math.floor(q2 / cell_size)))
+    lo = cell_slot(keys, key_start, key_end, key)
+    best_tri, best_dist, best_signed = -1, math.inf, math.inf
+    bx0, bx1, bx2 = 0.0, 0.0, 0.0
+    if lo < 0:
+        return best_tri, best_signed, bx0, bx1, bx2
+    for t in range(ptr[lo], ptr[lo + 1]):
+        tri = tris[t]
+        ia, ib, ic = triangles[tri, 0], triangles[tri, 1], triangles[tri, 2]
+        x0, x1, x2 = closest_on_triangle(q0, q1, q2, vertices[ia, 0], vertices[ia, 1], vertices[ia, 2],
+                                         vertices[ib, 0], vertices[ib, 1], vertices[ib, 2],
+                                         vertices[ic, 0], vertices[ic, 1], vertices[ic, 2])
+        o0, o1, o2 = q0 - x0, q1 - x1, q2 - x2
+        dist = math.sqrt(o0 * o0 + o1 * o1 + o2 * o2)
+        if dist < best_dist:
+            n0, n1, n2 = triangle_normal(vertices, triangles, tri)
+            best_tri, best_dist = tri, dist
+            best_signed = dist if (o0 * n0 + o1 * n1 + o2 * n2) >= 0.0 else -dist
+            bx0, bx1, bx2 = x0, x1, x2
+    return best_tri, best_signed, bx0, bx1, bx2
+
+
+@njit(**JIT)
+def barycentric(p0, p1, p2, a0, a1, a2, b0, b1, b2, c0, c1, c2):
+    """Weights (u, v, w) of a, b, c for point p on triangle abc (Ericson 3.4)."""
+    v00, v01, v02 = b0 - a0, b1 - a1, b2 - a2
+    v10, v11, v12 = c0 - a0, c1 - a1, c2 - a2
+    v20, v21, v22 = p0 - a0, p1 - a1, p2 - a2
+    d00 = v00 * v00 + v01 * v01 + v02 * v02
+    d01 = v00 * v10 + v01 * v11 + v02 * v12
+    d11 = v10 * v10 + v11 * v11 + v12 * v12
+    d20 = v20 * v00 + v21 * v01 + v22 * v02
+    d21 = v20 * v10 + v21 * v11 + v22 * v12
+    denom = d00 * d11 - d01 * d01
+    if abs(denom) < 1e-300:
+        return 1.0, 0.0, 0.0
+    v = (d11 * d20 - d01 * d21) / denom
+    w = (d00 * d21 - d01 * d20) / denom
+    return 1.0 - v - w, v, w
+
+
+@njit(**JIT)
+def surface_motion(geo, tri, x0, x1, x2):
+    """How far the point (x0, x1, x2) of triangle ``tri`` moved over the substep with its
+    vertices (vertices_prev -> vertices, the weights taken at the current ones)."""
+    triangles, now, before = geo[12], geo[13], geo[18]
+    ia, ib, ic = triangles[tri, 0], triangles[tri, 1], triangles[tri, 2]
+    u, v, w = barycentric(x0, x1, x2, now[ia, 0], now[ia, 1], now[ia, 2], now[ib, 0], now[ib, 1], now[ib, 2],
+                          now[ic, 0], now[ic, 1], now[ic, 2])
+    d0 = u * (now[ia, 0] - before[ia, 0]) + v * (now[ib, 0] - before[ib, 0]) + w * (now[ic, 0] - before[ic, 0])
+    d1 = u * (now[ia, 1] - before[ia, 1]) + v * (now[ib, 1] - before[ib, 1]) + w * (now[ic, 1] - before[ic, 1])
+    d2 = u * (now[ia, 2] - before[ia, 2]) + v * (now[ib, 2] - before[ib, 2]) + w * (now[ic, 2] - before[ic, 2])
+    return d0, d1, d2
+
+
+@njit(**JIT)
+def start_motion(geo, tri, x0, x1, x2):
+    """How far the point (x0, x1, x2) of triangle ``tri`` at the previous substep's vertices moved
+    to the current ones (the weights taken at the previous ones)."""
+    triangles, now, before = geo[12], geo[13], geo[18]
+    ia, ib, ic = triangles[tri, 0], triangles[tri, 1], triangles[tri, 2]
+    u, v, w = barycentric(x0, x1, x2, before[ia, 0], before[ia, 1], before[ia, 2], before[ib, 0], before[ib, 1],
+                          before[ib, 2], before[ic, 0], before[ic, 1], before[ic, 2])
+    d0 = u * (now[ia, 0] - before[ia, 0]) + v * (now[ib, 0] - before[ib, 0]) + w * (now[ic, 0] - before[ic, 0])
+    d1 = u * (now[ia, 1] - before[ia, 1]) + v * (now[ib, 1] - before[ib, 1]) + w * (now[ic, 1] - before[ic, 1])
+    d2 = u * (now[ia, 2] - before[ia, 2]) + v * (now[ib, 2] - before[ib, 2]) + w * (now[ic, 2] - before[ic, 2])
+    return d0, d1, d2
+
+
+# Sweeps (continuous collision of points): the first time t in [0, 1] at which the segment
+# p -> p + d (in the shape's frame) enters the shape from outside, and the outward normal of the
+# face it enters through; (False, ...) when it does not. A segment's box over more cells of a
+# mesh's grid than this is tested against all the mesh's triangles instead.
+SWEEP_CELLS = 64
+EDGE_SLACK = 1e-9  # barycentric slack: a point crossing exactly on an edge hits a triangle
+
+
+@njit(**JIT)
+def sweep_box(hx, hy, hz, p0, p1, p2, d0, d1, d2):
+    t_in, t_out, axis, sign = -math.inf, math.inf, -1, 0.0
+    for i in range(3):
+        h = hx if i == 0 else (hy if i == 1 else hz)
+        p = p0 if i == 0 else (p1 if i == 1 else p2)
+        d = d0 if i == 0 else (d1 if i == 1 else d2)
+        if d == 0.0:
+            if abs(p) > h:
+                return False, 0.0, 0.0, 0.0, 1.0
+            continue
+        ta = (-h - p) / d
+        tb = (h - p) / d
+        enter, leave = (ta, tb) if ta < tb else (tb, ta)
+        if enter > t_in:
+            t_in, axis, sign = enter, i, (-1.0 if d > 0.0 else 1.0)
+        if leave < t_out:
+            t_out = leave
+    if axis < 0 or t_in > t_out or t_in < 0.0 or t_in > 1.0:
+        return False, 0.0, 0.0, 0.0, 1.0
+    return True, t_in, sign if axis == 0 else 0.0, sign if axis == 1 else 0.0, sign if axis == 2 else 0.0
+
+
+@njit(**JIT)
+def sweep_hull(planes, start, count, p0, p1, p2, d0, d1, d2):
+    t_in, t_out, pick = -math.inf, math.inf, -1
+    for k in range(start, start + count):
+        denom = planes[k, 0] * d0 + planes[k, 1] * d1 + planes[k, 2] * d2
+        num = planes[k, 3] - (planes[k, 0] * p0 + planes[k, 1] * p1 + planes[k, 2] * p2)
+        if denom == 0.0:
+            if num < 0.0:
+                return False, 0.0, 0.0, 0.0, 1.0
+            continue
+        t = num / denom
+        if denom < 0.0:
+            if t > t_in:
+                t_in, pick = t, k
+        elif t < t_out:
+            t_out = t
+    if pick < 0 or t_in > t_out or t_in < 0.0 or t_in > 1.0:
+        return False, 0.0, 0.0, 0.0, 1.0
+    return True, t_in, planes[pick, 0], planes[pick, 1], planes[pick, 2]
+
+
+@njit(**JIT)
+def sweep_sphere(radius, p0, p1, p2, d0, d1, d2):
+    a = d0 * d0 + d1 * d1 + d2 * d2
+    b = p0 * d0 + p1 * d1 + p2 * d2
+    c = p0 * p0 + p1 * p1 + p2 * p2 - radius * radius
+    disc = b * b - a * c
+    if a <= 0.0 or c <= 0.0 or b >= 0.0 or disc < 0.0:
+        return False, 0.0, 0.0, 0.0, 1.0
+    t = (-b - math.sqrt(disc)) / a
+    if t < 0.0 or t > 1.0:
+        return False, 0.0, 0.0, 0.0, 1.0
+    return True, t, (p0 + t * d0) / radius, (p1 + t * d1) / radius, (p2 + t * d2) / radius
+
+
+@njit(**INLINE)
+def _segment_triangle(vertices, triangles, tri, p0, p1, p2, d0, d1, d2):
+    """Moller-Trumbore, front faces only (the segment moving against the face's normal): t or inf."""
+    ia, ib, ic = triangles[tri, 0], triangles[tri, 1], triangles[tri, 2]
+    a0, a1, a2 = vertices[ia, 0], vertices[ia, 1], vertices[ia, 2]
+    e10, e11, e12 = vertices[ib, 0] - a0, vertices[ib, 1] - a1, vertices[ib, 2] - a2
+    e20, e21, e22 = vertices[ic, 0] - a0, vertices[ic, 1] - a1, vertices[ic, 2] - a2
+    h0 = d1 * e22 - d2 * e21
+    h1 = d2 * e20 - d0 * e22
+    h2 = d0 * e21 - d1 * e20
+    det = e10 * h0 + e11 * h1 + e12 * h2
+    if not det > 0.0:
+        return math.inf
+    s0, s1, s2 = p0 - a0, p1 - a1, p2 - a2
+    u = (s0 * h0 + s1 * h1 + s2 * h2) / det
+    if u < -EDGE_SLACK or u > 1.0 + EDGE_SLACK:
+        return math.inf
+    k0 = s1 * e12 - s2 * e11
+    k1 = s2 * e10 - s0 * e12
+    k2 = s0 * e11 - s1 * e10
+    v = (d0 * k0 + d1 * k1 + d2 * k2) / det
+    if v < -EDGE_SLACK or u + v > 1.0 + EDGE_SLACK:
+        return math.inf
+    t = (e20 * k0 + e21 * k1 + e22 * k2) / det
+    if t < 0.0 or t > 1.0:
+        return math.inf
+    return t
+
+
+@njit(**JIT)
+def sweep_mesh(geo, m, p0, p1, p2, d0, d1, d2):
+    """The first front face of mesh m that the segment crosses: (hit, t, triangle), testing the
+    triangles of the grid cells the segment's box covers (in order; the first of equal times)."""
+    cell_size = geo[6][m]
+    key_start, key_end = geo[8][m], geo[8][m + 1]
+    keys, ptr, tris, triangles, vertices = geo[9], geo[10], geo[11], geo[12], geo[13]
+    lo0 = int(math.floor(min(p0, p0 + d0) / cell_size))
+    lo1 = int(math.floor(min(p1, p1 + d1) / cell_size))
+    lo2 = int(math.floor(min(p2, p2 + d2) / cell_size))
+    hi0 = int(math.floor(max(p0, p0 + d0) / cell_size))
+    hi1 = int(math.floor(max(p1, p1 + d1) / cell_size))
+    hi2 = int(math.floor(max(p2, p2 + d2) / cell_size))
+    best_t, best_tri = math.inf, -1
+    if (hi0 - lo0 + 1) * (hi1 - lo1 + 1) * (hi2 - lo2 + 1) > SWEEP_CELLS:
+        for tri in range(geo[19][m], geo[19][m + 1]):
+            t = _segment_triangle(vertices, triangles, tri, p0, p1, p2, d0, d1, d2)
+            if t < best_t:
+                best_t, best_tri = t, tri
+    else:
+        for i in range(lo0, hi0 + 1):
+            for j in range(lo1, hi1 + 1):
+                for k in range(lo2, hi2 + 1):
+                    slot = cell_slot(keys, key_start, key_end, _cell_key(i, j, k))
+                    if slot < 0:
+                        continue
+                    for e in range(ptr[slot], ptr[slot + 1]):
+                        tri = tris[e]
+                        t = _segment_triangle(vertices, triangles, tri, p0, p1, p2, d0, d1, d2)
+                        if t < best_t:
+                            best_t, best_tri = t, tri
+    return best_tri >= 0, best_t, best_tri
 
 
 @njit(**JIT)

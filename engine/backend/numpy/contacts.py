@@ -7,7 +7,8 @@ import math
 
 import numpy as np
 
-from ...geometry.kinds import CYLINDER, HULL, MESH, PLANE
+from ...geometry.kinds import BOX, CYLINDER, HULL, MESH, PLANE, SPHERE
+from . import distance as D
 from . import quat as Q
 from .distance import _cell_key, cylinder, distance
 
@@ -202,14 +203,90 @@ def _mesh_vertices_in_cylinders(geo, x, q, cyl, shape, spos, srot, cpos, crot, r
             np.concatenate(depths))
 
 
-def particle_contacts(geo, x, q, x_prev, q_prev, particles, radii, candidates, shape_count, out_k, out_corr,
-                      out_depth, out_surface, out_shape):
+def particle_sweep(geo, s, start, end, r):
+    """Per candidate (k,) of shape s (a mesh, box, hull or sphere): the compiled kernel's sweep
+    (see there): (hit, normal, depth, triangle or -1, entry point), in the shape's frame."""
+    k = len(s)
+    kind = geo[0][s]
+    hit, t = np.zeros(k, bool), np.zeros(k)
+    n = np.zeros((k, 3))
+    n[:, 2] = 1.0
+    tri = np.full(k, -1, np.int64)
+    start = start.copy()
+    meshes = np.flatnonzero(kind == MESH)
+    if len(meshes):
+        m = geo[5][s[meshes]]
+        near, signed, closest = D.mesh_nearest(geo, m, geo[18], start[meshes])
+        go = ~((near >= 0) & ~(signed > 0.0))
+        carry = go & (near >= 0) & (geo[21][m] != 0)
+        if np.any(carry):
+            rows = meshes[carry]
+            start[rows] = start[rows] + D.start_motion(geo, near[carry], closest[carry])
+        rows = meshes[go]
+        if len(rows):
+            h, tr, tri_r = D.sweep_mesh(geo, m[go], start[rows], end[rows] - start[rows])
+            hit[rows], t[rows], tri[rows] = h, tr, tri_r
+            n[rows[h]] = geo[20][tri_r[h]]
+    others = np.flatnonzero(kind != MESH)
+    if len(others):
+        so = s[others]
+        _, depth0 = distance(geo, so, start[others], np.zeros(len(others)), start[others], False)
+        go = depth0 < 0.0
+        p0, d = start[others], end[others] - start[others]
+        params = geo[1][so]
+        for value in (BOX, HULL, SPHERE):
+            sel = np.flatnonzero(go & (kind[others] == value))
+            if not len(sel):
+                continue
+            if value == BOX:
+                h, tv, nv = D.sweep_box(params[sel, :3], p0[sel], d[sel])
+            elif value == HULL:
+                hs = geo[2][so[sel]]
+                h, tv, nv = D.sweep_hull(geo[3], hs[:, 0], hs[:, 1], p0[sel], d[sel])
+            else:
+                h, tv, nv = D.sweep_sphere(params[sel, 0], p0[sel], d[sel])
+            rows = others[sel]
+            hit[rows], t[rows] = h, tv
+            n[rows[h]] = nv[h]
+    x = start + t[:, None] * (end - start)
+    e = end - x
+    depth = r - (e[:, 0] * n[:, 0] + e[:, 1] * n[:, 1] + e[:, 2] * n[:, 2])
+    return hit, n, depth, tri, x
+
+
+def particle_contacts(geo, x, q, x_prev, q_prev, particles, particles_prev, radii, candidates, shape_count, out_k,
+                      out_corr, out_depth, out_surface, out_shape):
     if not len(candidates):
         return 0
     p, s = candidates[:, 0], candidates[:, 1]
     spos, srot = _shape_pose(geo, s, x, q)
     local = Q.rotate_back(srot, particles[p] - spos)
-    n, depth = distance(geo, s, local, radii[p], local, True)
+    r = radii[p]
+    n, depth = distance(geo, s, local, r, local, True)
+    # Continuous collision where the motion could have crossed the surface (see the compiled kernel).
+    kind = geo[0][s]
+    tri = np.full(len(p), -1, np.int64)
+    at = local.copy()
+    sweepable = np.flatnonzero((kind == MESH) | (kind == BOX) | (kind == HULL) | (kind == SPHERE))
+    if len(sweepable):
+        ss = s[sweepable]
+        spos0, srot0 = _shape_pose(geo, ss, x_prev, q_prev)
+        pp = particles_prev[p[sweepable]]
+        start = Q.rotate_back(srot0, pp - spos0)
+        world = geo[4][ss] < 0  # a world shape's frame stays: the motion in the world is the relative one
+        dm = np.where(world[:, None], particles[p[sweepable]] - pp, local[sweepable] - start)
+        moved = np.sqrt(dm[:, 0] * dm[:, 0] + dm[:, 1] * dm[:, 1] + dm[:, 2] * dm[:, 2])
+        gap = np.abs(r[sweepable] - depth[sweepable])
+        is_mesh = kind[sweepable] == MESH
+        gap[is_mesh] = np.minimum(gap[is_mesh], geo[7][geo[5][ss[is_mesh]]])
+        surface = np.zeros(len(ss))
+        surface[is_mesh] = geo[21][geo[5][ss[is_mesh]]]
+        need = ((moved > 0.0) | (surface > 0.0)) & (moved + surface >= gap)
+        if np.any(need):
+            rows = sweepable[need]
+            hit, hn, hd, ht, hx = particle_sweep(geo, s[rows], start[need], local[rows], r[rows])
+            rows, sel = rows[hit], np.flatnonzero(hit)
+            n[rows], depth[rows], tri[rows], at[rows] = hn[sel], hd[sel], ht[sel], hx[sel]
     # The deepest of each particle's candidates (the first of equals), if it is a contact.
     first = np.ones(len(p), bool)
     first[1:] = p[1:] != p[:-1]
@@ -235,6 +312,20 @@ def particle_contacts(geo, x, q, x_prev, q_prev, particles, radii, candidates, s
         pw = particles[p[pick][moving]]
         lo = Q.rotate_back(q[o], pw - x[o])
         surface[moving] = pw - (x_prev[o] + Q.rotate(q_prev[o], lo))
+    sp = s[pick]
+    deforming = np.flatnonzero(geo[0][sp] == MESH)
+    deforming = deforming[geo[21][geo[5][sp[deforming]]] != 0]
+    if len(deforming):
+        rows = pick[deforming]
+        t_d, a_d = tri[rows], at[rows]
+        fresh = t_d < 0
+        if np.any(fresh):
+            near, _, closest = D.mesh_nearest(geo, geo[5][s[rows[fresh]]], geo[13], local[rows[fresh]])
+            t_d[fresh], a_d[fresh] = near, closest
+        ok = t_d >= 0
+        if np.any(ok):
+            motion = Q.rotate(srot[rows[ok]], D.surface_motion(geo, t_d[ok], a_d[ok]))
+            surface[deforming[ok]] = surface[deforming[ok]] + motion
     out_surface[:count] = surface
     out_shape[:count] = s[pick]
     return count

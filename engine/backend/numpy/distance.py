@@ -193,10 +193,7 @@ def mesh(geo, m, q, r):
     tri = tris[np.repeat(start, counts) + offsets]
     a, b, c = (vertices[triangles[tri, j]] for j in range(3))
     closest = closest_on_triangles(q[point], a, b, c)
-    e1, e2 = b - a, c - a
-    normal = np.stack([e1[:, 1] * e2[:, 2] - e1[:, 2] * e2[:, 1], e1[:, 2] * e2[:, 0] - e1[:, 0] * e2[:, 2],
-                       e1[:, 0] * e2[:, 1] - e1[:, 1] * e2[:, 0]], axis=1)
-    normal /= np.maximum(_norm3(normal), 1e-300)[:, None]
+    normal = geo[20][tri]  # (the compiled kernel skips triangles whose plane is too far to win)
     offset = q[point] - closest
     dist = _norm3(offset)
     side = offset[:, 0] * normal[:, 0] + offset[:, 1] * normal[:, 1] + offset[:, 2] * normal[:, 2]
@@ -212,6 +209,253 @@ def mesh(geo, m, q, r):
     n[p[within]] = out[within]
     depth[p[within]] = r[p[within]] - d[within]
     return n, depth
+
+
+def _cell_candidates(geo, m, q):
+    """Per point q (k, 3) of mesh m (k,): (point, triangle) of its grid cell's triangles, in order."""
+    cell_size, key_start = geo[6][m], geo[8]
+    keys, ptr, tris = geo[9], geo[10], geo[11]
+    key = _cell_key(np.floor(q / cell_size[:, None]).astype(np.int64))
+    slot = np.full(len(q), -1, np.int64)
+    for mesh_id in np.unique(m):
+        sel = np.flatnonzero(m == mesh_id)
+        a, b = key_start[mesh_id], key_start[mesh_id + 1]
+        at = a + np.searchsorted(keys[a:b], key[sel])
+        ok = at < b
+        ok[ok] = keys[at[ok]] == key[sel][ok]
+        slot[sel[ok]] = at[ok]
+    pts = np.flatnonzero(slot >= 0)
+    start, stop = ptr[slot[pts]], ptr[slot[pts] + 1]
+    counts = stop - start
+    point = np.repeat(pts, counts)
+    offsets = np.arange(counts.sum()) - np.repeat(np.cumsum(counts) - counts, counts)
+    return point, tris[np.repeat(start, counts) + offsets]
+
+
+def triangle_normals(vertices, triangles, tri):
+    a, b, c = (vertices[triangles[tri, j]] for j in range(3))
+    e1, e2 = b - a, c - a
+    normal = np.stack([e1[:, 1] * e2[:, 2] - e1[:, 2] * e2[:, 1], e1[:, 2] * e2[:, 0] - e1[:, 0] * e2[:, 2],
+                       e1[:, 0] * e2[:, 1] - e1[:, 1] * e2[:, 0]], axis=1)
+    return normal / np.maximum(_norm3(normal), 1e-300)[:, None]
+
+
+def mesh_nearest(geo, m, vertices, q):
+    """Per point q (k, 3) of mesh m (k,), with the mesh's vertices at ``vertices``: the nearest
+    triangle of its grid cell (-1: none), the signed distance (inf: none) and the closest point."""
+    k = len(q)
+    tri_out, signed_out, closest_out = np.full(k, -1, np.int64), np.full(k, np.inf), np.zeros((k, 3))
+    point, tri = _cell_candidates(geo, m, q)
+    if not len(point):
+        return tri_out, signed_out, closest_out
+    triangles = geo[12]
+    a, b, c = (vertices[triangles[tri, j]] for j in range(3))
+    closest = closest_on_triangles(q[point], a, b, c)
+    offset = q[point] - closest
+    dist = _norm3(offset)
+    order = np.lexsort((dist, point))
+    first = np.ones(len(order), bool)
+    first[1:] = point[order][1:] != point[order][:-1]
+    best = order[first]
+    p = point[best]
+    normal = triangle_normals(vertices, triangles, tri[best])
+    o = offset[best]
+    side = o[:, 0] * normal[:, 0] + o[:, 1] * normal[:, 1] + o[:, 2] * normal[:, 2]
+    tri_out[p] = tri[best]
+    signed_out[p] = np.where(side >= 0.0, dist[best], -dist[best])
+    closest_out[p] = closest[best]
+    return tri_out, signed_out, closest_out
+
+
+def barycentric(p, a, b, c):
+    """Weights (k, 3) of a, b, c for points p on triangles abc (k, 3 each) (Ericson 3.4)."""
+    v0, v1, v2 = b - a, c - a, p - a
+    d00 = v0[:, 0] * v0[:, 0] + v0[:, 1] * v0[:, 1] + v0[:, 2] * v0[:, 2]
+    d01 = v0[:, 0] * v1[:, 0] + v0[:, 1] * v1[:, 1] + v0[:, 2] * v1[:, 2]
+    d11 = v1[:, 0] * v1[:, 0] + v1[:, 1] * v1[:, 1] + v1[:, 2] * v1[:, 2]
+    d20 = v2[:, 0] * v0[:, 0] + v2[:, 1] * v0[:, 1] + v2[:, 2] * v0[:, 2]
+    d21 = v2[:, 0] * v1[:, 0] + v2[:, 1] * v1[:, 1] + v2[:, 2] * v1[:, 2]
+    denom = d00 * d11 - d01 * d01
+    flat = np.abs(denom) < 1e-300
+    safe = np.where(flat, 1.0, denom)
+    v = np.where(flat, 0.0, (d11 * d20 - d01 * d21) / safe)
+    w = np.where(flat, 0.0, (d00 * d21 - d01 * d20) / safe)
+    return np.stack([np.where(flat, 1.0, 1.0 - v - w), v, w], axis=1)
+
+
+def _motion(geo, tri, x, weights_at):
+    triangles, now, before = geo[12], geo[13], geo[18]
+    ia, ib, ic = triangles[tri, 0], triangles[tri, 1], triangles[tri, 2]
+    ref = now if weights_at == "now" else before
+    w = barycentric(x, ref[ia], ref[ib], ref[ic])
+    return (w[:, 0:1] * (now[ia] - before[ia]) + w[:, 1:2] * (now[ib] - before[ib])
+            + w[:, 2:3] * (now[ic] - before[ic]))
+
+
+def surface_motion(geo, tri, x):
+    """How far points x (k, 3) of triangles tri (k,) moved over the substep (weights at the current vertices)."""
+    return _motion(geo, tri, x, "now")
+
+
+def start_motion(geo, tri, x):
+    """How far points x of triangles tri at the previous vertices moved to the current ones."""
+    return _motion(geo, tri, x, "before")
+
+
+SWEEP_CELLS = 64
+EDGE_SLACK = 1e-9
+
+
+def sweep_box(he, p, d):
+    """Per segment p -> p + d (k, 3) against boxes of half extents he (k, 3): (hit, t, normal)."""
+    k = len(p)
+    t_in, t_out = np.full(k, -np.inf), np.full(k, np.inf)
+    axis, sign = np.full(k, -1, np.int64), np.zeros(k)
+    miss = np.zeros(k, bool)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        for i in range(3):
+            h, pi, di = he[:, i], p[:, i], d[:, i]
+            flat = di == 0.0
+            miss |= flat & (np.abs(pi) > h)
+            ta = (-h - pi) / di
+            tb = (h - pi) / di
+            enter = np.where(ta < tb, ta, tb)
+            leave = np.where(ta < tb, tb, ta)
+            better = ~flat & (enter > t_in)
+            t_in = np.where(better, enter, t_in)
+            axis = np.where(better, i, axis)
+            sign = np.where(better, np.where(di > 0.0, -1.0, 1.0), sign)
+            t_out = np.where(~flat & (leave < t_out), leave, t_out)
+    hit = ~miss & (axis >= 0) & ~(t_in > t_out) & ~(t_in < 0.0) & ~(t_in > 1.0)
+    n = np.zeros((k, 3))
+    rows = np.flatnonzero(hit)
+    n[rows, axis[rows]] = sign[rows]
+    return hit, np.where(hit, t_in, 0.0), n
+
+
+def sweep_hull(planes, start, count, p, d):
+    k = len(p)
+    t_in, t_out = np.full(k, -np.inf), np.full(k, np.inf)
+    pick = np.full(k, -1, np.int64)
+    miss = np.zeros(k, bool)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        for j in range(int(count.max()) if k else 0):
+            valid = j < count
+            idx = np.where(valid, start + j, start)
+            pl = planes[idx]
+            denom = pl[:, 0] * d[:, 0] + pl[:, 1] * d[:, 1] + pl[:, 2] * d[:, 2]
+            num = pl[:, 3] - (pl[:, 0] * p[:, 0] + pl[:, 1] * p[:, 1] + pl[:, 2] * p[:, 2])
+            flat = valid & (denom == 0.0)
+            miss |= flat & (num < 0.0)
+            t = num / denom
+            go = valid & ~flat
+            entering = go & (denom < 0.0) & (t > t_in)
+            t_in = np.where(entering, t, t_in)
+            pick = np.where(entering, idx, pick)
+            t_out = np.where(go & ~(denom < 0.0) & (t < t_out), t, t_out)
+    hit = ~miss & (pick >= 0) & ~(t_in > t_out) & ~(t_in < 0.0) & ~(t_in > 1.0)
+    n = np.zeros((k, 3))
+    n[:, 2] = 1.0
+    n[hit] = planes[pick[hit], :3]
+    return hit, np.where(hit, t_in, 0.0), n
+
+
+def sweep_sphere(radius, p, d):
+    a = d[:, 0] * d[:, 0] + d[:, 1] * d[:, 1] + d[:, 2] * d[:, 2]
+    b = p[:, 0] * d[:, 0] + p[:, 1] * d[:, 1] + p[:, 2] * d[:, 2]
+    c = p[:, 0] * p[:, 0] + p[:, 1] * p[:, 1] + p[:, 2] * p[:, 2] - radius * radius
+    disc = b * b - a * c
+    ok = (a > 0.0) & (c > 0.0) & (b < 0.0) & (disc >= 0.0)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        t = (-b - np.sqrt(np.where(ok, disc, 0.0))) / np.where(ok, a, 1.0)
+    hit = ok & (t >= 0.0) & (t <= 1.0)
+    t = np.where(hit, t, 0.0)
+    n = np.zeros_like(p)
+    n[:, 2] = 1.0
+    x = p + t[:, None] * d
+    n[hit] = x[hit] / radius[hit, None]
+    return hit, t, n
+
+
+def _segment_triangles(vertices, triangles, tri, p, d):
+    """Moller-Trumbore, front faces only, per entry (as the compiled ``_segment_triangle``): t or inf."""
+    a = vertices[triangles[tri, 0]]
+    e1 = vertices[triangles[tri, 1]] - a
+    e2 = vertices[triangles[tri, 2]] - a
+    h = np.stack([d[:, 1] * e2[:, 2] - d[:, 2] * e2[:, 1], d[:, 2] * e2[:, 0] - d[:, 0] * e2[:, 2],
+                  d[:, 0] * e2[:, 1] - d[:, 1] * e2[:, 0]], axis=1)
+    det = e1[:, 0] * h[:, 0] + e1[:, 1] * h[:, 1] + e1[:, 2] * h[:, 2]
+    front = det > 0.0
+    det = np.where(front, det, 1.0)
+    s = p - a
+    u = (s[:, 0] * h[:, 0] + s[:, 1] * h[:, 1] + s[:, 2] * h[:, 2]) / det
+    k = np.stack([s[:, 1] * e1[:, 2] - s[:, 2] * e1[:, 1], s[:, 2] * e1[:, 0] - s[:, 0] * e1[:, 2],
+                  s[:, 0] * e1[:, 1] - s[:, 1] * e1[:, 0]], axis=1)
+    v = (d[:, 0] * k[:, 0] + d[:, 1] * k[:, 1] + d[:, 2] * k[:, 2]) / det
+    t = (e2[:, 0] * k[:, 0] + e2[:, 1] * k[:, 1] + e2[:, 2] * k[:, 2]) / det
+    ok = front & ~(u < -EDGE_SLACK) & ~(u > 1.0 + EDGE_SLACK) & ~(v < -EDGE_SLACK) & ~(u + v > 1.0 + EDGE_SLACK) \
+        & ~(t < 0.0) & ~(t > 1.0)
+    return np.where(ok, t, np.inf)
+
+
+def sweep_mesh(geo, m, p, d):
+    """Per segment p -> p + d (k, 3) against meshes m (k,): (hit, t, triangle), the first front
+    face crossed among the triangles of the grid cells the segment's box covers (all the mesh's
+    triangles beyond SWEEP_CELLS cells), in the compiled kernel's order, the first of equal times."""
+    k = len(p)
+    cell_size = geo[6][m][:, None]
+    keys, key_start, ptr, tris = geo[9], geo[8], geo[10], geo[11]
+    lo = np.floor(np.minimum(p, p + d) / cell_size).astype(np.int64)
+    hi = np.floor(np.maximum(p, p + d) / cell_size).astype(np.int64)
+    span = hi - lo + 1
+    count = span[:, 0] * span[:, 1] * span[:, 2]
+    big = count > SWEEP_CELLS
+    entries_point, entries_tri = [], []
+    # Few cells: each point's cells in (x, y, z) order, each cell's triangles in order.
+    small = np.flatnonzero(~big)
+    cnt = count[small]
+    owner = np.repeat(small, cnt)
+    local = np.arange(cnt.sum()) - np.repeat(np.cumsum(cnt) - cnt, cnt)
+    sy, sz = span[owner, 1], span[owner, 2]
+    cells = lo[owner] + np.stack([local // (sy * sz), (local // sz) % sy, local % sz], axis=1)
+    key = _cell_key(cells)
+    mo = m[owner]
+    slot = np.full(len(owner), -1, np.int64)
+    for mesh_id in np.unique(mo):
+        sel = np.flatnonzero(mo == mesh_id)
+        a, b = key_start[mesh_id], key_start[mesh_id + 1]
+        at = a + np.searchsorted(keys[a:b], key[sel])
+        ok = at < b
+        ok[ok] = keys[at[ok]] == key[sel][ok]
+        slot[sel[ok]] = at[ok]
+    found = np.flatnonzero(slot >= 0)
+    start, stop = ptr[slot[found]], ptr[slot[found] + 1]
+    c = stop - start
+    entries_point.append(np.repeat(owner[found], c))
+    entries_tri.append(tris[np.repeat(start, c) + np.arange(c.sum()) - np.repeat(np.cumsum(c) - c, c)])
+    # Many: all the mesh's triangles in order.
+    many = np.flatnonzero(big)
+    t0, t1 = geo[19][m[many]], geo[19][m[many] + 1]
+    c = t1 - t0
+    entries_point.append(np.repeat(many, c))
+    entries_tri.append(np.repeat(t0, c) + np.arange(c.sum()) - np.repeat(np.cumsum(c) - c, c))
+    point = np.concatenate(entries_point)
+    tri = np.concatenate(entries_tri).astype(np.int64)
+    hit = np.zeros(k, bool)
+    t_out, tri_out = np.zeros(k), np.full(k, -1, np.int64)
+    if not len(point):
+        return hit, t_out, tri_out
+    t = _segment_triangles(geo[13], geo[12], tri, p[point], d[point])
+    order = np.lexsort((np.arange(len(point)), t, point))
+    first = np.ones(len(order), bool)
+    first[1:] = point[order][1:] != point[order][:-1]
+    best = order[first]
+    ok = np.isfinite(t[best])
+    best = best[ok]
+    hit[point[best]] = True
+    t_out[point[best]] = t[best]
+    tri_out[point[best]] = tri[best]
+    return hit, t_out, tri_out
 
 
 def distance(geo, s, q, r, prefer, use_prefer):
