@@ -410,3 +410,34 @@ def test_a_plastic_soft_cube_keeps_the_dent_of_its_fall(blender, helpers):
     plastic, _ = _drop(helpers, drop=2.0, plastic=True)
     assert elastic < 0.05
     assert plastic > 1.5 * elastic  # its rest shape changed where the fall bent it beyond 2%
+
+
+@pytest.mark.parametrize("size, drop", [(0.5, 0.6), (0.3, 1.0)])
+def test_a_new_soft_body_has_springy_edges_so_it_squashes_and_springs_back_at_the_defaults(blender, helpers,
+                                                                                           size, drop):
+    # Made a soft body, an object's edges become stretchy (the cloth's rigid edges would make a
+    # shell that dents and stays dented); at every other default it lands, squashes and is back
+    # in its shape within 5% of its size.
+    scene = bpy.context.scene
+    scene.frame_start, scene.frame_end = 1, 72
+    _enable(helpers.link(bpy.data.objects.new("Ground", helpers.grid_mesh("Ground", 2, 2, 6.0))), 'COLLIDER')
+    jelly = _cube("Jelly", 'SOFT_BODY', size=size, location=(0.0, 0.0, size / 2 + drop), cuts=3)
+    c = jelly.jakobsen.cloth
+    assert not c.use_rigid_stretch and not c.use_rigid_shear
+    assert c.stretch_stiffness == c.shear_stiffness == pytest.approx(1.0)
+    c.use_rigid_stretch = True  # the user's own choice afterwards stays
+    jelly.jakobsen.type = 'CLOTH'
+    jelly.jakobsen.type = 'SOFT_BODY'
+    assert c.use_rigid_stretch
+    c.use_rigid_stretch = False
+    scene.frame_set(1)
+    bpy.context.view_layer.update()
+    rest = helpers.evaluated_world(jelly)
+    assert bpy.ops.jakobsen.bake() == {'FINISHED'}
+    heights = []
+    for frame in range(1, 73):
+        scene.frame_set(frame)
+        now = helpers.evaluated_world(jelly)
+        heights.append(np.ptp(now[:, 2]))
+    assert min(heights) < 0.95 * size  # it squashed visibly
+    assert _kabsch_error(rest, now) / size < 0.05
