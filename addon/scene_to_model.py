@@ -200,8 +200,10 @@ def build(context, *, frame_range: tuple[int, int] | None = None) -> SceneModel:
             animated.update(vehicle_settings(objects))
             # Cloth whose pins ride on a deforming mesh (a cape on an armature): their vertices
             # are sampled on every frame, as the matrices are.
-            deforming = [o.name for o in meshes if o.jakobsen.type in DEFORMING and o.jakobsen.cloth.pin_group
-                         and deforms(o)]
+            # And so are colliders with Shape Mesh whose mesh deforms (a character a cape falls on).
+            deforming = [o.name for o in meshes if deforms(o) and (
+                (o.jakobsen.type in DEFORMING and o.jakobsen.cloth.pin_group)
+                or (o.jakobsen.type == 'COLLIDER' and o.jakobsen.collider.shape == 'MESH'))]
             tracks, sampled, sampled_vertices = (
                 sample_matrices(scene, context, moving, frames, animated, deforming)
                 if moving or animated or deforming else ({}, {}, {}))
@@ -221,7 +223,8 @@ def build(context, *, frame_range: tuple[int, int] | None = None) -> SceneModel:
                     item = add_rigid_body(builder, obj, depsgraph, track, settings.frame_rate, warnings)
                     (bodies if isinstance(item, BodyBinding) else colliders).append(item)
                 else:
-                    colliders.append(add_collider(builder, obj, depsgraph, track, settings.frame_rate, warnings))
+                    colliders.append(add_collider(builder, obj, depsgraph, track, settings.frame_rate, warnings,
+                                                  deformed=sampled_vertices.get(obj.name)))
             breakable = add_empties(builder, objects, depsgraph, bodies, colliders, sampled, settings.frame_rate,
                                      warnings)
             add_vehicles(builder, objects, depsgraph, bodies, sampled, settings.frame_rate, warnings)

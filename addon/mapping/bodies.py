@@ -224,7 +224,11 @@ def surface_off_fitted_shape(shape: str, size: dict, offset: np.ndarray, points:
 
 
 def add_collider(builder: ModelBuilder, obj, depsgraph, track, frame_rate: float,
-                  warnings: list[str]) -> ColliderBinding:
+                  warnings: list[str], deformed: np.ndarray | None = None) -> ColliderBinding:
+    """A Collider: a shape fitted to the mesh, or (Shape Mesh) its faces; ``deformed``: the world
+    positions (frames, n, 3) of its evaluated vertices on every frame of the bake when its mesh
+    deforms (an armature, hooks, shape keys), which a Mesh collider follows, re-read each frame
+    and interpolated per substep."""
     where = describe(obj)
     parent_warning(obj, warnings)
     data = read_mesh(obj, depsgraph, where)
@@ -237,6 +241,13 @@ def add_collider(builder: ModelBuilder, obj, depsgraph, track, frame_rate: float
         if len(data.loop_total) == 0:
             raise JakobsenError(f"{where}: the mesh has no faces to collide with (Shape: Mesh); give it faces "
                                 "or choose another Shape")
+        if deformed is not None and deformed.shape[1] == len(data.local) and np.ptp(deformed, axis=0).max() > 1e-7:
+            # Its own matrix's motion is in the world positions too: no motion of its own.
+            collider = TriangleMesh.from_mesh(deformed[0], face_list(data.loop_total, data.corners), where=where,
+                                              deformation=deformed, deformation_rate=frame_rate,
+                                              friction=float(c.friction), restitution=float(c.bounce), name=obj.name)
+            index = builder.add_collider(collider)
+            return ColliderBinding(object_name=obj.name, role='COLLIDER', shape='MESH', index=index, animated=True)
         index = builder.add_collider(mesh_collider(obj, data, m, track, frame_rate, c.friction, c.bounce, warnings))
         return ColliderBinding(object_name=obj.name, role='COLLIDER', shape='MESH', index=index,
                                animated=track is not None)
