@@ -154,6 +154,12 @@ class JakobsenRigidBodySettings(PropertyGroup):
                     "in m² (0: the air does not touch it)",
         default=0.0, min=0.0, soft_max=10.0, precision=3,
     )
+    field_weight: FloatProperty(
+        name="Field Weight",
+        description="How strongly Blender's force fields (Wind, Force, Vortex, Turbulence, Harmonic, Drag) act on "
+                    "this object, as Blender's Effector Weights > All: 1 fully, 0 not at all",
+        default=1.0, min=0.0, soft_max=1.0,
+    )
     follow_position: FloatProperty(
         name="Follow Position",
         description="How hard the body is pulled towards its animated position (0: off; 1: the strongest, "
@@ -253,6 +259,12 @@ class JakobsenClothSettings(PropertyGroup):
                     "the scene's Wind blow it",
         # On by default: with 0 a Wind field leaves a new cloth hanging still (issue 13).
         default=0.6, min=0.0, soft_max=10.0,
+    )
+    field_weight: FloatProperty(
+        name="Field Weight",
+        description="How strongly Blender's force fields (Wind, Force, Vortex, Turbulence, Harmonic, Drag) act on "
+                    "this object, as Blender's Effector Weights > All: 1 fully, 0 not at all",
+        default=1.0, min=0.0, soft_max=1.0,
     )
     use_self_collision: BoolProperty(
         name="Self Collision",

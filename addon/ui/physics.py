@@ -88,6 +88,7 @@ class PHYSICS_PT_jakobsen_body(JakobsenPhysicsPanel, Panel):
         col.prop(rb, "linear_damping", text="Lin. Damping")
         col.prop(rb, "angular_damping", text="Rot. Damping")
         col.prop(rb, "drag", text="Drag (kg/m)")
+        col.prop(rb, "field_weight", text="Fields")
         col = layout.column()
         col.active = moved  # a body with Dynamic Off follows its animation exactly
         col.prop(rb, "follow_position", text="Follow Pos.")
@@ -163,6 +164,7 @@ class PHYSICS_PT_jakobsen_cloth(JakobsenPhysicsPanel, Panel):
         else:
             col.prop(cloth, "density", text="Per m² (kg)")  # (under the heading Mass)
         col.prop(cloth, "air_drag", text="Drag (kg/m³)")
+        col.prop(cloth, "field_weight", text="Fields")
 
         col = layout.column(heading="Stiffness")
         row = col.row(align=True)

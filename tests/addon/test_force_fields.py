@@ -326,3 +326,18 @@ def test_field_weights_follow_each_cloth_and_body(blender):
     np.testing.assert_array_equal(particles, [1, 1, 1, 1, 0.25, 0.25, 0.25, 0.25])
     assert bodies is None
     assert field_weights(builder, lambda name: 1.0) == (None, None)
+
+
+def test_a_cloths_field_weight_scales_what_the_fields_do_to_it(pinned_cloth):
+    """Field Weight (Blender's Effector Weights > All): 0 leaves the flag as in still air, a half
+    blows it less than 1 does."""
+    cloth = pinned_cloth()
+    still = _flag_drift()
+    _field('WIND', "Breeze", rotation=(0.0, math.pi / 2, 0.0), strength=15.0)
+    drift = {}
+    for weight in (1.0, 0.5, 0.0):
+        cloth.jakobsen.cloth.field_weight = weight
+        drift[weight] = float((_flag_drift() - still)[0])
+    assert drift[1.0] > 0.05
+    assert 0.1 * drift[1.0] < drift[0.5] < 0.9 * drift[1.0]
+    assert abs(drift[0.0]) < 1e-9
