@@ -3,14 +3,16 @@
 Every substep, after the constraint iterations, each vertex of a surface with ``self_collision``
 on is kept ``self_distance`` away from that surface's triangles, except the ones it is part of
 or next to in the mesh: the triangles of the vertex itself and of its edge neighbours, and any
-triangle with a corner closer than the self distance to it at rest (a fine mesh whose edges are
-shorter than the distance: those could never be held that far apart without stretching).
+triangle closer than the self distance to it at rest (a fine mesh whose edges are shorter than
+the distance: those could never be held that far apart without stretching).
 
 Continuous: which side of a triangle the vertex must end the substep on is the side it was on
-at the start (``x_prev``), so a vertex that moved further than the distance in one substep (a
-falling layer onto another) is put back on its own side rather than pushed on through. The
-candidate pairs are found afresh each substep from the boxes of the substep's motion (grown by
-the distance), so nothing that moves within a substep can be missed, however fast the frame.
+at the start (``x_prev``), unless it passed the triangle's plane beside the triangle, so a
+vertex that moved further than the distance in one substep (a falling layer onto another) is
+put back on its own side rather than pushed on through. The candidate pairs come from the boxes
+of a substep's motion and are kept while no vertex has moved half a skin since (a Verlet list),
+so nothing can come within the distance unseen, however fast the frame; a cloth at rest finds
+them once.
 
 The kernels are ``backend.self_contact.find_pairs`` and ``project`` (see the numpy reference).
 """
@@ -19,12 +21,17 @@ from __future__ import annotations
 
 import numpy as np
 
-# Gauss-Seidel passes over the pairs per substep: the second settles the vertices held between
-# two layers of a pile, which the first leaves pushed by whichever pair came last.
+# Gauss-Seidel passes over the pairs per substep: the second (over the pairs the first pushed)
+# settles the vertices held between two layers of a pile, which the first leaves pushed by
+# whichever pair came last.
 PASSES = 2
-# How far beyond its own motion in a substep a vertex looks for triangles, in self distances:
-# the pushes of the pairs found can move it a little further than its motion.
-REACH = 1.0
+# The pairs are kept over several substeps (a Verlet list): those within the distance plus
+# this skin (in self distances) when found. Until some vertex has moved half the skin (beyond
+# what all share), no other pair can have come within the distance, nor passed through.
+SKIN = 0.25
+# Pairs closer than this many self distances at rest are never held apart (they could not be
+# without stretching the cloth).
+REST_APART = 1.0
 
 
 def point_triangle_distance(p: np.ndarray, a: np.ndarray, b: np.ndarray, c: np.ndarray) -> np.ndarray:
@@ -88,18 +95,22 @@ class SelfContacts:
         self.vert_surface = (np.searchsorted(s.stop, self.vertices, side="right")).astype(np.int64)
         distance = np.asarray(s.self_distance, dtype=np.float64)
         self.distance = distance
-        self.reach = REACH * distance
+        self.skin = SKIN * distance
+        self.reach = distance + self.skin
+        self.reference = None  # the positions the pairs were found at
         self.friction = np.ascontiguousarray(model.friction, dtype=np.float64)
         # The triangles each vertex never collides with: its own and its neighbours', and those
         # within the distance of it at rest (found as a substep's pairs would be, standing still).
         start, tris = near_triangles(self.triangles, self.vertices)
         self.near_start, self.near_tris = start, tris
         rest = np.ascontiguousarray(model.rest_positions, dtype=np.float64)
-        pv, pt = self.find_pairs(rest, rest)
+        apart = REST_APART * distance
+        pv, pt = self.kernels.find_pairs(rest, rest, self.triangles, self.tri_surface, self.vertices,
+                                         self.vert_surface, apart, start, tris)
         if len(pv):
             t = self.triangles[pt]
             close = point_triangle_distance(rest[self.vertices[pv]], rest[t[:, 0]], rest[t[:, 1]], rest[t[:, 2]]) \
-                < distance[self.vert_surface[pv]]
+                < apart[self.vert_surface[pv]]
             owner = np.concatenate([np.repeat(np.arange(len(self.vertices)), np.diff(start)), pv[close]])
             self.near_start, self.near_tris = _csr(owner, np.concatenate([tris, pt[close]]), len(self.vertices),
                                                    len(self.triangles))
@@ -108,8 +119,9 @@ class SelfContacts:
 
     def begin_frame(self, positions: np.ndarray, previous_positions: np.ndarray, frame_time: float,
                     substeps: int) -> None:
-        """Once per frame, before its substeps. Nothing to do: the candidate pairs are found in
-        each substep from its own motion (``solve``), which a frame's guess cannot miss."""
+        """Once per frame, before its substeps. Nothing to guess: the pairs are found again in
+        the substep in which some vertex has moved too far for them (``solve``), which a
+        frame's guess at the motion could not promise."""
 
     def find_pairs(self, x: np.ndarray, x_prev: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """The candidate (vertex, triangle) pairs of a substep from x_prev to x: pair_v indexes
@@ -122,8 +134,12 @@ class SelfContacts:
         start of the substep."""
         if not len(self.triangles):
             return
-        self.pair_v, self.pair_t = self.find_pairs(x, x_prev)
+        if self.reference is None or self.kernels.moved_beyond(x, self.reference, self.vertices,
+                                                               0.5 * float(self.skin.min())):
+            self.pair_v, self.pair_t = self.find_pairs(x, x_prev)
+            self.pair_d = self.distance[self.vert_surface[self.pair_v]]
+            self.reference = x.copy()
         if len(self.pair_v):
-            d = self.distance[self.vert_surface[self.pair_v]]
+            d = self.pair_d
             self.kernels.project(x, x_prev, inverse_masses, self.friction, self.triangles, self.vertices, self.pair_v,
                                  self.pair_t, d, PASSES)

@@ -191,7 +191,7 @@ def test_the_kernels_agree_on_a_crumpled_cloth(seed, kernel_backend):
         contacts.solve(moved, x_prev, model.inverse_masses)
         out.append((pv, pt, moved))
     (pv, pt, a), (qv, qt, b), (rv, rt, c) = out
-    assert len(pv) > 1000  # a pile: many candidates
+    assert len(pv) > 200  # a pile: many candidates
     np.testing.assert_array_equal(pv, qv)
     np.testing.assert_array_equal(pt, qt)
     np.testing.assert_allclose(a, b, rtol=1e-12, atol=0)
@@ -214,6 +214,6 @@ def test_the_grid_finds_every_pair_when_one_vertex_flies_off(kernel_backend):
     builder.add_cloth(rest, faces, self_collision=True, self_distance=0.015)
     model = builder.finalize()
     found = [SelfContacts(model, backend.select(name)).find_pairs(x, x_prev) for name in ("numba", "numpy")]
-    assert len(found[0][0]) > 1000
+    assert len(found[0][0]) > 200
     for a, b in zip(*found):
         np.testing.assert_array_equal(a, b)

@@ -15,6 +15,9 @@ import numpy as np
 from numba import njit
 
 JIT = dict(cache=True, nogil=True, error_model="numpy")
+# How far outside a triangle (in barycentric terms) a vertex may pass its plane and still count
+# as through it: the plane distance is taken as linear over the substep, which it nearly is.
+THROUGH = 0.05
 
 
 @njit(**JIT)
@@ -32,6 +35,84 @@ def _cell(value, origin, cell):
 @njit(**JIT)
 def _hash(i, j, k, mask):
     return ((i * 73856093) ^ (j * 19349663) ^ (k * 83492791)) & mask
+
+
+@njit(**JIT)
+def _gap2(x, p, a, b, c):
+    """The squared distance of particle p from triangle (a, b, c) (nearest point, edges included)
+    and which side of its plane p is on (the sign of the second value)."""
+    ax = x[a, 0]
+    ay = x[a, 1]
+    az = x[a, 2]
+    e1x = x[b, 0] - ax
+    e1y = x[b, 1] - ay
+    e1z = x[b, 2] - az
+    e2x = x[c, 0] - ax
+    e2y = x[c, 1] - ay
+    e2z = x[c, 2] - az
+    qx = x[p, 0] - ax
+    qy = x[p, 1] - ay
+    qz = x[p, 2] - az
+    nx = e1y * e2z - e1z * e2y
+    ny = e1z * e2x - e1x * e2z
+    nz = e1x * e2y - e1y * e2x
+    nn = nx * nx + ny * ny + nz * nz
+    if not nn > 0.0:
+        return 0.0, 0.0  # degenerate: kept
+    hn = qx * nx + qy * ny + qz * nz
+    d00 = e1x * e1x + e1y * e1y + e1z * e1z
+    d01 = e1x * e2x + e1y * e2y + e1z * e2z
+    d11 = e2x * e2x + e2y * e2y + e2z * e2z
+    d20 = qx * e1x + qy * e1y + qz * e1z
+    d21 = qx * e2x + qy * e2y + qz * e2z
+    bb = (d11 * d20 - d01 * d21) / nn
+    bc = (d00 * d21 - d01 * d20) / nn
+    ba = 1.0 - bb - bc
+    if ba >= 0.0 and bb >= 0.0 and bc >= 0.0:
+        return hn * hn / nn, hn
+    best = np.inf
+    for edge in range(3):
+        if edge == 0:
+            sx, sy, sz, dx, dy, dz = 0.0, 0.0, 0.0, e1x, e1y, e1z
+        elif edge == 1:
+            sx, sy, sz, dx, dy, dz = e1x, e1y, e1z, e2x - e1x, e2y - e1y, e2z - e1z
+        else:
+            sx, sy, sz, dx, dy, dz = e2x, e2y, e2z, -e2x, -e2y, -e2z
+        ll = dx * dx + dy * dy + dz * dz
+        f = ((qx - sx) * dx + (qy - sy) * dy + (qz - sz) * dz) / ll if ll > 0.0 else 0.0
+        f = min(max(f, 0.0), 1.0)
+        rx = qx - (sx + f * dx)
+        ry = qy - (sy + f * dy)
+        rz = qz - (sz + f * dz)
+        best = min(best, rx * rx + ry * ry + rz * rz)
+    return best, hn
+
+
+@njit(**JIT)
+def moved_beyond(x, reference, vert, limit):
+    """Whether any vertex moved more than ``limit`` from ``reference``, beyond the motion they all
+    share (the middle of the range of their displacements, axis by axis)."""
+    if vert.shape[0] == 0:
+        return False
+    lo = np.full(3, np.inf)
+    hi = np.full(3, -np.inf)
+    for k in range(vert.shape[0]):
+        for a in range(3):
+            d = x[vert[k], a] - reference[vert[k], a]
+            lo[a] = min(lo[a], d)
+            hi[a] = max(hi[a], d)
+    mx = (lo[0] + hi[0]) * 0.5
+    my = (lo[1] + hi[1]) * 0.5
+    mz = (lo[2] + hi[2]) * 0.5
+    ll = limit * limit
+    for k in range(vert.shape[0]):
+        p = vert[k]
+        dx = x[p, 0] - reference[p, 0] - mx
+        dy = x[p, 1] - reference[p, 1] - my
+        dz = x[p, 2] - reference[p, 2] - mz
+        if not dx * dx + dy * dy + dz * dz <= ll:
+            return True
+    return False
 
 
 @njit(**JIT)
@@ -105,6 +186,13 @@ def find_pairs(x, x_prev, tri, tri_surface, vert, vert_surface, reach, near_star
                     h = _hash(i, j, k, mask)
                     bucket[fill[h]] = t
                     fill[h] += 1
+    motion = np.zeros(x.shape[0])
+    for k in range(nv):
+        q = vert[k]
+        dx = x[q, 0] - x_prev[q, 0]
+        dy = x[q, 1] - x_prev[q, 1]
+        dz = x[q, 2] - x_prev[q, 2]
+        motion[q] = math.sqrt(dx * dx + dy * dy + dz * dz)
     mark = np.full(nt, -1, np.int64)
     found = np.empty(64, np.int64)
     count = 0
@@ -112,6 +200,8 @@ def find_pairs(x, x_prev, tri, tri_surface, vert, vert_surface, reach, near_star
         for m in range(near_start[v], near_start[v + 1]):
             mark[near_tris[m]] = v
         s = vert_surface[v]
+        p = vert[v]
+        reach2 = reach[s] * reach[s]
         first = count
         for i in range(_cell(vlo[v, 0], origin[0], cell), _cell(vhi[v, 0], origin[0], cell) + 1):
             for j in range(_cell(vlo[v, 1], origin[1], cell), _cell(vhi[v, 1], origin[1], cell) + 1):
@@ -127,6 +217,18 @@ def find_pairs(x, x_prev, tri, tri_surface, vert, vert_surface, reach, near_star
                         if not (vlo[v, 0] <= thi[t, 0] and tlo[t, 0] <= vhi[v, 0] and vlo[v, 1] <= thi[t, 1]
                                 and tlo[t, 1] <= vhi[v, 1] and vlo[v, 2] <= thi[t, 2] and tlo[t, 2] <= vhi[v, 2]):
                             continue
+                        g1, s1 = _gap2(x, p, tri[t, 0], tri[t, 1], tri[t, 2])
+                        if not g1 < reach2:
+                            g0, s0 = _gap2(x_prev, p, tri[t, 0], tri[t, 1], tri[t, 2])
+                            if not g0 < reach2:
+                                if not ((s0 > 0.0 and s1 < 0.0) or (s0 < 0.0 and s1 > 0.0)):
+                                    continue
+                                # Through the plane: through the triangle only if it ends no
+                                # further from it than it and the triangle moved.
+                                m = reach[s] + motion[p] + max(motion[tri[t, 0]], motion[tri[t, 1]],
+                                                               motion[tri[t, 2]])
+                                if not g1 < m * m:
+                                    continue
                         if count == found.shape[0]:
                             found = _grow(found, count + 1)
                         # Insertion into this vertex's run, kept ascending.
@@ -145,8 +247,15 @@ def find_pairs(x, x_prev, tri, tri_surface, vert, vert_surface, reach, near_star
 
 @njit(**JIT)
 def project(x, x_prev, inverse_masses, friction, tri, vert, pair_v, pair_t, distance, passes):
+    active = np.empty(pair_v.shape[0], np.int64)
+    live = pair_v.shape[0]
+    for k in range(live):
+        active[k] = k
     for _ in range(passes):
-        for k in range(pair_v.shape[0]):
+        count = live
+        live = 0
+        for m in range(count):
+            k = active[m]
             iv = vert[pair_v[k]]
             t = pair_t[k]
             ia = tri[t, 0]
@@ -194,14 +303,44 @@ def project(x, x_prev, inverse_masses, friction, tri, vert, pair_v, pair_t, dist
             mz = f1x * f2y - f1y * f2x
             side = ((x_prev[iv, 0] - x_prev[ia, 0]) * mx + (x_prev[iv, 1] - x_prev[ia, 1]) * my
                     + (x_prev[iv, 2] - x_prev[ia, 2]) * mz)
-            if side > 0.0:
-                sgn = 1.0
-            elif side < 0.0:
-                sgn = -1.0
+            if mx * nx + my * ny + mz * nz < 0.0:
+                side = -side  # the triangle turned over: its start side in today's orientation
+            if (side > 0.0 and h < 0.0) or (side < 0.0 and h > 0.0):
+                # Through the plane: through the triangle if, where the plane distance (linear
+                # over the substep) is zero, the vertex is over it; else round its edge.
+                h0 = side / math.sqrt(mx * mx + my * my + mz * mz)
+                f = h0 / (h0 - h)
+                pax = x_prev[ia, 0] + f * (ax - x_prev[ia, 0])
+                pay = x_prev[ia, 1] + f * (ay - x_prev[ia, 1])
+                paz = x_prev[ia, 2] + f * (az - x_prev[ia, 2])
+                g1x = x_prev[ib, 0] + f * (x[ib, 0] - x_prev[ib, 0]) - pax
+                g1y = x_prev[ib, 1] + f * (x[ib, 1] - x_prev[ib, 1]) - pay
+                g1z = x_prev[ib, 2] + f * (x[ib, 2] - x_prev[ib, 2]) - paz
+                g2x = x_prev[ic, 0] + f * (x[ic, 0] - x_prev[ic, 0]) - pax
+                g2y = x_prev[ic, 1] + f * (x[ic, 1] - x_prev[ic, 1]) - pay
+                g2z = x_prev[ic, 2] + f * (x[ic, 2] - x_prev[ic, 2]) - paz
+                g3x = x_prev[iv, 0] + f * (x[iv, 0] - x_prev[iv, 0]) - pax
+                g3y = x_prev[iv, 1] + f * (x[iv, 1] - x_prev[iv, 1]) - pay
+                g3z = x_prev[iv, 2] + f * (x[iv, 2] - x_prev[iv, 2]) - paz
+                c00 = g1x * g1x + g1y * g1y + g1z * g1z
+                c01 = g1x * g2x + g1y * g2y + g1z * g2z
+                c11 = g2x * g2x + g2y * g2y + g2z * g2z
+                c20 = g3x * g1x + g3y * g1y + g3z * g1z
+                c21 = g3x * g2x + g3y * g2y + g3z * g2z
+                den = c00 * c11 - c01 * c01
+                through = False
+                if den > 0.0:
+                    cb = (c11 * c20 - c01 * c21) / den
+                    cc = (c00 * c21 - c01 * c20) / den
+                    through = cb >= -THROUGH and cc >= -THROUGH and 1.0 - cb - cc >= -THROUGH
+                if through:
+                    sgn = 1.0 if side > 0.0 else -1.0
+                else:
+                    sgn = 1.0 if h > 0.0 else -1.0
+            elif side != 0.0:
+                sgn = 1.0 if side > 0.0 else -1.0
             else:
                 sgn = 1.0 if h >= 0.0 else -1.0
-            if mx * nx + my * ny + mz * nz < 0.0:
-                sgn = -sgn
             if sgn * h >= d:
                 continue
             d00 = e1x * e1x + e1y * e1y + e1z * e1z
@@ -261,6 +400,8 @@ def project(x, x_prev, inverse_masses, friction, tri, vert, pair_v, pair_t, dist
             ws = wp + ba * ba * wa + bb * bb * wb + bc * bc * wc
             if not ws > 0.0:
                 continue
+            active[live] = k  # pushed: looked at again in the next pass
+            live += 1
             dl = -c / ws
             x[iv, 0] += wp * dl * gx
             x[iv, 1] += wp * dl * gy

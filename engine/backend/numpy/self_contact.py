@@ -1,19 +1,23 @@
 """Self-collision kernels in numpy: the reference of ``backend/numba/self_contact.py``.
 
-A vertex v of a surface and one of its triangles t are a candidate pair for a substep when v's
-box over the substep (from x_prev to x, grown by the surface's reach) overlaps t's box over it,
-v and t are on the same surface, and t is not among v's ``near_tris`` (the triangles it never
-collides with: see ``collision/self_contact.py``). ``find_pairs`` finds them by
-brute force (all vertices against all triangles, in blocks; the compiled backend uses a grid and
-finds the same set), listed by vertex and each vertex's triangles ascending.
+A vertex v of a surface and one of its triangles t are a candidate pair when v's box over the
+substep (from x_prev to x, grown by the surface's reach) overlaps t's box over it, v and t are
+on the same surface, t is not among v's ``near_tris`` (the triangles it never collides with: see
+``collision/self_contact.py``), and v is within the reach of t at the start or the end of the
+substep, or went through t's plane no further from t than they both moved. ``find_pairs`` finds
+them by brute force (all vertices against all triangles, in blocks; the compiled backend uses a
+grid and finds the same set), listed by vertex and each vertex's triangles ascending.
 
 ``project`` then pushes each pair apart, one after the other in that order (Gauss-Seidel: a
-later pair sees what an earlier one moved), ``passes`` times: a vertex over (or under) its
-triangle goes to ``distance`` from its plane on the side it was on at the start of the substep
-(so it cannot pass through, however far it moved), a vertex beside the triangle to ``distance``
-from the nearest point of its edges; the vertex and the triangle's corners move by their inverse
-masses (the corners by their barycentric weights). The loop is plain Python over floats, the
-compiled loop's arithmetic term by term, so both give the same bits.
+later pair sees what an earlier one moved); the first pass goes over all pairs, the later ones
+over those it pushed. A vertex over (or under) its triangle goes to ``distance`` from its plane
+on the side it must be on: the side it started the substep on, unless it passed the plane round
+the triangle's edge rather than through it (where the plane distance, taken as linear over the
+substep, is zero, the vertex is beside the triangle); so it cannot pass through, however far it
+moved. A vertex beside the triangle goes to ``distance`` from the nearest point of its edges.
+The vertex and the triangle's corners move by their inverse masses (the corners by their
+barycentric weights), and friction cuts their relative sliding. The loop is plain Python over
+floats, the compiled loop's arithmetic term by term, so both give the same bits.
 
 Shapes: n particles, x, x_prev (n, 3) m; tri (t, 3) particle indices; vert (v,) the
 particles of the colliding surfaces; pairs (p,): pair_v into vert, pair_t into tri.
@@ -25,8 +29,63 @@ import math
 
 import numpy as np
 
+# How far outside a triangle (in barycentric terms) a vertex may pass its plane and still count
+# as through it: the plane distance is taken as linear over the substep, which it nearly is.
+THROUGH = 0.05
 # Vertices tested against all triangles at once: a block's (block, t) boolean table.
 BLOCK_ENTRIES = 2_000_000
+
+
+def _gap2(x, p, a, b, c):
+    """The squared distance of particles p (k,) from triangles (a, b, c) (k,) each (nearest
+    point, edges included), and which side of its plane each is on (the sign of the second)."""
+    ax, ay, az = x[a, 0], x[a, 1], x[a, 2]
+    e1x, e1y, e1z = x[b, 0] - ax, x[b, 1] - ay, x[b, 2] - az
+    e2x, e2y, e2z = x[c, 0] - ax, x[c, 1] - ay, x[c, 2] - az
+    qx, qy, qz = x[p, 0] - ax, x[p, 1] - ay, x[p, 2] - az
+    nx = e1y * e2z - e1z * e2y
+    ny = e1z * e2x - e1x * e2z
+    nz = e1x * e2y - e1y * e2x
+    nn = nx * nx + ny * ny + nz * nz
+    hn = qx * nx + qy * ny + qz * nz
+    d00 = e1x * e1x + e1y * e1y + e1z * e1z
+    d01 = e1x * e2x + e1y * e2y + e1z * e2z
+    d11 = e2x * e2x + e2y * e2y + e2z * e2z
+    d20 = qx * e1x + qy * e1y + qz * e1z
+    d21 = qx * e2x + qy * e2y + qz * e2z
+    with np.errstate(divide="ignore", invalid="ignore"):
+        bb = (d11 * d20 - d01 * d21) / nn
+        bc = (d00 * d21 - d01 * d20) / nn
+        ba = 1.0 - bb - bc
+        best = np.full(len(p), np.inf)
+        zero = np.zeros(len(p))
+        for sx, sy, sz, dx, dy, dz in ((zero, zero, zero, e1x, e1y, e1z),
+                                       (e1x, e1y, e1z, e2x - e1x, e2y - e1y, e2z - e1z),
+                                       (e2x, e2y, e2z, -e2x, -e2y, -e2z)):
+            ll = dx * dx + dy * dy + dz * dz
+            f = np.where(ll > 0.0, ((qx - sx) * dx + (qy - sy) * dy + (qz - sz) * dz) / ll, 0.0)
+            f = np.minimum(np.maximum(f, 0.0), 1.0)
+            rx = qx - (sx + f * dx)
+            ry = qy - (sy + f * dy)
+            rz = qz - (sz + f * dz)
+            best = np.minimum(best, rx * rx + ry * ry + rz * rz)
+        inside = (ba >= 0.0) & (bb >= 0.0) & (bc >= 0.0)
+        gap = np.where(inside, hn * hn / nn, best)
+    degenerate = ~(nn > 0.0)  # kept
+    return np.where(degenerate, 0.0, gap), np.where(degenerate, 0.0, hn)
+
+
+def moved_beyond(x, reference, vert, limit):
+    """Whether any vertex moved more than ``limit`` from ``reference``, beyond the motion they all
+    share (the middle of the range of their displacements, axis by axis)."""
+    if not len(vert):
+        return False
+    d = x[vert] - reference[vert]
+    mid = (d.min(axis=0) + d.max(axis=0)) * 0.5
+    dx = x[vert, 0] - reference[vert, 0] - mid[0]
+    dy = x[vert, 1] - reference[vert, 1] - mid[1]
+    dz = x[vert, 2] - reference[vert, 2] - mid[2]
+    return bool(np.any(~(dx * dx + dy * dy + dz * dz <= limit * limit)))
 
 
 def find_pairs(x, x_prev, tri, tri_surface, vert, vert_surface, reach, near_start, near_tris):
@@ -44,6 +103,8 @@ def find_pairs(x, x_prev, tri, tri_surface, vert, vert_surface, reach, near_star
     r = reach[vert_surface][:, None]
     vlo, vhi = lo[vert] - r, hi[vert] + r
     near = np.sort(np.repeat(np.arange(nv, dtype=np.int64), np.diff(near_start)) * nt + near_tris)
+    dx, dy, dz = x[:, 0] - x_prev[:, 0], x[:, 1] - x_prev[:, 1], x[:, 2] - x_prev[:, 2]
+    motion = np.sqrt(dx * dx + dy * dy + dz * dz)
     found_v, found_t = [], []
     block = max(1, BLOCK_ENTRIES // nt)
     for b in range(0, nv, block):
@@ -56,6 +117,18 @@ def find_pairs(x, x_prev, tri, tri_surface, vert, vert_surface, reach, near_star
         key = iv * nt + it
         pos = np.minimum(np.searchsorted(near, key), max(len(near) - 1, 0))
         keep = near[pos] != key if len(near) else np.ones(len(key), bool)
+        iv, it = iv[keep], it[keep]
+        # Near enough at the end of the substep or at its start, or through the plane between.
+        p, t = vert[iv], tri[it]
+        reach2 = reach[vert_surface[iv]] * reach[vert_surface[iv]]
+        g1, s1 = _gap2(x, p, t[:, 0], t[:, 1], t[:, 2])
+        g0, s0 = _gap2(x_prev, p, t[:, 0], t[:, 1], t[:, 2])
+        # Through the plane: through the triangle only if it ends no further from it than it
+        # and the triangle moved.
+        m = reach[vert_surface[iv]] + motion[p] + np.maximum(np.maximum(motion[t[:, 0]], motion[t[:, 1]]),
+                                                             motion[t[:, 2]])
+        through = (((s0 > 0.0) & (s1 < 0.0)) | ((s0 < 0.0) & (s1 > 0.0))) & (g1 < m * m)
+        keep = (g1 < reach2) | (g0 < reach2) | through
         found_v.append(iv[keep])
         found_t.append(it[keep])
     return np.concatenate(found_v).astype(np.int64), np.concatenate(found_t).astype(np.int64)
@@ -75,8 +148,13 @@ def project(x, x_prev, inverse_masses, friction, tri, vert, pair_v, pair_t, dist
     pv = pair_v.tolist()
     pt = pair_t.tolist()
     dist_l = distance.tolist()
+    active = list(range(len(pv)))
+    live = len(pv)
     for _ in range(passes):
-        for k in range(len(pv)):
+        count = live
+        live = 0
+        for m in range(count):
+            k = active[m]
             iv = vert_l[pv[k]]
             t = pt[k]
             ia = tri_l[t][0]
@@ -124,14 +202,44 @@ def project(x, x_prev, inverse_masses, friction, tri, vert, pair_v, pair_t, dist
             mz = f1x * f2y - f1y * f2x
             side = ((xp[iv][0] - xp[ia][0]) * mx + (xp[iv][1] - xp[ia][1]) * my
                     + (xp[iv][2] - xp[ia][2]) * mz)
-            if side > 0.0:
-                sgn = 1.0
-            elif side < 0.0:
-                sgn = -1.0
+            if mx * nx + my * ny + mz * nz < 0.0:
+                side = -side  # the triangle turned over: its start side in today's orientation
+            if (side > 0.0 and h < 0.0) or (side < 0.0 and h > 0.0):
+                # Through the plane: through the triangle if, where the plane distance (linear
+                # over the substep) is zero, the vertex is over it; else round its edge.
+                h0 = side / math.sqrt(mx * mx + my * my + mz * mz)
+                f = h0 / (h0 - h)
+                pax = xp[ia][0] + f * (ax - xp[ia][0])
+                pay = xp[ia][1] + f * (ay - xp[ia][1])
+                paz = xp[ia][2] + f * (az - xp[ia][2])
+                g1x = xp[ib][0] + f * (xs[ib][0] - xp[ib][0]) - pax
+                g1y = xp[ib][1] + f * (xs[ib][1] - xp[ib][1]) - pay
+                g1z = xp[ib][2] + f * (xs[ib][2] - xp[ib][2]) - paz
+                g2x = xp[ic][0] + f * (xs[ic][0] - xp[ic][0]) - pax
+                g2y = xp[ic][1] + f * (xs[ic][1] - xp[ic][1]) - pay
+                g2z = xp[ic][2] + f * (xs[ic][2] - xp[ic][2]) - paz
+                g3x = xp[iv][0] + f * (xs[iv][0] - xp[iv][0]) - pax
+                g3y = xp[iv][1] + f * (xs[iv][1] - xp[iv][1]) - pay
+                g3z = xp[iv][2] + f * (xs[iv][2] - xp[iv][2]) - paz
+                c00 = g1x * g1x + g1y * g1y + g1z * g1z
+                c01 = g1x * g2x + g1y * g2y + g1z * g2z
+                c11 = g2x * g2x + g2y * g2y + g2z * g2z
+                c20 = g3x * g1x + g3y * g1y + g3z * g1z
+                c21 = g3x * g2x + g3y * g2y + g3z * g2z
+                den = c00 * c11 - c01 * c01
+                through = False
+                if den > 0.0:
+                    cb = (c11 * c20 - c01 * c21) / den
+                    cc = (c00 * c21 - c01 * c20) / den
+                    through = cb >= -THROUGH and cc >= -THROUGH and 1.0 - cb - cc >= -THROUGH
+                if through:
+                    sgn = 1.0 if side > 0.0 else -1.0
+                else:
+                    sgn = 1.0 if h > 0.0 else -1.0
+            elif side != 0.0:
+                sgn = 1.0 if side > 0.0 else -1.0
             else:
                 sgn = 1.0 if h >= 0.0 else -1.0
-            if mx * nx + my * ny + mz * nz < 0.0:
-                sgn = -sgn
             if sgn * h >= d:
                 continue
             d00 = e1x * e1x + e1y * e1y + e1z * e1z
@@ -191,6 +299,8 @@ def project(x, x_prev, inverse_masses, friction, tri, vert, pair_v, pair_t, dist
             ws = wp + ba * ba * wa + bb * bb * wb + bc * bc * wc
             if not ws > 0.0:
                 continue
+            active[live] = k  # pushed: looked at again in the next pass
+            live += 1
             dl = -c / ws
             xs[iv][0] += wp * dl * gx
             xs[iv][1] += wp * dl * gy
