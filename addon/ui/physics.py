@@ -470,6 +470,47 @@ class PHYSICS_PT_jakobsen_motor(JakobsenPhysicsPanel, Panel):
 
 # Parents before their sub-panels; the preset popovers and their Add Preset operators with the
 # panels whose headers show them.
+# What a bake makes of each Blender field's settings (Blender's panel shows no units for them):
+# one short line each, to fit the default Properties width (docs/force_fields.md says it all).
+FIELD_UNITS = {
+    'WIND': ("Strength: air speed, m/s, along Z", "Felt through Air Drag / Drag", "Noise: gusts"),
+    'FORCE': ("Strength: m/s² on any mass", "(N on 1 kg; + pushes away)"),
+    'VORTEX': ("Plane/Line: air turning at", "Strength rad/s about Z", "Point: Strength × distance m/s²"),
+    'TURBULENCE': ("Strength: m/s², noise", "Size: swirls, m", "Static in time"),
+    'HARMONIC': ("Strength: 1/s² (√ = rad/s)", "Damping: ratio (1 critical)", "Rest Length: m"),
+    'DRAG': ("Linear: kg/s", "Quadratic: kg/m"),
+}
+
+
+class PHYSICS_PT_jakobsen_field(Panel):
+    """On a force-field object (an Empty or a mesh): how a Jakobsen bake reads the field (its
+    units), whether or not the object takes part itself."""
+
+    bl_label = "Force Field"
+    bl_space_type = 'PROPERTIES'
+    bl_region_type = 'WINDOW'
+    bl_context = "physics"
+    bl_parent_id = "PHYSICS_PT_jakobsen"
+
+    @classmethod
+    def poll(cls, context):
+        ob = context.object
+        field = getattr(ob, "field", None) if ob is not None else None
+        return field is not None and field.type != 'NONE'
+
+    def draw(self, context):
+        layout = self.layout
+        lines = FIELD_UNITS.get(context.object.field.type)
+        if lines is None:
+            layout.label(text="Not simulated by Jakobsen", icon='ERROR')
+            return
+        col = layout.column(align=True)
+        col.label(text="How a bake reads it:", icon='INFO')
+        for line in lines:
+            col.label(text=line)
+        col.label(text="Falloff and Shape as Blender's")
+
+
 classes = preset_classes + (
     PHYSICS_PT_jakobsen,
     PHYSICS_PT_jakobsen_body,
@@ -484,4 +525,5 @@ classes = preset_classes + (
     PHYSICS_PT_jakobsen_connector,
     PHYSICS_PT_jakobsen_spring,
     PHYSICS_PT_jakobsen_motor,
+    PHYSICS_PT_jakobsen_field,
 )

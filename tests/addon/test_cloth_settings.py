@@ -441,3 +441,25 @@ def test_a_new_soft_body_has_springy_edges_so_it_squashes_and_springs_back_at_th
         heights.append(np.ptp(now[:, 2]))
     assert min(heights) < 0.95 * size  # it squashed visibly
     assert _kabsch_error(rest, now) / size < 0.05
+
+
+def test_a_force_field_object_shows_how_a_bake_reads_its_units(blender, helpers):
+    # Blender's force-field panel shows no units; ours, on the field's own Physics tab, says what
+    # a bake makes of Strength and the rest, in lines that fit the default width.
+    panel = ui.physics.PHYSICS_PT_jakobsen_field
+    empty = helpers.link(bpy.data.objects.new("Plain", None))
+    assert not panel.poll(SimpleNamespace(object=empty))  # no field: nothing to say
+    expected = {'WIND': "m/s", 'FORCE': "m/s²", 'VORTEX': "rad/s", 'TURBULENCE': "m/s²", 'HARMONIC': "1/s²",
+                'DRAG': "kg/s"}
+    for kind, unit in expected.items():
+        bpy.ops.object.effector_add(type=kind)
+        field = bpy.context.object
+        assert panel.poll(SimpleNamespace(object=field))
+        lines = [text for what, text in _drawn(panel, SimpleNamespace(object=field)) if what == "label"]
+        assert any(unit in line for line in lines), (kind, lines)
+        assert max(len(line) for line in lines) <= 34, (kind, lines)
+    field.field.type = 'MAGNET'
+    lines = [text for _, text in _drawn(panel, SimpleNamespace(object=field))]
+    assert lines == ["Not simulated by Jakobsen"]
+    field.field.type = 'NONE'
+    assert not panel.poll(SimpleNamespace(object=field))
