@@ -3,8 +3,8 @@
 ``run_demo`` is the add-on at work: each .blend in ``blend_examples/`` (a flag in the wind, boxes
 falling onto a tower, an off-road car driving over bumpy ground through a wall of crates, a car
 following an S-shaped road, a car towing a trailer round a turn, a tablecloth dropped on a table, a
-cape on a walking character, a balloon, a jelly cube, a sheet torn apart) is opened headless, baked with
-``jakobsen bake``'s code path, saved as ``<name>_baked.blend`` next to the PNG, and a few of its
+cape on a walking character, a balloon, a jelly cube, a sheet torn apart, a car door that a ram
+dents) is opened headless, baked with ``jakobsen bake``'s code path, saved as ``<name>_baked.blend`` next to the PNG, and a few of its
 frames are rendered with Workbench, one row per example.
 
 ``run_engine_demo`` (``jakobsen demo --engine``) is the engine alone, no add-on: a pinned cloth
@@ -229,7 +229,7 @@ EXAMPLES_DIR = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__fi
 EXAMPLES = (("flag", (1, 12, 36, 96)), ("rigid_boxes", (1, 16, 32, 72)), ("car", (1, 52, 62, 96)),
             ("follow_path", (1, 68, 136, 204)), ("trailer", (1, 48, 96, 144)),
             ("tablecloth", (1, 8, 16, 72)), ("cape", (1, 32, 64, 96)), ("balloon", (1, 14, 22, 96)),
-            ("jelly", (1, 11, 14, 96)), ("tearing", (1, 20, 30, 96)))
+            ("jelly", (1, 11, 14, 96)), ("tearing", (1, 20, 30, 96)), ("door", (1, 6, 24, 72)))
 EXAMPLE_COLUMNS = 4
 
 

@@ -93,7 +93,7 @@ def test_demo_bakes_the_examples_and_shows_them_in_one_sheet(tmp_path):
     # shown after 1 is later than 12).
     names = [name for name, _ in EXAMPLES]
     assert names == ["flag", "rigid_boxes", "car", "follow_path", "trailer", "tablecloth", "cape", "balloon", "jelly",
-                     "tearing"]
+                     "tearing", "door"]
     assert px.shape[:2] == (len(names) * TILE_H + (len(names) - 1) * GAP, 2 * TILE_W + GAP)
     flag_row = _tiles(px, 2, 1, TILE_W, TILE_H, GAP)
     firsts = [px[k * (TILE_H + GAP):k * (TILE_H + GAP) + TILE_H, :TILE_W, :3] for k in range(1, len(names))]
