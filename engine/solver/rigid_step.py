@@ -126,6 +126,7 @@ class RigidStepper:
         self.pair_order = np.zeros(0, np.int64)
         self.colour_bounds = np.zeros(1, np.int64)
         self.particle_candidates = np.zeros((0, 2), np.int64)
+        self.particles_meet_dynamic = False
         # The contacts that stuck in the last substep, sorted by key, and the slip they were left
         # with (B's frame), which their next anchors take back.
         self.anchor_keys = np.zeros(0, np.int64)
@@ -249,6 +250,11 @@ class RigidStepper:
         del geo_owner
         self.fed_by_particles = np.zeros(0, np.int64)
         self.particle_candidates = self._particle_candidates(x, reach, particles, radii, movable)
+        # Whether a dynamic body can meet particles this frame (then the solver repeats the
+        # cloth's sticks and these contacts a few rounds a substep: ``solver.COUPLING_ROUNDS``).
+        owners = self.geo[4][self.particle_candidates[:, 1]] if len(self.particle_candidates) else np.zeros(0, np.int64)
+        owners = owners[owners >= 0]
+        self.particles_meet_dynamic = bool(np.any(self.dynamic[owners] & (self.inv_mass[owners] > 0)))
 
     def _particle_candidates(self, x, reach, particles, radii, movable) -> np.ndarray:
         """(particle, shape) pairs, sorted by particle: every movable particle against every world

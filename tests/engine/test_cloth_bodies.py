@@ -208,3 +208,23 @@ def test_particle_body_response_kernels_agree():
             if isinstance(u, np.ndarray):
                 np.testing.assert_allclose(u, w, rtol=1e-12, atol=1e-15)
         assert np.abs(out[1][19] - args()[19]).max() > 0  # the bodies were pushed
+
+
+@pytest.mark.parametrize("density", [0.2, 1.0])
+def test_at_the_default_settings_a_sheet_holds_a_box_many_times_its_weight(density):
+    # The sheet's sticks and its contacts with the box are solved together a few rounds a
+    # substep (solver.COUPLING_ROUNDS): one pass let a 1 kg box through a 0.2 kg/m^2 sheet.
+    sags = []
+    for mass in (0.2, 1.0, 5.0):
+        builder = engine.ModelBuilder()
+        sheet(builder, 16, density=density, thickness=0.01)
+        box = builder.add_rigid_body(*box_mesh((0.2, 0.2, 0.2), (0.0, 0.0, 0.12)), mass=mass, shape="box")
+        solver = engine.Solver(builder.finalize())
+        state = solver.make_state()
+        for _ in range(72):
+            solver.step_frame(state)
+        bottom = state.bodies.position[box.index, 2] - 0.1
+        assert bottom > -0.25, (mass, bottom)  # on the sheet, not through it
+        assert abs(state.bodies.velocity[box.index, 2]) < 0.05  # at rest on it
+        sags.append(-bottom)
+    assert sags[0] < sags[1] < sags[2]  # the heavier, the deeper
