@@ -211,9 +211,12 @@ def test_particle_body_response_kernels_agree():
 
 
 @pytest.mark.parametrize("density", [0.2, 1.0])
-def test_at_the_default_settings_a_sheet_holds_a_box_many_times_its_weight(density):
-    # The sheet's sticks and its contacts with the box are solved together a few rounds a
-    # substep (solver.COUPLING_ROUNDS): one pass let a 1 kg box through a 0.2 kg/m^2 sheet.
+def test_at_the_default_settings_a_sheet_holds_a_box_many_times_its_weight(density, kernel_backend):
+    if kernel_backend == "numpy" and density != 0.2:
+        pytest.skip("the numpy reference runs one density (it takes 24 s; the kernels agree)")
+    # A 16 x 16 sheet, 1 m square, pinned at its edges, at 10 substeps. The sheet's sticks and
+    # its contacts with the box are solved together a few rounds a substep
+    # (solver.COUPLING_ROUNDS): one pass let a 1 kg box through a 0.2 kg/m^2 sheet.
     sags = []
     for mass in (0.2, 1.0, 5.0):
         builder = engine.ModelBuilder()
@@ -221,10 +224,12 @@ def test_at_the_default_settings_a_sheet_holds_a_box_many_times_its_weight(densi
         box = builder.add_rigid_body(*box_mesh((0.2, 0.2, 0.2), (0.0, 0.0, 0.12)), mass=mass, shape="box")
         solver = engine.Solver(builder.finalize())
         state = solver.make_state()
+        z = []
         for _ in range(72):
             solver.step_frame(state)
-        bottom = state.bodies.position[box.index, 2] - 0.1
-        assert bottom > -0.25, (mass, bottom)  # on the sheet, not through it
-        assert abs(state.bodies.velocity[box.index, 2]) < 0.05  # at rest on it
-        sags.append(-bottom)
+            z.append(state.bodies.position[box.index, 2] - 0.1)
+        last = np.array(z[-24:])
+        assert last.min() > -0.25, (mass, last.min())  # on the sheet, not through it
+        assert np.ptp(last) < 0.03, (mass, np.ptp(last))  # resting on it (an undamped sheet still sways)
+        sags.append(-last.mean())
     assert sags[0] < sags[1] < sags[2]  # the heavier, the deeper
