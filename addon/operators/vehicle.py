@@ -41,7 +41,7 @@ from bpy.types import Operator
 from mathutils import Matrix
 
 from .. import actions, baking
-from ..blender_io.reads import takes_part
+from ..blender_io.reads import evaluated_world_vertices, takes_part
 from ..properties import AXIS_ITEMS
 from ..translate.transforms import matrix
 from ..translate.wheels import (
@@ -91,19 +91,6 @@ def _mesh_world(obj) -> tuple[np.ndarray, np.ndarray]:
     mesh.edges.foreach_get("vertices", edges)
     m = matrix(obj.matrix_world)
     return co.reshape(-1, 3).astype(np.float64) @ m[:3, :3].T + m[:3, 3], edges.reshape(-1, 2)
-
-
-def _evaluated_world(obj, depsgraph) -> np.ndarray:
-    """The evaluated mesh (modifiers applied) in world space: what the bake simulates."""
-    ob_eval = obj.evaluated_get(depsgraph)
-    mesh = ob_eval.to_mesh()
-    try:
-        co = np.empty(len(mesh.vertices) * 3, dtype=np.float32)
-        mesh.vertices.foreach_get("co", co)
-    finally:
-        ob_eval.to_mesh_clear()
-    m = matrix(ob_eval.matrix_world)
-    return co.reshape(-1, 3).astype(np.float64) @ m[:3, :3].T + m[:3, 3]
 
 
 def _oriented_extent(world: np.ndarray, m: np.ndarray) -> np.ndarray:
@@ -220,7 +207,7 @@ def plan_vehicle(context, chassis, wheel_objects, *, forward_axis: str | None = 
         raise RigError("Make the chassis (a mesh) the active object, and select its wheels too (or select the "
                        "chassis alone to use the wheels among its children)")
     depsgraph = context.evaluated_depsgraph_get()
-    chassis_world = _evaluated_world(chassis, depsgraph)
+    chassis_world = evaluated_world_vertices(chassis, depsgraph)
     if len(chassis_world) == 0:
         raise RigError(f"chassis '{chassis.name}' has no vertices")
     m = matrix(chassis.matrix_world)
@@ -716,8 +703,8 @@ class JAKOBSEN_OT_vehicle_hitch(_InObjectMode, Operator):
             _check_editable([car, trailer])
             depsgraph = context.evaluated_depsgraph_get()
             forward = _vehicle_forward(car)
-            car_world = _evaluated_world(car, depsgraph)
-            trailer_world = _evaluated_world(trailer, depsgraph)
+            car_world = evaluated_world_vertices(car, depsgraph)
+            trailer_world = evaluated_world_vertices(trailer, depsgraph)
             if len(trailer_world) == 0:
                 raise RigError(f"trailer '{trailer.name}' has no vertices")
             if float(trailer_world.mean(axis=0) @ forward) >= float(car_world.mean(axis=0) @ forward):
