@@ -124,6 +124,8 @@ def previous_bakes_hidden(object_names):
             rec = None if obj is None else record_of(obj)
             if rec is None:
                 continue
+            if rec["output"] == 'SHAPE_KEYS':
+                undo.append(_unmute_modifiers(obj, rec))  # they deform the mesh the bake reads
             if rec.get(tearing.ORIGINAL) is not None and obj.type == 'MESH':
                 # A torn cloth's bake wears a split copy of the mesh: read the user's own.
                 undo.append(tearing.wear_original(obj, rec))
@@ -133,8 +135,6 @@ def previous_bakes_hidden(object_names):
                         mod.show_viewport = False
                         undo.append(lambda mod=mod: setattr(mod, "show_viewport", True))
                 continue
-            if rec["output"] == 'SHAPE_KEYS':
-                undo.append(_unmute_modifiers(obj, rec))  # they deform the mesh the bake reads
             if rec["output"] == 'SHAPE_KEYS' and obj.data.shape_keys is not None:
                 for kb in obj.data.shape_keys.key_blocks:
                     if kb.name in rec["shape_keys"] and not kb.mute:
@@ -405,13 +405,20 @@ def free_bake(obj) -> bool:
     return True
 
 
-def mute_modifiers(obj) -> list[str]:
-    """Turn off (viewport and render) the modifiers a shape-key bake already includes (it baked
-    the evaluated mesh: an Armature would deform the baked positions twice); returns their names,
-    for the record (Free Bake turns them on again)."""
+# Modifiers that move a mesh's vertices: a shape-key bake of the evaluated mesh already includes
+# what they did, and they would do it again on top of the keys (an Armature deforming the baked
+# cape twice). Others (normals, Smooth by Angle, materials) are left as they are.
+DEFORMING_MODIFIERS = {'ARMATURE', 'HOOK', 'LATTICE', 'CURVE', 'MESH_DEFORM', 'SURFACE_DEFORM',
+                       'LAPLACIANDEFORM', 'CAST', 'DISPLACE', 'SIMPLE_DEFORM', 'SMOOTH', 'CORRECTIVE_SMOOTH',
+                       'LAPLACIANSMOOTH', 'WAVE', 'WARP', 'SHRINKWRAP', 'MESH_CACHE', 'VOLUME_DISPLACE'}
+
+
+def mute_modifiers(obj) -> list[dict]:
+    """Turn off (viewport and render) the deforming modifiers a shape-key bake already includes;
+    returns what they were, for the record (Free Bake turns them on again)."""
     muted = []
     for m in obj.modifiers:
-        if m.name != MODIFIER_NAME and (m.show_viewport or m.show_render):
+        if m.name != MODIFIER_NAME and m.type in DEFORMING_MODIFIERS and (m.show_viewport or m.show_render):
             muted.append({"name": m.name, "viewport": int(m.show_viewport), "render": int(m.show_render)})
             m.show_viewport = m.show_render = False
     return muted
