@@ -10,7 +10,7 @@ import numpy as np
 from ...geometry.kinds import BOX, CYLINDER, HULL, MESH, PLANE, SPHERE
 from . import distance as D
 from . import quat as Q
-from .distance import _cell_key, cylinder, distance
+from .distance import _cell_key, cell_slots, cylinder, distance
 
 NEAR_SLACK = 0.05
 RIM_POINTS = 16
@@ -159,15 +159,12 @@ def mesh_vertices_near(geo, mesh: int, centre, reach: float) -> np.ndarray:
     """The vertices (sorted, unique) of the triangles registered in the cells of mesh ``mesh``
     that a box of half-size ``reach`` round ``centre`` (3,) (the mesh's frame) touches."""
     cell_size = geo[6][mesh]
-    keys = geo[9][geo[8][mesh]:geo[8][mesh + 1]]
     lo = np.floor((np.asarray(centre) - reach) / cell_size).astype(np.int64)
     hi = np.floor((np.asarray(centre) + reach) / cell_size).astype(np.int64)
     axes = [np.arange(a, b + 1) for a, b in zip(lo, hi)]
     cells = np.stack(np.meshgrid(*axes, indexing="ij"), axis=-1).reshape(-1, 3)
-    wanted = _cell_key(cells)
-    at = np.searchsorted(keys, wanted)
-    ok = (at < len(keys)) & (keys[np.minimum(at, len(keys) - 1)] == wanted)
-    slots = geo[8][mesh] + at[ok]
+    slots = cell_slots(geo, np.full(len(cells), mesh), _cell_key(cells))
+    slots = slots[slots >= 0]
     ptr, tris, triangles = geo[10], geo[11], geo[12]
     found = [triangles[tris[ptr[k]:ptr[k + 1]]].ravel() for k in slots]
     return np.unique(np.concatenate(found)) if found else np.zeros(0, np.int64)

@@ -168,29 +168,14 @@ def _cell_key(cells):
 
 def mesh(geo, m, q, r):
     """Triangle meshes m (k,): the nearest triangle of the point's grid cell decides."""
-    cell_size, margin, key_start = geo[6][m], geo[7][m], geo[8]
-    keys, ptr, tris, triangles, vertices = geo[9], geo[10], geo[11], geo[12], geo[13]
+    margin, triangles, vertices = geo[7][m], geo[12], geo[13]
     k = len(q)
     n = np.zeros((k, 3))
     n[:, 2] = 1.0
     depth = np.full(k, -np.inf)
-    key = _cell_key(np.floor(q / cell_size[:, None]).astype(np.int64))
-    lo, hi = key_start[m], key_start[m + 1]
-    slot = np.empty(k, np.int64)
-    for mesh_id in np.unique(m):
-        sel = m == mesh_id
-        a, b = key_start[mesh_id], key_start[mesh_id + 1]
-        slot[sel] = a + np.searchsorted(keys[a:b], key[sel])
-    found = (slot < hi) & (slot >= lo)
-    found[found] = keys[slot[found]] == key[found]
-    pts = np.flatnonzero(found)
-    if not len(pts):
+    point, tri = _cell_candidates(geo, m, q)
+    if not len(point):
         return n, depth
-    start, stop = ptr[slot[pts]], ptr[slot[pts] + 1]
-    counts = stop - start
-    point = np.repeat(pts, counts)
-    offsets = np.arange(counts.sum()) - np.repeat(np.cumsum(counts) - counts, counts)
-    tri = tris[np.repeat(start, counts) + offsets]
     a, b, c = (vertices[triangles[tri, j]] for j in range(3))
     closest = closest_on_triangles(q[point], a, b, c)
     normal = geo[20][tri]  # (the compiled kernel skips triangles whose plane is too far to win)
@@ -211,12 +196,11 @@ def mesh(geo, m, q, r):
     return n, depth
 
 
-def _cell_candidates(geo, m, q):
-    """Per point q (k, 3) of mesh m (k,): (point, triangle) of its grid cell's triangles, in order."""
-    cell_size, key_start = geo[6][m], geo[8]
-    keys, ptr, tris = geo[9], geo[10], geo[11]
-    key = _cell_key(np.floor(q / cell_size[:, None]).astype(np.int64))
-    slot = np.full(len(q), -1, np.int64)
+def cell_slots(geo, m, key):
+    """Where each cell key (k,) is among its mesh's (m (k,)) sorted cell keys, or -1 (numba's
+    ``cell_slot``, for many keys at once)."""
+    key_start, keys = geo[8], geo[9]
+    slot = np.full(len(key), -1, np.int64)
     for mesh_id in np.unique(m):
         sel = np.flatnonzero(m == mesh_id)
         a, b = key_start[mesh_id], key_start[mesh_id + 1]
@@ -224,6 +208,13 @@ def _cell_candidates(geo, m, q):
         ok = at < b
         ok[ok] = keys[at[ok]] == key[sel][ok]
         slot[sel[ok]] = at[ok]
+    return slot
+
+
+def _cell_candidates(geo, m, q):
+    """Per point q (k, 3) of mesh m (k,): (point, triangle) of its grid cell's triangles, in order."""
+    cell_size, ptr, tris = geo[6][m], geo[10], geo[11]
+    slot = cell_slots(geo, m, _cell_key(np.floor(q / cell_size[:, None]).astype(np.int64)))
     pts = np.flatnonzero(slot >= 0)
     start, stop = ptr[slot[pts]], ptr[slot[pts] + 1]
     counts = stop - start
@@ -404,7 +395,7 @@ def sweep_mesh(geo, m, p, d):
     triangles beyond SWEEP_CELLS cells), in the compiled kernel's order, the first of equal times."""
     k = len(p)
     cell_size = geo[6][m][:, None]
-    keys, key_start, ptr, tris = geo[9], geo[8], geo[10], geo[11]
+    ptr, tris = geo[10], geo[11]
     lo = np.floor(np.minimum(p, p + d) / cell_size).astype(np.int64)
     hi = np.floor(np.maximum(p, p + d) / cell_size).astype(np.int64)
     span = hi - lo + 1
@@ -418,16 +409,7 @@ def sweep_mesh(geo, m, p, d):
     local = np.arange(cnt.sum()) - np.repeat(np.cumsum(cnt) - cnt, cnt)
     sy, sz = span[owner, 1], span[owner, 2]
     cells = lo[owner] + np.stack([local // (sy * sz), (local // sz) % sy, local % sz], axis=1)
-    key = _cell_key(cells)
-    mo = m[owner]
-    slot = np.full(len(owner), -1, np.int64)
-    for mesh_id in np.unique(mo):
-        sel = np.flatnonzero(mo == mesh_id)
-        a, b = key_start[mesh_id], key_start[mesh_id + 1]
-        at = a + np.searchsorted(keys[a:b], key[sel])
-        ok = at < b
-        ok[ok] = keys[at[ok]] == key[sel][ok]
-        slot[sel[ok]] = at[ok]
+    slot = cell_slots(geo, m[owner], _cell_key(cells))
     found = np.flatnonzero(slot >= 0)
     start, stop = ptr[slot[found]], ptr[slot[found] + 1]
     c = stop - start
