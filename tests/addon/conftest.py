@@ -172,9 +172,38 @@ def evaluated_world(obj) -> np.ndarray:
     return co.reshape(-1, 3).astype(np.float64) @ m[:3, :3].T + m[:3, 3]
 
 
+def rendered_pieces(points: np.ndarray, faces) -> int:
+    """How many separate pieces a mesh renders as: faces of nonzero area joined by shared vertices
+    or by vertices at the same place (a torn bake's split faces have vertices of their own, which
+    sit on the ones they came from until their edge tears)."""
+    _, same = np.unique(np.round(points / 1e-6).astype(np.int64), axis=0, return_inverse=True)
+    same = same.ravel()
+    parent = np.arange(len(points))
+
+    def find(i):
+        while parent[i] != i:
+            parent[i] = parent[parent[i]]
+            i = parent[i]
+        return i
+
+    used = set()
+    for f in faces:
+        f = np.asarray(f)
+        p = points[f]
+        area = np.linalg.norm(np.cross(p[1:-1] - p[0], p[2:] - p[0]), axis=1).sum()
+        if area <= 1e-10:
+            continue
+        f = same[f]
+        used.update(f.tolist())
+        for v in f[1:]:
+            parent[find(v)] = find(f[0])
+    return len({find(v) for v in used})
+
+
 @pytest.fixture
 def helpers(blender):
     """The helpers above, for test modules (which cannot import conftest by name)."""
     from types import SimpleNamespace
 
-    return SimpleNamespace(snapshot=snapshot, evaluated_world=evaluated_world, grid_mesh=grid_mesh, link=link)
+    return SimpleNamespace(snapshot=snapshot, evaluated_world=evaluated_world, grid_mesh=grid_mesh, link=link,
+                           rendered_pieces=rendered_pieces)

@@ -39,6 +39,7 @@ bpy = pytest.importorskip("bpy")
 
 from jakobsen_tools.bake import bake_file  # noqa: E402
 
+from .conftest import rendered_pieces  # noqa: E402
 from .test_examples_car import example_contents  # noqa: E402
 
 pytestmark = [pytest.mark.blender, pytest.mark.slow]
@@ -310,33 +311,6 @@ def _volume(points: np.ndarray, faces) -> float:
     return float(np.einsum("ij,ij->i", a, np.cross(b, c)).sum() / 6.0)
 
 
-def _pieces(points: np.ndarray, faces) -> int:
-    """How many separate pieces a mesh renders as: faces of nonzero area joined by shared vertices
-    or by vertices at the same place (a torn bake's split faces have vertices of their own, which
-    sit on the ones they came from until their edge tears)."""
-    _, same = np.unique(np.round(points / 1e-6).astype(np.int64), axis=0, return_inverse=True)
-    same = same.ravel()
-    parent = np.arange(len(points))
-
-    def find(i):
-        while parent[i] != i:
-            parent[i] = parent[parent[i]]
-            i = parent[i]
-        return i
-
-    used = set()
-    for f in faces:
-        p = points[f]
-        area = np.linalg.norm(np.cross(p[1:-1] - p[0], p[2:] - p[0]), axis=1).sum()
-        if area <= 1e-10:
-            continue
-        f = same[f]
-        used.update(f.tolist())
-        for v in f[1:]:
-            parent[find(v)] = find(f[0])
-    return len({find(v) for v in used})
-
-
 def _bake_body(name: str, tmp_path_factory):
     """Bake ``name``.blend; its one simulated object's world positions on every frame, its faces
     (of the baked mesh) and the faces as modelled."""
@@ -423,7 +397,7 @@ def tearing(tmp_path_factory):
 def test_the_sheet_pulled_apart_by_its_handles_tears_into_pieces(tearing):
     assert not tearing.report.warnings, tearing.report.warnings
     x = tearing.frames
-    pieces = [_pieces(p, tearing.faces) for p in x]
+    pieces = [rendered_pieces(p, tearing.faces) for p in x]
     stretch = np.array(tearing.scale_x)
     first = int(np.argmax(np.array(pieces) > 1))
     print(f"tearing: {pieces[0]} piece on frame 1, {pieces[-1]} at the end; first apart on frame {first + 1} at a stretch "

@@ -7,35 +7,6 @@ import pytest
 bpy = pytest.importorskip("bpy")
 
 
-def pieces(points: np.ndarray, faces: list) -> int:
-    """Connected pieces of the faces with an area (a face shrunk to a point renders as nothing),
-    as they look: vertices at the same place (within 1e-5 m) count as one."""
-    _, weld = np.unique(np.round(points / 1e-5).astype(np.int64), axis=0, return_inverse=True)
-    weld = weld.ravel()
-    faces = [tuple(int(weld[v]) for v in f) for f in faces]
-    points = np.array([points[np.flatnonzero(weld == k)[0]] for k in range(weld.max() + 1)])
-    parent = list(range(len(points)))
-
-    def find(a):
-        while parent[a] != a:
-            parent[a] = parent[parent[a]]
-            a = parent[a]
-        return a
-
-    used = set()
-    for f in faces:
-        p = points[list(f)]
-        area = np.linalg.norm(np.cross(p[1] - p[0], p[2] - p[0])) + np.linalg.norm(np.cross(p[2] - p[0], p[-1] - p[0]))
-        if area < 1e-10:
-            continue
-        used.update(f)
-        for v in f[1:]:
-            ra, rb = find(f[0]), find(v)
-            if ra != rb:
-                parent[max(ra, rb)] = min(ra, rb)
-    return len({find(v) for v in used})
-
-
 def sheet(helpers, *, factor: float, stretch: float, frames: int = 48):
     """A 1 x 0.6 m sheet (13 x 9 vertices) held by pins along its two short edges, its object
     scaled along X from 1 to ``stretch`` over the frames (so the pins move apart), tearing on
@@ -87,9 +58,9 @@ def test_a_sheet_pulled_apart_renders_in_pieces_once_it_tears_and_whole_before(b
     assert obj.data != own_mesh and len(obj.data.vertices) > own_count  # the split copy
     scene = bpy.context.scene
     scene.frame_set(1)
-    assert pieces(helpers.evaluated_world(obj), faces_of(obj)) == 1
+    assert helpers.rendered_pieces(helpers.evaluated_world(obj), faces_of(obj)) == 1
     scene.frame_set(scene.frame_end)
-    assert pieces(helpers.evaluated_world(obj), faces_of(obj)) >= 2
+    assert helpers.rendered_pieces(helpers.evaluated_world(obj), faces_of(obj)) >= 2
     # The copy keeps what the user's mesh had.
     assert obj.data.uv_layers.get("UVMap") is not None and obj.data.materials[0].name == "Linen"
     assert "Creased" in obj.data.shape_keys.key_blocks
@@ -102,15 +73,24 @@ def test_an_untorn_sheet_keeps_its_own_mesh(blender, helpers):
     assert obj.data == own_mesh
 
 
-def test_free_bake_of_a_torn_sheet_gives_its_own_mesh_back_and_a_rebake_reads_it(blender, helpers):
+def test_free_bake_of_a_torn_sheet_gives_its_own_mesh_back_and_a_rebake_reads_it(blender, helpers, tmp_path):
     obj = sheet(helpers, factor=1.2, stretch=1.6)
-    own_mesh, own_count = obj.data, len(obj.data.vertices)
-    own_name = own_mesh.name
+    own_count = len(obj.data.vertices)
+    own_name = obj.data.name
     assert bpy.ops.jakobsen.bake() == {'FINISHED'}
     torn_name = obj.data.name
     # Baking again reads the user's mesh, not the split copy, and replaces the torn bake.
     assert bpy.ops.jakobsen.bake() == {'FINISHED'}
     assert obj.data.name == torn_name and len(bpy.data.meshes) == 2
+    # Saved and opened again (the bake record keeps the user's mesh in the file), then freed.
+    path = str(tmp_path / "torn.blend")
+    bpy.ops.wm.save_as_mainfile(filepath=path)
+    bpy.ops.wm.open_mainfile(filepath=path)
+    obj = bpy.data.objects["Sheet"]
+    assert obj.data.name == torn_name and own_name in bpy.data.meshes
+    own_mesh = bpy.data.meshes[own_name]
+    bpy.context.view_layer.objects.active = obj
+    obj.select_set(True)
     bpy.ops.jakobsen.free_bake()
     assert obj.data == own_mesh and obj.data.name == own_name and len(obj.data.vertices) == own_count
     assert not own_mesh.use_fake_user and own_mesh.users == 1
