@@ -20,6 +20,7 @@ import numpy as np
 
 ORIGINAL = "original_mesh"
 SUFFIX = " (torn)"
+ORIGIN = "jk_original_index"  # a temporary point attribute of the copy while it is split
 
 
 def split_mesh(mesh, torn_pairs: np.ndarray, torn_frames: np.ndarray, local: np.ndarray):
@@ -47,34 +48,41 @@ def split_mesh(mesh, torn_pairs: np.ndarray, torn_frames: np.ndarray, local: np.
     edge_frame = np.full(len(key), np.iinfo(np.int64).max)
     edge_frame[torn_edge] = np.asarray(torn_frames, np.int64)[order][slot]
 
+    # The faces with a torn edge, and the first frame one of their edges is torn on.
+    loop_total = np.empty(len(mesh.polygons), np.int64)
+    mesh.polygons.foreach_get("loop_total", loop_total)
+    loop_edge = np.empty(len(mesh.loops), np.int64)
+    mesh.loops.foreach_get("edge_index", loop_edge)
+    face_of_loop = np.repeat(np.arange(len(loop_total)), loop_total)
+    face_frame = np.full(len(loop_total), np.iinfo(np.int64).max)
+    np.minimum.at(face_frame, face_of_loop, edge_frame[loop_edge])
+    torn_faces = np.flatnonzero(face_frame < np.iinfo(np.int64).max)
+
     copy = mesh.copy()
     copy.name = mesh.name + SUFFIX
+    # Which vertex each vertex of the split mesh came from: an attribute the split copies along.
+    origin = copy.attributes.new(ORIGIN, 'INT', 'POINT')
+    origin.data.foreach_set("value", np.arange(n, dtype=np.int32))
     bm = bmesh.new()
     try:
         bm.from_mesh(copy)
-        origin = bm.verts.layers.int.new("jk_original_index")
-        for v in bm.verts:
-            v[origin] = v.index
-        bm.edges.ensure_lookup_table()
-        face_frame = {}
-        for e in bm.edges:
-            if torn_edge[e.index]:
-                for f in e.link_faces:
-                    face_frame[f.index] = min(face_frame.get(f.index, edge_frame[e.index]), edge_frame[e.index])
-        torn_faces = [f for f in bm.faces if f.index in face_frame]
-        frames_of = [face_frame[f.index] for f in torn_faces]
-        boundary = list({e for f in torn_faces for e in f.edges})
-        bmesh.ops.split_edges(bm, edges=boundary)
-        bm.verts.index_update()
-        corners = [[v.index for v in f.verts] for f in torn_faces]
-        source = np.array([v[origin] for v in bm.verts], np.int64)
-        bm.verts.layers.int.remove(origin)
-        bm.to_mesh(copy)
+        bm.faces.ensure_lookup_table()
+        faces = [bm.faces[k] for k in torn_faces.tolist()]
+        bmesh.ops.split_edges(bm, edges=list({e for f in faces for e in f.edges}))
+        bm.to_mesh(copy)  # (the faces keep their order; the new vertices come after the old)
     finally:
         bm.free()
+    source = np.empty(len(copy.vertices), np.int32)
+    copy.attributes[ORIGIN].data.foreach_get("value", source)
+    copy.attributes.remove(copy.attributes[ORIGIN])
+    corners = np.empty(len(copy.loops), np.int64)
+    copy.loops.foreach_get("vertex_index", corners)
+    starts = np.concatenate(([0], np.cumsum(loop_total)[:-1]))
     out = np.ascontiguousarray(local[:, source])
-    for verts, first in zip(corners, frames_of):
+    for face in torn_faces.tolist():
+        first = face_frame[face]
         if first < len(out):
+            verts = corners[starts[face]:starts[face] + loop_total[face]]
             out[first:, verts] = out[first:, verts].mean(axis=1, keepdims=True)
     return copy, out
 
