@@ -194,6 +194,36 @@ class BakeJob:
             raise
         return self.finish(elapsed=time.perf_counter() - t0)
 
+    def snapshot(self) -> dict:
+        """What a checkpoint keeps (``checkpoints``): the frame, the results so far, the solver and
+        its state, the warnings. Plain Python data and the solver's own objects, for pickling."""
+        if not self._started or self._ended:
+            raise RuntimeError("BakeJob.snapshot() needs a started job that has not finished")
+        return {"frame": self.frame, "frame_range": (self.scene_model.frame_start, self.scene_model.frame_end),
+                "results": self._results, "poses": self._poses, "solver": self.solver, "state": self.state,
+                "step_seconds": self.step_seconds, "warnings": list(self.warnings)}
+
+    def restore(self, snapshot: dict) -> None:
+        """Continue from ``snapshot`` (of a job on the same scene and frames) after ``start()``.
+
+        The scene was read again by ``start()`` (the bindings that turn solver positions into
+        object space); the solver, its state and the frames computed come from the snapshot.
+        """
+        if not self._started or self._ended or self.frame != self.scene_model.frame_start:
+            raise RuntimeError("BakeJob.restore() belongs right after start()")
+        sm = self.scene_model
+        if tuple(snapshot["frame_range"]) != (sm.frame_start, sm.frame_end):
+            raise JakobsenError(f"the checkpoint is of frames {snapshot['frame_range'][0]}-"
+                                f"{snapshot['frame_range'][1]}, this bake is of {sm.frame_start}-{sm.frame_end}")
+        if set(snapshot["results"]) != set(self._results) or set(snapshot["poses"]) != set(self._poses):
+            raise JakobsenError("the checkpoint is of other objects than the scene now bakes")
+        self.solver, self.state = snapshot["solver"], snapshot["state"]
+        self.frame, self.step_seconds = snapshot["frame"], snapshot["step_seconds"]
+        self._results, self._poses = snapshot["results"], snapshot["poses"]
+        self.warnings = list(snapshot["warnings"])
+        if self._previews:
+            self._update_previews()
+
     def results(self, object_name: str) -> np.ndarray:
         """Object-space positions (frames computed, n, 3) float32 of a deforming object."""
         return np.stack(self._results[object_name])

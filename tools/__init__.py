@@ -15,15 +15,40 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--version", action="version", version=f"jakobsen-physics {__version__}")
     sub = parser.add_subparsers(dest="command", required=True)
 
-    bake = sub.add_parser("bake", help="bake a .blend headless and save the result",
-                          description="Open SCENE.blend, bake its Jakobsen Physics objects and save the result.")
-    bake.add_argument("scene", metavar="SCENE.blend", help="the .blend file to bake")
-    bake.add_argument("-o", "--out", metavar="OUT.blend",
-                      help="where to save the baked file (default: SCENE_baked.blend next to SCENE)")
+    bake = sub.add_parser(
+        "bake", help="bake .blend files headless and save the results (several, or wedges: on Dask)",
+        description="Open SCENE.blend, bake its Jakobsen Physics objects and save the result. Several scenes, "
+                    "or --wedge values, make one job per scene and combination, run on Dask distributed (a "
+                    "LocalCluster here, or --scheduler), each in a Blender process of its own.")
+    bake.add_argument("scene", metavar="SCENE.blend", nargs="+", help="the .blend file(s) to bake")
+    bake.add_argument("-o", "--out", metavar="OUT",
+                      help="one job: where to save the baked file (default: SCENE_baked.blend next to SCENE); "
+                           "several: the folder for all outputs (default: jakobsen_bakes next to the first SCENE)")
     bake.add_argument("--frames", metavar="START-END",
                       help="frames to bake (default: the scene's bake range, Scene > Jakobsen Physics > Bake)")
     bake.add_argument("--scene", dest="scene_name", metavar="NAME", help="the scene to bake (default: the active one)")
     bake.add_argument("--every", type=int, default=10, metavar="N", help="print progress every N frames (default 10)")
+    bake.add_argument("--wedge", action="append", default=[], metavar="OBJECT.path.to.prop=V1,V2",
+                      help="bake with each of these values of an object's (or scene's) property, e.g. "
+                           "Flag.jakobsen.cloth.stiffness=100,1000 (repeatable: every combination is baked; "
+                           "vector values as \"0 0 -9.81\")")
+    bake.add_argument("--workers", type=int, metavar="N",
+                      help="Dask LocalCluster workers (default: the number of cores); runs on Dask even for one job")
+    bake.add_argument("--scheduler", metavar="tcp://HOST:PORT",
+                      help="run the jobs on this Dask cluster instead of a LocalCluster (outputs must be on a disk "
+                           "every worker reaches)")
+    bake.add_argument("--checkpoint-every", type=int, default=0, metavar="N",
+                      help="save the solver's state every N frames (OUT.blend.checkpoint), to --resume from")
+    bake.add_argument("--resume", action="store_true",
+                      help="continue a stopped bake from its checkpoint (from the start if it has none)")
+    bake.add_argument("--alembic", metavar="OUT.abc", help="also write the baked animation as Alembic "
+                                                           "(several jobs: OUT__JOB.abc each)")
+    bake.add_argument("--usd", metavar="OUT.usdc", help="also write the baked animation as USD "
+                                                        "(several jobs: OUT__JOB.usdc each)")
+    bake.add_argument("--sheet", metavar="OUT.png", help=argparse.SUPPRESS)  # a job's row of the farm's sheet
+    bake.add_argument("--sheet-frames", metavar="F1,F2,...",
+                      help="frames shown per job on the contact sheet (default: four across the range)")
+    bake.add_argument("--cache-dir", metavar="DIR", help="where PC2 point caches go (default: the scene's setting)")
 
     build = sub.add_parser("build", help="write the Blender extension zip (Install from Disk)")
     build.add_argument("-o", "--out", default="dist", metavar="DIR", help="directory for the zips (default dist)")
@@ -49,7 +74,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.command == "bake":
         from .bake import run_bake
 
-        code = run_bake(args.scene, args.out, args.frames, args.scene_name, args.every)
+        code = run_bake(args)
     elif args.command == "build":
         from .build import BuildError, run_build
 

@@ -30,6 +30,42 @@ _GLYPHS = {
     "9": ("###", "#.#", "###", "..#", "###"),
     "-": ("...", "...", "###", "...", "..."),
     "f": (".##", "#..", "###", "#..", "#.."),
+    # Letters (one case: labels are drawn in lower case) and the punctuation of wedge labels.
+    "a": (".#.", "#.#", "###", "#.#", "#.#"),
+    "b": ("##.", "#.#", "##.", "#.#", "##."),
+    "c": (".##", "#..", "#..", "#..", ".##"),
+    "d": ("##.", "#.#", "#.#", "#.#", "##."),
+    "e": ("###", "#..", "##.", "#..", "###"),
+    "g": (".##", "#..", "#.#", "#.#", ".##"),
+    "h": ("#.#", "#.#", "###", "#.#", "#.#"),
+    "i": ("###", ".#.", ".#.", ".#.", "###"),
+    "j": ("..#", "..#", "..#", "#.#", ".#."),
+    "k": ("#.#", "#.#", "##.", "#.#", "#.#"),
+    "l": ("#..", "#..", "#..", "#..", "###"),
+    "m": ("#.#", "###", "###", "#.#", "#.#"),
+    "n": ("##.", "#.#", "#.#", "#.#", "#.#"),
+    "o": (".#.", "#.#", "#.#", "#.#", ".#."),
+    "p": ("##.", "#.#", "##.", "#..", "#.."),
+    "q": (".#.", "#.#", "#.#", "##.", ".##"),
+    "r": ("##.", "#.#", "##.", "#.#", "#.#"),
+    "s": (".##", "#..", ".#.", "..#", "##."),
+    "t": ("###", ".#.", ".#.", ".#.", ".#."),
+    "u": ("#.#", "#.#", "#.#", "#.#", "###"),
+    "v": ("#.#", "#.#", "#.#", "#.#", ".#."),
+    "w": ("#.#", "#.#", "###", "###", "#.#"),
+    "x": ("#.#", "#.#", ".#.", "#.#", "#.#"),
+    "y": ("#.#", "#.#", ".#.", ".#.", ".#."),
+    "z": ("###", "..#", ".#.", "#..", "###"),
+    ".": ("...", "...", "...", "...", ".#."),
+    ",": ("...", "...", "...", ".#.", "#.."),
+    ":": ("...", ".#.", "...", ".#.", "..."),
+    "=": ("...", "###", "...", "###", "..."),
+    "_": ("...", "...", "...", "...", "###"),
+    "+": ("...", ".#.", "###", ".#.", "..."),
+    "/": ("..#", "..#", ".#.", "#..", "#.."),
+    "(": (".#.", "#..", "#..", "#..", ".#."),
+    ")": (".#.", "..#", "..#", "..#", ".#."),
+    " ": ("...", "...", "...", "...", "..."),
 }
 
 FrameCallback = Callable[[object, int], None]
@@ -39,7 +75,7 @@ def _glyph_mask(text: str, scale: int) -> np.ndarray:
     """Boolean mask (rows, cols), top row first, of ``text`` in the 3x5 font, one blank column apart."""
     cols = []
     for k, ch in enumerate(text):
-        rows = _GLYPHS.get(ch, ("...",) * 5)
+        rows = _GLYPHS.get(ch.lower(), ("...",) * 5)
         if k:
             cols.append(np.zeros((5, 1), bool))
         cols.append(np.array([[c == "#" for c in r] for r in rows], bool))
@@ -48,7 +84,8 @@ def _glyph_mask(text: str, scale: int) -> np.ndarray:
 
 
 def draw_label(tile: np.ndarray, text: str, *, scale: int = 3, margin: int = 5) -> None:
-    """Draw ``text`` (digits) in the top-left corner of ``tile`` (h, w, 4; top row first), in place.
+    """Draw ``text`` (digits, letters in one case, a little punctuation) in the top-left corner of
+    ``tile`` (h, w, 4; top row first), in place; a text too wide for the tile is not drawn.
 
     Dark ink on a light, slightly transparent box so it reads on any background.
     """
@@ -230,3 +267,62 @@ def _render_still(bpy, scene) -> None:
             bpy.ops.render.render(write_still=True, scene=scene.name)
     else:
         bpy.ops.render.render(write_still=True, scene=scene.name)
+
+
+ROW_TILE = (320, 180)
+
+
+def render_row(bpy, scene, object_names, out_path: str, frames, *, tile=ROW_TILE) -> str:
+    """Render ``frames`` of ``scene`` side by side into the PNG ``out_path`` (one row, frame numbers
+    on the tiles); returns its path. Through the scene's camera, or, when it has none, a
+    temporary one (removed afterwards) that frames ``object_names`` as they are on the first of
+    ``frames``, from the front and above: the same view for every job of a wedge, so that their
+    rows compare."""
+    frames = [int(f) for f in frames]
+    made = None
+    if scene.camera is None:
+        made = _framing_camera(bpy, scene, object_names, frames[:1])
+    try:
+        return render_contact_sheet(scene, frames, out_path, columns=len(frames), width=tile[0], height=tile[1],
+                                    labels=True)
+    finally:
+        if made is not None:
+            scene.camera = None
+            data = made.data
+            bpy.data.objects.remove(made)
+            bpy.data.cameras.remove(data)
+
+
+def _framing_camera(bpy, scene, object_names, frames):
+    from mathutils import Vector
+
+    old = scene.frame_current, scene.frame_subframe
+    corners = []
+    try:
+        for frame in frames:
+            scene.frame_set(frame)
+            depsgraph = bpy.context.evaluated_depsgraph_get()
+            for name in object_names:
+                obj = bpy.data.objects.get(name)
+                if obj is None:
+                    continue
+                ev = obj.evaluated_get(depsgraph)
+                corners += [ev.matrix_world @ Vector(c) for c in ev.bound_box]
+    finally:
+        scene.frame_set(old[0], subframe=old[1])
+    if not corners:
+        corners = [Vector((-1.0, -1.0, 0.0)), Vector((1.0, 1.0, 1.0))]
+    data = bpy.data.cameras.new("JK Sheet Camera")
+    camera = bpy.data.objects.new("JK Sheet Camera", data)
+    scene.collection.objects.link(camera)
+    # From the front (-Y), a little to the right and above, as one looks at a scene first.
+    view = Vector((0.45, -1.0, 0.55)).normalized()
+    camera.rotation_euler = (-view).to_track_quat('-Z', 'Y').to_euler()
+    scene.camera = camera
+    depsgraph = bpy.context.evaluated_depsgraph_get()
+    flat = [v for c in corners for v in c]
+    location, _scale = camera.camera_fit_coords(depsgraph, flat)
+    centre = sum(corners, Vector()) / len(corners)
+    camera.location = centre + (Vector(location) - centre) * 1.15  # a margin round the action
+    data.clip_end = max(100.0, 4.0 * (Vector(location) - centre).length)
+    return camera
