@@ -226,3 +226,41 @@ def test_a_wedge_that_names_nothing_fails_every_job_with_its_name(serial, tmp_pa
                      "--workers", "1", "-o", str(tmp_path / "farm"))
     assert done.returncode == 2
     assert done.stderr.count("no object or scene named 'Flga'") == 2
+
+
+def test_jobs_run_on_an_existing_cluster_named_by_its_scheduler(serial, tmp_path):
+    """A scheduler and a worker started as a farm starts them (``dask scheduler``, ``dask worker``),
+    the bake pointed at it with --scheduler: the same results as the serial bakes."""
+    scene, baked = serial
+    info = tmp_path / "scheduler.json"
+    env = _env()
+    scheduler = subprocess.Popen([sys.executable, "-m", "distributed.cli.dask_scheduler", "--scheduler-file",
+                                  str(info), "--port", "0", "--dashboard-address", ":0"],
+                                 stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env)
+    worker = None
+    try:
+        deadline = time.time() + 60
+        while not info.exists() and time.time() < deadline:
+            time.sleep(0.1)
+        time.sleep(0.2)
+        address = json.loads(info.read_text())["address"]
+        worker = subprocess.Popen([sys.executable, "-m", "distributed.cli.dask_worker", "--scheduler-file",
+                                   str(info), "--nthreads", "1", "--nworkers", "1"],
+                                  stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env, cwd=REPO)
+        done = _jakobsen("bake", scene, "--frames", FRAMES, "--wedge", "Flag.jakobsen.cloth.air_drag=0.1,3",
+                         "--wedge", "Flag.jakobsen.cloth.density=0.4", "--scheduler", address,
+                         "-o", str(tmp_path / "farm"))
+    finally:
+        for proc in (worker, scheduler):
+            if proc is not None:
+                proc.terminate()
+                try:
+                    proc.wait(timeout=30)
+                except subprocess.TimeoutExpired:
+                    proc.kill()
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    assert f"2 jobs on the Dask cluster at {address}" in done.stdout
+    assert "Dask dashboard: http://" in done.stdout
+    for drag in ("0.1", "3"):
+        job = tmp_path / "farm" / f"flag__Flag.air_drag-{drag}__Flag.density-0.4.blend"
+        assert _report(job)["checksum"] == _report(baked[(drag, "0.4")])["checksum"]
