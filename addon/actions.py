@@ -1,4 +1,4 @@
-"""Actions on Blender 4.2 (``Action.fcurves``) and 4.4+/5.0 (slotted actions, channel bags) alike.
+"""Actions on Blender 4.2 (``Action.fcurves``) and 4.4+/5.x (slotted actions, channel bags) alike.
 
 Blender 5.0 removed ``Action.fcurves``: F-curves live in a channel bag per slot, in a keyframe
 strip of the action's first layer. Everything else in the add-on goes through these functions.
@@ -22,12 +22,10 @@ def assign_new_action(id_data, name: str):
     anim_data = id_data.animation_data or id_data.animation_data_create()
     action = bpy.data.actions.new(name)
     if SLOTTED:
-        from bpy_extras.anim_utils import action_ensure_channelbag_for_slot
-
         slot = action.slots.new(id_type=id_data.id_type, name=id_data.name)
         anim_data.action = action
         anim_data.action_slot = slot
-        return action, action_ensure_channelbag_for_slot(action, slot).fcurves
+        return action, _channelbag(action, slot, ensure=True).fcurves
     action.id_root = id_data.id_type
     anim_data.action = action
     return action, action.fcurves
@@ -39,11 +37,25 @@ def assigned_fcurves(id_data):
     if anim_data is None or anim_data.action is None:
         return None
     if SLOTTED:
-        from bpy_extras.anim_utils import animdata_get_channelbag_for_assigned_slot
-
-        channelbag = animdata_get_channelbag_for_assigned_slot(anim_data)
+        channelbag = _channelbag(anim_data.action, anim_data.action_slot) if anim_data.action_slot else None
         return None if channelbag is None else channelbag.fcurves
     return anim_data.action.fcurves
+
+
+def _channelbag(action, slot, *, ensure: bool = False):
+    """The channel bag of ``slot`` in ``action`` (the first strip that has one), or None; ensure:
+    make the first layer, its keyframe strip and the bag where missing. Written against the RNA
+    API (4.4 to 5.x), not bpy_extras.anim_utils, whose helpers differ between those versions."""
+    if ensure:
+        layer = action.layers[0] if len(action.layers) else action.layers.new("Layer")
+        strip = layer.strips[0] if len(layer.strips) else layer.strips.new(type='KEYFRAME')
+        return strip.channelbag(slot, ensure=True)
+    for layer in action.layers:
+        for strip in layer.strips:
+            channelbag = strip.channelbag(slot)
+            if channelbag:
+                return channelbag
+    return None
 
 
 def assignment(id_data) -> dict:

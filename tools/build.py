@@ -128,8 +128,13 @@ def manifest_with_wheels(text: str, wheels: list[str], platform: str | None = No
         text = re.sub(r'^blender_version_min\s*=\s*"([^"]*)"',
                       lambda m: f'blender_version_min = "{max(m.group(1), first, key=_version_key)}"', text,
                       flags=re.M)
-        if beyond:
-            entry += f'blender_version_max = "{beyond}"\n'
+        if beyond:  # the manifest's own maximum, or this Python's last Blender if that comes first
+            pattern = r'^blender_version_max\s*=\s*"([^"]*)"\s*$'
+            if re.search(pattern, text, flags=re.M):
+                text = re.sub(pattern, lambda m: f'blender_version_max = "{min(m.group(1), beyond, key=_version_key)}"',
+                              text, flags=re.M)
+            else:
+                entry += f'blender_version_max = "{beyond}"\n'
     entry += "\n"
     match = re.search(r"^\[", text, flags=re.M)
     at = match.start() if match else len(text)

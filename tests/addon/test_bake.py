@@ -66,10 +66,10 @@ def test_bake_writes_the_engines_positions_as_shape_keys_in_the_shown_action(pin
     action = key.animation_data.action
     assert action is not None and action.name == "JK_Bake Flag"
     if actions.SLOTTED:
-        from bpy_extras.anim_utils import animdata_get_channelbag_for_assigned_slot
-
-        assert key.animation_data.action_slot is not None
-        curves = animdata_get_channelbag_for_assigned_slot(key.animation_data).fcurves
+        slot = key.animation_data.action_slot
+        assert slot is not None
+        bags = [strip.channelbag(slot) for layer in action.layers for strip in layer.strips]
+        curves = next(bag for bag in bags if bag).fcurves
     else:
         curves = action.fcurves
     by_path = {fc.data_path: fc for fc in curves}

@@ -305,5 +305,7 @@ def example_contents(path) -> dict:
         vehicle = (v.enabled, v.forward_axis, v.drive, round(v.target_speed, 5), round(v.motor_torque, 3),
                    round(v.rear_suspension_stiffness, 3), getattr(v.follow_path, "name", None)) \
             if v is not None else None
-        found[obj.name] = (obj.type, matrix, co.round(5).tobytes(), role, vehicle)
+        # + 0.0: a coordinate that rounds to zero from below is -0.0 on some Blender versions
+        # (5.3's cylinder), the same place.
+        found[obj.name] = (obj.type, matrix, (co.round(5) + np.float32(0.0)).tobytes(), role, vehicle)
     return found
