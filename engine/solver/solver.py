@@ -1,7 +1,8 @@
 """The solver: substeps of Verlet integration, constraint projection and contacts.
 
 Per substep (Macklin et al. 2019, *Small Steps*: many substeps, few iterations):
-forces -> Verlet -> ``iterations`` x (stick colours, goals) -> contacts.
+forces -> Verlet -> ``iterations`` x (stick colours, goals) -> contacts. Sticks move their ends
+along their directions at the substep's start (SHAKE), which keeps the energy of a swing.
 Constraint stiffness is XPBD compliance, so a stiffness means the same at any substep count.
 """
 
@@ -287,6 +288,7 @@ class Solver:
             rigid.integrate(state.bodies, state.time)
             rigid.find_contacts(state.bodies, state.time)
         self._lam[:] = 0.0
+        x_start = xp  # the positions at the substep's start (Verlet moved them there)
         self._goal_lam[:] = 0.0
         g = self.model.goals
         surfaces, surface_state = self._surfaces, state.surfaces
@@ -301,9 +303,11 @@ class Solver:
                 for _ in range(self.settings.contact_iterations):
                     rigid.solve_positions(state.bodies)
             if len(self._passes):
+                # Each stick along its direction at the substep's start (SHAKE: see project_sticks),
+                # so a swinging or spinning stick keeps its speed.
                 kernels.project_sticks(x, s.i, s.j, self._stick_w[0], self._stick_w[1], rest, self._stick_alpha,
                                        kind, self._lam, s.colour_offsets, self._passes,
-                                       self.settings.sqrt_approximation)
+                                       self.settings.sqrt_approximation, x_start)
             if len(g.index):
                 kernels.project_goals(x, g.index, g.target, self._goal_w, self._goal_alpha, self._goal_lam)
             if surfaces:
@@ -314,6 +318,8 @@ class Solver:
             if len(x):
                 rigid.collide_particles(state.bodies, x, xp, accel, self.model.friction, self.model.restitution,
                                         self.model.radii, self.model.inverse_masses)
+                # (Along the directions now: these rounds are a contact solve with the bodies, and
+                # along the starting directions a 1 kg box went through the sheet.)
                 for _ in range(COUPLING_ROUNDS if rigid.particles_meet_dynamic and len(self._passes) else 0):
                     kernels.project_sticks(x, s.i, s.j, self._stick_w[0], self._stick_w[1], rest, self._stick_alpha,
                                            kind, self._lam, s.colour_offsets, self._passes,
