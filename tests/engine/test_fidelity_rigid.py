@@ -96,3 +96,105 @@ def test_a_stack_of_bouncy_boxes_stands_still(restitution):
         speeds.append(np.linalg.norm(state.bodies.velocity, axis=1).max())
     assert np.abs(state.bodies.position - start).max() < 0.01 * size
     assert max(speeds[24:]) < 0.02
+
+
+# -- swings and whirls ------------------------------------------------------------------------
+
+def agm(a, b):
+    """The arithmetic-geometric mean (complete elliptic integral K(k) = pi / (2 agm(1, sqrt(1 - k^2))))."""
+    while abs(a - b) > 1e-15 * a:
+        a, b = 0.5 * (a + b), math.sqrt(a * b)
+    return a
+
+
+def ball_pendulum(degrees, length, radius=0.1, kind="ball_socket"):
+    """A rigid ball hanging from a connector to the world at the origin, ``length`` from its
+    centre, let go at ``degrees`` from the vertical (swinging in the XZ plane)."""
+    builder = engine.ModelBuilder()
+    angle = math.radians(degrees)
+    ball = builder.add_rigid_body(*uv_sphere(radius, centre=(length * math.sin(angle), 0, -length * math.cos(angle))),
+                                  name="bob", mass=2.0, shape="sphere")
+    builder.add_joint(kind, None, ball, (0, 0, 0), name="pivot", **(dict(axis=(0, 1, 0)) if kind == "hinge" else {}))
+    solver = engine.Solver(builder.finalize())
+    return solver, solver.make_state()
+
+
+@pytest.mark.parametrize("kind", ["ball_socket", "hinge"])
+@pytest.mark.parametrize("degrees, length", [(5, 0.5), (30, 1.0), (60, 0.5), (80, 0.8)])
+def test_a_rigid_pendulum_keeps_its_period_and_its_swing(kind, degrees, length):
+    """A compound pendulum of amplitude theta0: T = 4 K(sin(theta0 / 2)) sqrt(I_pivot / (m g d));
+    with no damping its swing neither dies nor grows (5 periods at the default 24 fps x 10)."""
+    solver, state = ball_pendulum(degrees, length, kind=kind)
+    b = solver.model.bodies
+    mass, d = b.mass[0], np.linalg.norm(state.bodies.position[0])
+    inertia = b.inertia[0].mean()  # a sphere's principal moments are equal
+    k = math.sin(math.radians(degrees) / 2)
+    period = 2 * math.pi * math.sqrt((inertia + mass * d * d) / (mass * G * d)) / agm(1.0, math.sqrt(1 - k * k))
+    angles, times = [], []
+    for _ in range(int(5 * period * 24) + 2):
+        solver.step_frame(state)
+        p = state.bodies.position[0]
+        angles.append(math.degrees(math.atan2(p[0], -p[2])))
+        times.append(state.time)
+    angles, times = np.array(angles), np.array(times)
+    up = np.flatnonzero((angles[:-1] < 0) & (angles[1:] >= 0))
+    crossings = times[up] + (times[up + 1] - times[up]) * -angles[up] / (angles[up + 1] - angles[up])
+    assert len(crossings) >= 4
+    assert abs(np.diff(crossings).mean() - period) < 0.01 * period
+    last = np.abs(angles[times > times[-1] - period]).max()  # the swing in the fifth period
+    assert abs(last - degrees) < 0.02 * degrees
+
+
+@pytest.mark.parametrize("kind", ["ball_socket", "hinge"])
+@pytest.mark.parametrize("turns, offset", [(2.0, 0.4), (4.0, 0.4), (1.0, 1.0)])
+def test_a_body_whirled_round_a_pivot_off_its_centre_keeps_its_speed(kind, turns, offset):
+    """No gravity, no damping: a box whirled round a connector's pivot ``offset`` from its centre
+    at ``turns`` rev/s keeps its speed (>= 98% after 1 s, and it gains none beyond rounding)."""
+    builder = engine.ModelBuilder()
+    omega = 2 * math.pi * turns
+    body = builder.add_rigid_body(*box_mesh((0.2, 0.2, 0.2), centre=(offset, 0, 0)), name="weight", mass=1.0,
+                                  shape="box", velocity=(0, omega * offset, 0), angular_velocity=(0, 0, omega))
+    builder.add_joint(kind, None, body, (0, 0, 0), name="pivot", **(dict(axis=(0, 0, 1)) if kind == "hinge" else {}))
+    solver = engine.Solver(builder.finalize(), NO_GRAVITY)
+    state = solver.make_state()
+    speed = omega * offset
+    for _ in range(24):
+        solver.step_frame(state)
+    kept = np.linalg.norm(state.bodies.velocity[0]) / speed
+    assert 0.98 <= kept < 1.01
+    assert abs(np.linalg.norm(state.bodies.position[0]) - offset) < 1e-3
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_the_compiled_start_of_substep_rows_match_the_reference(seed):
+    """The connector solve pushing translation rows along the substep's start poses (SHAKE):
+    the compiled kernel gives the reference's corrections."""
+    from jakobsen_engine import backend
+    if backend.numba_problem() is not None:
+        pytest.skip("numba cannot load here")
+    from jakobsen_engine.backend.numba import joints as compiled
+    from jakobsen_engine.constraints import joints as reference
+    from jakobsen_engine.geometry import quaternions as quat
+
+    from .test_kernels_connectors import _rig
+
+    solver, rng = _rig(seed)
+    rig = solver._rigid
+    j, layout = solver.model.joints, rig.joint_layout
+    state = solver.make_state()
+    x0, q0 = state.bodies.x.copy(), state.bodies.q.copy()
+    count = len(x0) - 1
+    x, q = x0.copy(), q0.copy()
+    x[:count] += rng.normal(scale=0.03, size=(count, 3))
+    q[:count] = quat.multiply(quat.exp_rotation(rng.normal(scale=0.1, size=(count, 3))), q[:count])
+    active = np.ones(j.count, bool)
+    steer = np.zeros(j.count)
+    from_start = rng.uniform(size=j.count) > 0.3  # (what the solver chooses is its policy; this is the arithmetic)
+    results = []
+    for solve in (reference.solve_joints, compiled.solve_joints):
+        S, impulses = np.zeros((count + 1, 6)), np.zeros((j.count, 6))
+        for _ in range(3):
+            solve(j, layout, x, q, S, rig.inv_mass, rig.inv_inertia, active, steer, impulses, None, x0, q0, from_start)
+        results.append(S)
+    assert np.abs(results[0]).max() > 1e-3
+    np.testing.assert_allclose(results[1], results[0], rtol=1e-9, atol=1e-12 * max(1.0, float(np.abs(results[0]).max())))
