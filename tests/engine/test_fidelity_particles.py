@@ -188,3 +188,50 @@ def test_sweeps_along_the_starting_directions_agree_on_both_backends(seed, threa
         plain = args(sqrt)
         backend.select("numpy").particles.project_sticks(*plain[:12])
         assert np.abs(plain[0] - out[1][0]).max() > 1e-6  # and the starting directions mattered
+
+
+def hanging_sag(n: int, stiffness: float, density: float, substeps: int, iterations):
+    """How far (m) the lowest vertex of a 1 m square curtain of n x n vertices, pinned along its
+    top edge, hangs below where it started, once it has come to rest; and its fastest vertex's
+    speed then, m/s."""
+    from jakobsen_engine.geometry.primitives import grid
+
+    v, f = grid(n, n, 1.0)
+    v = np.stack([v[:, 0], np.zeros(len(v)), v[:, 1] - 0.5], axis=1)
+    b = engine.ModelBuilder()
+    b.add_cloth(v, f, pin_weights=(v[:, 2] > -1e-9).astype(float), stretch_stiffness=stiffness,
+                shear_stiffness=stiffness, bend_stiffness=0.01, density=density)
+    solver = engine.Solver(b.finalize(), engine.SolverSettings(substeps=substeps, iterations=iterations, damping=8.0))
+    state = solver.make_state()
+    for _ in range(24 * 4):
+        solver.step_frame(state)
+    return v[:, 2].min() - state.positions[:, 2].min(), float(np.abs(solver.velocities(state)).max())
+
+
+@pytest.mark.parametrize("n, stiffness, density", [(11, 0.5, 0.2), (11, 5.0, 0.2), (11, 5.0, 1.0), (16, 5.0, 0.5),
+                                                   (21, 5.0, 0.2)])
+def test_on_auto_iterations_a_soft_curtain_sags_the_same_at_5_10_and_20_substeps(n, stiffness, density):
+    # The stretch stiffness (N per unit strain) sets the sag; one sweep a substep leaves the
+    # stretch unconverged, an extra compliance that shrinks with the substep (21 x 21 at 5 N:
+    # 40, 14 and 7.8 mm at 5, 10 and 20 substeps). On auto the solver sweeps until an iteration
+    # moves nothing by more than 1e-4 of an edge, and the sags agree within 3%. (Stiffer and
+    # larger cloths need more sweeps than auto's 32: 33 x 33 at 5 N sags 5.4, 4.3 and 4.2 mm.)
+    # Physical damping brings it to rest; the solve adds none of its own.
+    sags = []
+    for substeps in (5, 10, 20):
+        sag, speed = hanging_sag(n, stiffness, density, substeps, "auto")
+        assert speed < 2e-3  # at rest
+        sags.append(sag)
+    sags = np.array(sags)
+    assert sags.min() > 0.005  # a visible sag, set by the stiffness
+    assert (sags.max() - sags.min()) / sags.mean() < 0.03
+    one, _ = hanging_sag(n, stiffness, density, 5, 1)
+    assert one > sags[0]  # one iteration at 5 substeps: softer than the stiffness says
+
+
+def test_iterations_on_auto_are_accepted_and_other_words_refused():
+    engine.SolverSettings(iterations="auto").validate()
+    for bad in ("Auto", "many", 0, 2.5):
+        with pytest.raises(engine.JakobsenError, match="iterations") as error:
+            engine.SolverSettings(iterations=bad).validate()
+        assert error.value.setting == "iterations"
