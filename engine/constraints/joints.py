@@ -402,12 +402,10 @@ def redundant_mechanisms(joints: Joints, layout: JointLayout, x, q, inv_mass, in
                 jac[k, 6 * layout.side_a[j]:6 * layout.side_a[j] + 6] += ja[j, r]
             if layout.side_b[j] >= 0:
                 jac[k, 6 * layout.side_b[j]:6 * layout.side_b[j] + 6] += jb[j, r]
-        w = np.zeros(bmax * 6)
         scale = np.zeros((bmax * 6, bmax * 6))
         for slot, body in enumerate(layout.bodies[m]):
             if body < 0:
                 continue
-            w[6 * slot:6 * slot + 3] = inv_mass[body]
             scale[6 * slot:6 * slot + 3, 6 * slot:6 * slot + 3] = np.eye(3) * inv_mass[body]
             scale[6 * slot + 3:6 * slot + 6, 6 * slot + 3:6 * slot + 6] = world_inverse_inertia(rot[body],
                                                                                              inv_inertia[body])
@@ -415,7 +413,6 @@ def redundant_mechanisms(joints: Joints, layout: JointLayout, x, q, inv_mass, in
         d = np.sqrt(np.maximum(np.diag(a), 1e-300))
         eig = np.linalg.eigvalsh(a / d[:, None] / d[None, :])
         out[m] = len(codes) > 6 * int(np.count_nonzero(layout.bodies[m] >= 0)) or eig.min() < 1e-8
-        del w
     return out
 
 
