@@ -11,8 +11,6 @@ objects less, and by an amount that changes with the frame rate; here it does no
 
 from __future__ import annotations
 
-import math
-
 import numpy as np
 
 from jakobsen_engine import JakobsenError, ModelBuilder

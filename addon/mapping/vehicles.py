@@ -149,7 +149,8 @@ def add_vehicles(builder: ModelBuilder, objects, depsgraph, bodies: list[BodyBin
                              damping=getattr(v, f"{end}_suspension_damping"), anti_roll=getattr(v, f"{end}_anti_roll"))
         try:
             builder.add_vehicle(
-                BodyHandle(name=obj.name, index=binding.index), joints, name=obj.name, forward=forward, drive=v.drive.lower(),
+                BodyHandle(name=obj.name, index=binding.index), joints, name=obj.name, forward=forward,
+                drive=v.drive.lower(),
                 differential=v.differential.lower(), max_steering=float(v.max_steering_angle),
                 ackermann=bool(v.use_ackermann), brake_torque=float(v.brake_torque),
                 rolling_resistance=float(v.rolling_resistance), initial_speed=float(v.initial_speed),
