@@ -51,8 +51,9 @@ def project_sticks(x, i, j, w_i, w_j, rest, alpha, kind, lam, colour_offsets, pa
     accumulated multipliers (rigid sticks' too).
 
     x_start: (n, 3) where the particles were at the substep's start, or None: plain projection
-    along each stick's direction as it is swept. Each stick moves its ends along its direction there, not along its direction now
-    (SHAKE, Ryckaert et al. 1977): the constraint force of a step acts along the stick as it was.
+    along each stick's direction as it is swept. With x_start each stick moves its ends along its
+    direction there, not along its direction now (SHAKE, Ryckaert et al. 1977): the constraint
+    force of a step acts along the stick as it was.
     Along the direction now (plain projection), a stick that turns by theta per substep is
     shortened in its turn by about theta^3, and a pendulum at 70 degrees lost a third of its
     amplitude in five swings; along the old direction a steady turn is kept exactly. A stick
