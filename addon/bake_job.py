@@ -358,9 +358,9 @@ class BakeJob:
         if keyed:
             outputs.append("keyframes")
         summary = (f"Baked {len(written)} object{'s' * (len(written) != 1)} ({', '.join(written)}) as "
-                   f"{' and '.join(outputs) or 'nothing'}, frames {sm.frame_start}-{sm.frame_end}: "
-                   f"{self.frame_count} frames in {self.step_seconds:.2f} s of solver time{wall} "
-                   f"({self.ms_per_frame:.1f} ms/frame, {self.solver.backend.name} kernels)")
+                   f"{' and '.join(outputs) or 'nothing'}, frames {sm.frame_start}-{sm.frame_end}, "
+                   f"in {self.step_seconds:.2f} s of solver time{wall} ({self.frame_count} frames, "
+                   f"{self.ms_per_frame:.1f} ms/frame, {self.solver.backend.name} kernels)")
         note = [f"solver: {self.solver.backend.note}"] if self.solver.backend.note else []
         return "; ".join([summary] + note + self.broken())
 

@@ -21,7 +21,7 @@ import time
 import bpy
 from bpy.types import Operator
 
-from .. import baking
+from .. import baking, playback
 from ..bake_job import BakeJob, describe_failure
 
 # Computing time per timer event: short enough that the viewport redraws and answers the mouse
@@ -65,6 +65,8 @@ def _finish(op, job: BakeJob, elapsed: float) -> set[str]:
         return {'CANCELLED'}
     op.report({'INFO'}, summary)
     op._summary = summary
+    # The bake replaces what simulate on playback had cached (as Blender's point cache does).
+    playback.free(job.scene_name)
     return {'FINISHED'}
 
 
@@ -262,8 +264,10 @@ def draw_progress(self, context) -> None:
     if job is None or job.scene_model is None:
         return
     total = max(job.frame_count - 1, 1)
-    self.layout.progress(factor=min(max(job.frames_done - 1, 0) / total, 1.0), type='BAR',
-                         text=f"Jakobsen bake {job.frames_done}/{job.frame_count}")
+    row = self.layout.row()
+    row.ui_units_x = 12  # (the status bar gives an appended item no width of its own)
+    row.progress(factor=min(max(job.frames_done - 1, 0) / total, 1.0), type='BAR',
+                 text=f"Jakobsen bake {job.frames_done}/{job.frame_count}")
 
 
 def register() -> None:

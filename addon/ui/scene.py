@@ -1,6 +1,8 @@
 """The Scene tab: ``SCENE_PT_jakobsen_solver``, ``SCENE_PT_jakobsen_bake`` and
 ``SCENE_PT_jakobsen_cache`` (simulate on playback, laid out as Blender's Point Cache panel)."""
 
+import textwrap
+
 from bpy.types import Panel
 
 from .. import baking, playback
@@ -49,8 +51,8 @@ def cache_info(scene) -> list[str]:
             lines.append(f"Nothing cached: play from frame {scene.jakobsen.frame_range()[0]}")
     else:
         limit = scene.jakobsen.cache_memory_limit
-        lines.append(f"{cache.frames_cached} frames in memory ({cache.frame_start}-{cache.last_frame}), "
-                     f"{cache.memory_bytes() / 2**20:.1f} of {limit} MB")
+        lines.append(f"{cache.frames_cached} frames in memory ({cache.frame_start}-{cache.last_frame})")
+        lines.append(f"Memory: {cache.memory_bytes() / 2**20:.1f} of {limit} MB")
         if cache.outdated:
             lines.append(f"Cache is outdated (edited on frame {cache.outdated_at})")
     message = cache.message if cache is not None else ""
@@ -113,13 +115,16 @@ class SCENE_PT_jakobsen_cache(JakobsenScenePanel, Panel):
         row.enabled = False  # (set in the Bake panel above)
         row.label(text="Frames")
         row.label(text=f"{start} - {end}")
-        col.prop(props, "cache_memory_limit", text="Memory Limit (MB)")
+        row = col.row()
+        row.use_property_split = False  # (the label in the field: it fits the default width)
+        row.prop(props, "cache_memory_limit", text="Memory Limit (MB)")
         lines = cache_info(scene)
         if lines:
             info = layout.column(align=True)
             info.alignment = 'RIGHT'
             for line in lines:
-                info.label(text=line)
+                for part in textwrap.wrap(line, 40):
+                    info.label(text=part)
         flow = layout.grid_flow(row_major=True, columns=0, even_columns=True, even_rows=False, align=False)
         col = flow.column()
         col.operator("jakobsen.bake", text="Bake")

@@ -135,12 +135,14 @@ def test_edits_to_what_takes_part_mark_the_cache_outdated_and_others_do_not(flag
 def test_bake_from_cache_writes_the_same_keys_as_a_bake(flag, helpers):
     scene = bpy.context.scene
     cloth = flag
+    scene.jakobsen.use_simulate_on_playback = False
     before = helpers.snapshot()
     assert bpy.ops.jakobsen.bake() == {'FINISHED'}
     baked = shape_keys(cloth)
     assert bpy.ops.jakobsen.free_bake() == {'FINISHED'}
     assert helpers.snapshot() == before
 
+    scene.jakobsen.use_simulate_on_playback = True
     play(scene, range(1, 25))
     assert bpy.ops.jakobsen.bake_from_cache() == {'FINISHED'}
     assert shape_keys(cloth) == baked
@@ -218,7 +220,8 @@ def test_the_cache_panel_says_what_is_cached_and_when_it_is_outdated(flag):
     scene = bpy.context.scene
     play(scene, range(1, 11))
     lines = cache_info(scene)
-    assert lines[0].startswith("10 frames in memory (1-10), ") and lines[0].endswith(" of 1024 MB")
+    assert lines[0] == "10 frames in memory (1-10)"
+    assert lines[1].startswith("Memory: ") and lines[1].endswith(" of 1024 MB")
     scene.frame_set(4)
     bpy.data.objects["Flag"].jakobsen.cloth.bend_stiffness = 1.0
     scene.frame_set(5)
@@ -226,3 +229,15 @@ def test_the_cache_panel_says_what_is_cached_and_when_it_is_outdated(flag):
     scene.frame_set(20)
     assert cache_info(scene)[-1] == ("Frame 20 is not cached: the cache holds frames 1-5; play on from frame 5 "
                                      "to simulate")
+
+
+def test_a_bake_replaces_the_cache_and_playback_does_not_simulate_over_a_bake(flag):
+    scene = bpy.context.scene
+    play(scene, range(1, 6))
+    assert bpy.ops.jakobsen.bake() == {'FINISHED'}
+    assert playback.cache_of(scene) is None and previews.geometry() == {}
+    scene.frame_set(1)
+    cache = playback.cache_of(scene)
+    assert cache.job is None and cache.message == "the scene has a bake: Free Bake to simulate on playback"
+    scene.frame_set(2)
+    assert previews.geometry() == {} and not bpy.data.objects["Flag"].hide_get()

@@ -116,6 +116,9 @@ def during_bake():
         "draw_errors": previews.errors(),
     }
     shot("modal_bake_running")
+    win = bpy.context.window_manager.windows[0]
+    subprocess.run(["import", "-window", "root", "-crop", f"{win.width}x28+0+{win.height - 28}",
+                    "/out/modal_bake_status_bar.png"], check=False)
     subprocess.run(["xdotool", "mousemove", "700", "400"], check=False)
     subprocess.run(["xdotool", "key", "Escape"], check=False)
     bpy.app.timers.register(after_cancel, first_interval=1.0, persistent=True)

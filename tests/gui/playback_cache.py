@@ -37,6 +37,19 @@ def shot(name):
     subprocess.run(["import", "-window", "root", f"/out/{name}.png"], check=False)
 
 
+def panel_shot(name):
+    """The Properties editor alone, scrolled down to the cache panel (its default width)."""
+    win, props = area_of('PROPERTIES')
+    region = next(r for r in props.regions if r.type == 'WINDOW')
+    with bpy.context.temp_override(window=win, area=props, region=region):
+        for _ in range(40):
+            bpy.ops.view2d.scroll_down(deltay=60)
+    bpy.ops.wm.redraw_timer(type='DRAW_WIN_SWAP', iterations=1)
+    top = win.height - (props.y + props.height)
+    subprocess.run(["import", "-window", "root", "-crop", f"{props.width}x{props.height}+{props.x}+{top}",
+                    f"/out/{name}.png"], check=False)
+
+
 def area_of(kind):
     win = bpy.context.window_manager.windows[0]
     return win, max((a for a in win.screen.areas if a.type == kind), key=lambda a: a.width * a.height)
@@ -87,9 +100,11 @@ def wait_for_cache():
     RESULT["draws"] = previews.draw_count()
     RESULT["outliner_objects"] = sorted(o.name for o in bpy.context.view_layer.objects)
     bpy.context.scene.frame_set(12)
-    shot("scene_cache_panel")
+    shot("playback_cached_frame_12")
+    panel_shot("scene_cache_panel")
     bpy.context.scene.frame_set(10)
     bpy.data.objects["Flag"].jakobsen.cloth.bend_stiffness *= 10.0
+    bpy.context.scene.frame_set(11)  # one step on: the edit (made on frame 10) is found
     bpy.app.timers.register(after_edit, first_interval=0.5, persistent=True)
     return None
 
@@ -100,7 +115,7 @@ def after_edit():
     RESULT["outdated_after_edit"] = bool(cache.outdated)
     RESULT["outdated_at"] = cache.outdated_at
     RESULT["frames_after_edit"] = cache.frames_cached
-    shot("scene_cache_panel_outdated")
+    panel_shot("scene_cache_panel_outdated")
     win, props = area_of('PROPERTIES')
     scene = bpy.context.scene
     scene.frame_set(1)  # back to the start: an outdated cache starts again
