@@ -330,6 +330,8 @@ def _on_frame(scene, context) -> None:
                 free(scene.name)
             cache = _caches[scene.name] = PlaybackCache(scene.name)
             cache.seen_frame = frame
+            if not bpy.app.background and not bpy.app.timers.is_registered(_watch):
+                bpy.app.timers.register(_watch, first_interval=WATCH_SECONDS, persistent=True)
             if baking.baked_objects(scene):
                 cache.message = "the scene has a bake: Free Bake to simulate on playback"
                 return
@@ -409,6 +411,36 @@ def _depsgraph_update_post(scene, depsgraph=None) -> None:
             cache.show(context, scene.frame_current)
     finally:
         _guard[0] = False
+
+
+WATCH_SECONDS = 0.5
+
+
+def _watch():
+    """While a cache exists in a GUI session: look for edits twice a second, so the panel says
+    "outdated" soon after a click in a panel (which, for the add-on's own settings, tags nothing
+    that the depsgraph handler hears), not only at the next frame change."""
+    if not _caches:
+        return None
+    if not (_guard[0] or is_busy()):
+        context = bpy.context
+        scene, view_layer = context.scene, context.view_layer
+        if scene is not None and view_layer is not None and scene.name in _caches:
+            _guard[0] = True
+            try:
+                if check_edits(scene, view_layer, scene.frame_current):
+                    cache = _caches[scene.name]
+                    cache.seen_frame = scene.frame_current
+                    cache.show(context, scene.frame_current)
+                    for window in context.window_manager.windows:
+                        for area in window.screen.areas:
+                            if area.type in {'PROPERTIES', 'VIEW_3D'}:
+                                area.tag_redraw()
+            except Exception:  # a timer must not raise into Blender's loop; the frame change looks again
+                pass
+            finally:
+                _guard[0] = False
+    return WATCH_SECONDS
 
 
 def _property_changed(*_args) -> None:
@@ -536,6 +568,8 @@ def register() -> None:
 
 
 def unregister() -> None:
+    if bpy.app.timers.is_registered(_watch):
+        bpy.app.timers.unregister(_watch)
     bpy.msgbus.clear_by_owner(_msgbus_owner)
     for name in list(_caches):
         free(name)

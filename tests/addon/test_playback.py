@@ -241,3 +241,21 @@ def test_a_bake_replaces_the_cache_and_playback_does_not_simulate_over_a_bake(fl
     assert cache.job is None and cache.message == "the scene has a bake: Free Bake to simulate on playback"
     scene.frame_set(2)
     assert previews.geometry() == {} and not bpy.data.objects["Flag"].hide_get()
+
+
+def test_the_fingerprint_sees_force_fields_and_ignores_what_does_not_take_part(flag):
+    scene, view_layer = bpy.context.scene, bpy.context.view_layer
+    wind = bpy.data.objects.new("Wind", None)
+    scene.collection.objects.link(wind)
+    view_layer.update()
+    plain = playback.fingerprint(scene, view_layer)
+    bpy.ops.object.select_all(action='DESELECT')
+    wind.location.x = 2.0  # an Empty without a field takes no part
+    assert playback.fingerprint(scene, view_layer) == plain
+    view_layer.objects.active = wind
+    bpy.ops.object.forcefield_toggle()
+    wind.field.type = 'WIND'
+    with_field = playback.fingerprint(scene, view_layer)
+    assert with_field != plain
+    wind.field.strength = 3.0
+    assert playback.fingerprint(scene, view_layer) != with_field
