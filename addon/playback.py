@@ -36,7 +36,6 @@ from bpy.types import Operator
 from . import baking, previews
 from .bake_job import BakeJob, describe_failure, is_busy
 from .blender_io.reads import takes_part
-from jakobsen_engine import JakobsenError
 
 _caches: dict[str, "PlaybackCache"] = {}  # scene name -> its cache
 

@@ -45,7 +45,6 @@ def test_frames_simulated_by_stepping_match_a_bake_of_the_same_frames(flag):
     while reference.step():
         pass
     part = reference.scene_model.deformables[0].particles
-    expected = {}
     scene.frame_set(1)
     play(scene, range(1, 25))
     cache = playback.cache_of(scene)
