@@ -258,3 +258,53 @@ def test_the_fingerprint_sees_force_fields_and_ignores_what_does_not_take_part(f
     assert with_field != plain
     wind.field.strength = 3.0
     assert playback.fingerprint(scene, view_layer) != with_field
+
+
+def test_a_rigid_body_on_playback_is_drawn_at_the_bakes_poses_and_bakes_the_same_keys(blender):
+    bpy.ops.mesh.primitive_cube_add(size=0.5, location=(0.0, 0.0, 1.5), rotation=(0.3, 0.2, 0.0))
+    box = bpy.context.object
+    box.name = "Box"
+    box.jakobsen.enabled, box.jakobsen.type = True, 'RIGID_BODY'
+    bpy.ops.mesh.primitive_plane_add(size=10.0)
+    ground = bpy.context.object
+    ground.jakobsen.enabled, ground.jakobsen.type = True, 'COLLIDER'
+    scene = bpy.context.scene
+    scene.frame_start, scene.frame_end = 1, 20
+    scene.frame_set(1)
+    reference = BakeJob(scene.name)
+    reference.start(bpy.context)
+    while reference.step():
+        pass
+    poses = reference.body_results("Box")
+    reference.cancel()
+    assert poses[-1][2, 3] < 0.5, "the box should have fallen to the ground"
+
+    scene.jakobsen.use_simulate_on_playback = True
+    play(scene, range(1, 21))
+    cache = playback.cache_of(scene)
+    np.testing.assert_allclose(cache.job.body_results("Box"), poses, atol=1e-6)
+    co = np.empty(len(box.data.vertices) * 3, np.float32)
+    box.data.vertices.foreach_get("co", co)
+    for frame in (20, 3):
+        scene.frame_set(frame)
+        m = poses[frame - 1]
+        np.testing.assert_allclose(previews.geometry()["Box"][0], co.reshape(-1, 3) @ m[:3, :3].T + m[:3, 3],
+                                   atol=1e-5)
+    assert bpy.ops.jakobsen.bake_from_cache() == {'FINISHED'}
+    from_cache = _location_keys(box)
+    assert len(from_cache) >= 6 and all(len(c) == 20 * 2 * 4 for _, _, c in from_cache)  # 20 keys each
+    assert bpy.ops.jakobsen.free_bake() == {'FINISHED'}
+    scene.jakobsen.use_simulate_on_playback = False
+    assert bpy.ops.jakobsen.bake() == {'FINISHED'}
+    assert _location_keys(box) == from_cache
+
+
+def _location_keys(obj) -> list:
+    from jakobsen_physics import actions
+
+    out = []
+    for fc in sorted(actions.assigned_fcurves(obj), key=lambda f: (f.data_path, f.array_index)):
+        co = np.empty(len(fc.keyframe_points) * 2, np.float32)
+        fc.keyframe_points.foreach_get("co", co)
+        out.append((fc.data_path, fc.array_index, co.tobytes()))
+    return out
