@@ -9,7 +9,7 @@ the benchmarks (``jakobsen_tools``, ``tools/``) are not part of what Blender loa
 
 import bpy
 
-from . import operators, properties, ui
+from . import operators, playback, previews, properties, ui
 
 _register_classes, _unregister_classes = bpy.utils.register_classes_factory(operators.classes + ui.classes)
 
@@ -31,9 +31,15 @@ def register():
     properties.register()
     _register_classes()
     ui.register()
+    previews.register()
+    operators.bake.register()
+    playback.register()
 
 
 def unregister():
+    playback.unregister()
+    operators.bake.unregister()
+    previews.unregister()
     ui.unregister()
     _unregister_classes()
     properties.unregister()

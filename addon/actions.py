@@ -10,6 +10,8 @@ a save and a reload, and a rename of the action or its object.
 
 from __future__ import annotations
 
+from typing import cast
+
 import bpy
 import numpy as np
 
@@ -26,9 +28,10 @@ def assign_new_action(id_data, name: str):
         anim_data.action = action
         anim_data.action_slot = slot
         return action, _channelbag(action, slot, ensure=True).fcurves
-    action.id_root = id_data.id_type
+    # Blender before 4.4: the action's own F-curves (gone in 5.0, whose type stubs are checked against).
+    setattr(action, "id_root", id_data.id_type)
     anim_data.action = action
-    return action, action.fcurves
+    return action, getattr(action, "fcurves")
 
 
 def assigned_fcurves(id_data):
@@ -108,7 +111,8 @@ def set_keyframes(fcurve, frames, values, interpolation: str = 'LINEAR') -> None
     co[2 * first::2] = frames
     co[2 * first + 1::2] = values
     points.foreach_set("co", co)
-    code = bpy.types.Keyframe.bl_rna.properties["interpolation"].enum_items[interpolation].value
+    prop = cast(bpy.types.EnumProperty, bpy.types.Keyframe.bl_rna.properties["interpolation"])
+    code = prop.enum_items[interpolation].value
     modes = np.empty(first + count, dtype=np.int32)
     points.foreach_get("interpolation", modes)
     modes[first:] = code

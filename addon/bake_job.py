@@ -14,33 +14,50 @@ Life cycle: ``start()`` reads the scene (bad input raises ``JakobsenError`` and 
 ``step()`` computes the next frame and returns whether frames remain, then either ``finish()``
 writes the bake (replacing any previous one) or ``cancel()`` leaves the scene as it was before
 ``start()``. Both end in ``_cleanup()``, the one place that undoes what a running job shows
-(preview meshes, hidden objects, the current frame); an exception of any kind inside ``start()``
-runs it too. Objects are found again by their ``session_uid`` (which a rename keeps), so a user
-who renames an object during a modal bake still gets it back visible, and baked.
+(the drawn previews and the objects hidden behind them, the current frame); an exception of any
+kind inside ``start()`` runs it too. Objects are found again by their ``session_uid`` (which a
+rename keeps), so a user who renames an object during a modal bake still gets it back visible,
+and baked.
+
+A job's previews are drawn by ``previews`` (a viewport draw handler), not made of objects:
+nothing appears in the Outliner or in a file saved during the bake.
 """
 
 from __future__ import annotations
 
 import os
 import time
+from contextlib import contextmanager
 
 import bpy
 import numpy as np
-from mathutils import Matrix
 
-from . import baking, scene_to_model, tearing
+from . import baking, previews, scene_to_model, tearing
+from .previews import find_object
 from jakobsen_engine import JakobsenError, Solver, backend
 
+# How many jobs are reading the scene or moving its frame now (``start``, ``follow_frames``, the
+# clean-up): frame changes meanwhile are the job's, not the user's, and the simulate-on-playback
+# handlers (``playback``) let them pass.
+_busy = [0]
+
+
+@contextmanager
+def busy():
+    _busy[0] += 1
+    try:
+        yield
+    finally:
+        _busy[0] -= 1
+
+
+def is_busy() -> bool:
+    return _busy[0] > 0
+
+
+# The ID property the stand-in objects of earlier versions carried (none are made now; tests look
+# for strays by it).
 PREVIEW_PROPERTY = "jakobsen_preview"
-
-
-def find_object(name: str, uid: int | None):
-    """The object with ``session_uid`` ``uid``, looked up by ``name`` first (what it was called when
-    the job started); None if it is gone. Without a uid, by name alone."""
-    obj = bpy.data.objects.get(name)
-    if uid is None or (obj is not None and obj.session_uid == uid):
-        return obj
-    return next((o for o in bpy.data.objects if o.session_uid == uid), None)
 
 
 def describe_failure(error: BaseException) -> str:
@@ -55,9 +72,9 @@ def describe_failure(error: BaseException) -> str:
 class BakeJob:
     """Bake the enabled objects of a scene over its bake frame range.
 
-    preview: show each computed frame in the viewport on a temporary mesh that stands in for
-    each deforming object (the modal bake); follow_frames: move the scene to each computed
-    frame, so animated colliders are seen where the solver had them.
+    preview: draw each computed frame in the viewport in place of each object the solver moves
+    (the modal bake; ``previews``); follow_frames: move the scene to each computed frame, so
+    animated colliders are seen where the solver had them.
     """
 
     def __init__(self, scene_name: str, *, preview: bool = False, follow_frames: bool = False,
@@ -78,9 +95,8 @@ class BakeJob:
         self._poses: dict[str, list[np.ndarray]] = {}  # rigid body -> matrix_world (4, 4) per frame
         self._original_frame: tuple[int, float] | None = None
         self._uids: dict[str, int] = {}  # taking part: name at the start -> session_uid
-        self._previews: dict[str, tuple[str, int]] = {}  # object -> its preview object (name, session_uid)
-        self._hidden: list[tuple[str, int]] = []  # objects hidden behind their preview (name, session_uid)
-        self._view_layer_name = ""
+        self._preview_key = f"bake {id(self)}"
+        self._preview_meshes: dict[str, tuple[np.ndarray | None, np.ndarray]] = {}  # name -> (body verts, tris)
         self._started = self._ended = False
         self.compiling = False  # the first bake's first frame compiles numba's kernels
 
@@ -119,6 +135,10 @@ class BakeJob:
         if context.scene != scene:
             raise JakobsenError(f"bake: the scene '{scene.name}' is not the context's scene")
         self._original_frame = (scene.frame_current, scene.frame_subframe)
+        with busy():
+            self._start(context, scene)
+
+    def _start(self, context, scene) -> None:
         try:
             props = scene.jakobsen
             self.output, self.cache_directory = props.output, props.cache_directory
@@ -171,9 +191,8 @@ class BakeJob:
         for name, m in poses.items():
             self._poses[name].append(m)
         if self.follow_frames:
-            self.scene.frame_set(frame)
-        if self._previews:
-            self._update_previews()
+            with busy():
+                self.scene.frame_set(frame)
         return frame < sm.frame_end
 
     def _local_positions(self, binding, frame: int) -> np.ndarray:
@@ -221,8 +240,28 @@ class BakeJob:
         self.frame, self.step_seconds = snapshot["frame"], snapshot["step_seconds"]
         self._results, self._poses = snapshot["results"], snapshot["poses"]
         self.warnings = list(snapshot["warnings"])
-        if self._previews:
-            self._update_previews()
+
+    def resume_from(self, other: "BakeJob", frame: int, state) -> None:
+        """Right after ``start()``: take over ``other``'s frames up to ``frame`` and go on from
+        ``state`` (the solver state on ``frame``) with this job's solver, read from the scene as it
+        is now (the playback cache after an edit: the frames before it stay, the rest is computed
+        with the new settings). A scene whose parts changed (an object added, a mesh remeshed)
+        cannot go on from the old state: ``JakobsenError``."""
+        if not self._started or self._ended or self.frame != self.scene_model.frame_start:
+            raise RuntimeError("BakeJob.resume_from() belongs right after start()")
+        sm = self.scene_model
+        mine, theirs = self.state, state
+        if ((sm.frame_start, sm.frame_end) != (other.scene_model.frame_start, other.scene_model.frame_end)
+                or set(other._results) != set(self._results) or set(other._poses) != set(self._poses)
+                or mine.positions.shape != theirs.positions.shape
+                or mine.bodies.x.shape != theirs.bodies.x.shape
+                or (mine.surfaces is None) != (theirs.surfaces is None)):
+            raise JakobsenError("the objects taking part changed (added, removed, or a mesh with other vertices): "
+                                "the simulation starts again from its first frame")
+        keep = frame - sm.frame_start + 1
+        self._results = {name: frames[:keep] for name, frames in other._results.items()}
+        self._poses = {name: frames[:keep] for name, frames in other._poses.items()}
+        self.state, self.frame, self.step_seconds = state, frame, other.step_seconds
 
     def results(self, object_name: str) -> np.ndarray:
         """Object-space positions (frames computed, n, 3) float32 of a deforming object."""
@@ -310,15 +349,18 @@ class BakeJob:
             baking.write_transform_keys(obj, sm.frame_start, basis, rest=rest, scale=b.scale)
             written.append(f"{obj.name} (rigid body)")
         keyed = len(bodies)
-        seconds = elapsed if elapsed is not None else self.step_seconds
+        # Solver time (the frames' own computing) and wall time (everything from the start, a modal
+        # bake's redraws included) are told apart: the second says what the first costs the user.
+        wall = f", {elapsed:.2f} s wall" if elapsed is not None else ""
         outputs = []
         if len(written) > keyed:
             outputs.append("PC2 point caches" if self.output == 'PC2' else "shape keys")
         if keyed:
             outputs.append("keyframes")
         summary = (f"Baked {len(written)} object{'s' * (len(written) != 1)} ({', '.join(written)}) as "
-                   f"{' and '.join(outputs) or 'nothing'}, frames {sm.frame_start}-{sm.frame_end}, in {seconds:.2f} s "
-                   f"({self.ms_per_frame:.1f} ms/frame, {self.solver.backend.name} kernels)")
+                   f"{' and '.join(outputs) or 'nothing'}, frames {sm.frame_start}-{sm.frame_end}, "
+                   f"in {self.step_seconds:.2f} s of solver time{wall} ({self.frame_count} frames, "
+                   f"{self.ms_per_frame:.1f} ms/frame, {self.solver.backend.name} kernels)")
         note = [f"solver: {self.solver.backend.note}"] if self.solver.backend.note else []
         return "; ".join([summary] + note + self.broken())
 
@@ -369,72 +411,47 @@ class BakeJob:
     # -- what a running job shows, and its one clean-up ------------------------------------------------
 
     def _make_previews(self, context) -> None:
+        """Draw the computed frame in place of every object the solver moves (each hidden meanwhile)."""
         depsgraph = context.evaluated_depsgraph_get()
-        collection = self.scene.collection
-        view_layer = context.view_layer
+        shown = []
         for d in self.scene_model.deformables:
             obj = bpy.data.objects[d.object_name]
-            mesh = bpy.data.meshes.new_from_object(obj.evaluated_get(depsgraph), preserve_all_data_layers=False,
-                                                   depsgraph=depsgraph)
-            if len(mesh.vertices) != d.vertex_count:
-                bpy.data.meshes.remove(mesh)
-                continue
-            self._add_preview(obj, mesh, collection, view_layer)
+            co, tris = previews.triangles_of(obj, depsgraph)
+            if len(co) == d.vertex_count:  # (else its modifiers change it while it bakes: not drawn)
+                self._preview_meshes[d.object_name] = (None, tris)
+                shown.append(obj)
         for b in self.scene_model.bodies:
-            if not b.keyed:
-                continue
-            obj = bpy.data.objects[b.object_name]
-            # The evaluated mesh in object space, shown at each computed pose (scale included).
-            mesh = bpy.data.meshes.new_from_object(obj.evaluated_get(depsgraph), preserve_all_data_layers=False,
-                                                   depsgraph=depsgraph)
-            self._add_preview(obj, mesh, collection, view_layer)
-        self._view_layer_name = view_layer.name
-        self._update_previews()
+            if b.keyed:
+                obj = bpy.data.objects[b.object_name]
+                # The evaluated mesh in object space, drawn at each computed pose (scale included).
+                self._preview_meshes[b.object_name] = previews.triangles_of(obj, depsgraph)
+                shown.append(obj)
+        previews.show(self._preview_key, self.preview_geometry, hide=shown, view_layer=context.view_layer)
 
-    def _add_preview(self, obj, mesh, collection, view_layer) -> None:
-        """Show ``mesh`` as a stand-in object for ``obj`` during the bake, and hide ``obj``."""
-        mesh.name = f"JK Preview {obj.name}"
-        preview = bpy.data.objects.new(mesh.name, mesh)
-        preview[PREVIEW_PROPERTY] = obj.name
-        collection.objects.link(preview)
-        self._previews[obj.name] = (preview.name, preview.session_uid)
-        if not obj.hide_get(view_layer=view_layer):
-            obj.hide_set(True, view_layer=view_layer)
-            self._hidden.append((obj.name, obj.session_uid))
-
-    def _update_previews(self) -> None:
+    def preview_geometry(self) -> previews.Geometry:
+        """What the preview draws now: {object name: (world positions (n, 3), triangles (t, 3))} of
+        the last frame computed."""
+        if self.state is None:
+            return {}
+        out = {}
         for d in self.scene_model.deformables:
-            preview = find_object(*self._previews.get(d.object_name, ("", None)))
-            if preview is None:
-                continue
-            world = np.ascontiguousarray(self.state.positions[d.particles], dtype=np.float32)
-            preview.data.vertices.foreach_set("co", world.ravel())
-            preview.data.update()
+            if d.object_name in self._preview_meshes:
+                out[d.object_name] = (self.state.positions[d.particles], self._preview_meshes[d.object_name][1])
         for name, poses in self._poses.items():
-            preview = find_object(*self._previews.get(name, ("", None)))
-            if preview is not None:
-                preview.matrix_world = Matrix(poses[-1].tolist())
+            if name in self._preview_meshes:
+                local, tris = self._preview_meshes[name]
+                m = poses[-1]
+                out[name] = (local @ m[:3, :3].T.astype(np.float32) + m[:3, 3].astype(np.float32), tris)
+        return out
 
     def _cleanup(self) -> None:
         if self._ended:
             return
         self._ended = True
-        for name, uid in self._previews.values():
-            preview = find_object(name, uid)
-            if preview is not None:
-                mesh = preview.data
-                bpy.data.objects.remove(preview)
-                if mesh is not None and mesh.users == 0:
-                    bpy.data.meshes.remove(mesh)
-        self._previews.clear()
+        previews.release(self._preview_key)
+        self._preview_meshes.clear()
         scene = bpy.data.scenes.get(self.scene_name)
-        if self._hidden and scene is not None:
-            view_layer = scene.view_layers.get(self._view_layer_name)
-            for name, uid in self._hidden:
-                obj = find_object(name, uid)
-                if obj is not None and view_layer is not None:
-                    obj.hide_set(False, view_layer=view_layer)
-        self._hidden.clear()
         if scene is not None and self._original_frame is not None and (
                 (scene.frame_current, scene.frame_subframe) != self._original_frame):
-            scene.frame_set(self._original_frame[0], subframe=self._original_frame[1])
+            with busy():
+                scene.frame_set(self._original_frame[0], subframe=self._original_frame[1])

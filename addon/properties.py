@@ -878,6 +878,13 @@ class JakobsenObjectSettings(PropertyGroup):
 
 # -- scene ----------------------------------------------------------------------------------------
 
+def _playback_toggled(settings, context) -> None:
+    # Switched off: the cache is freed and what it drew goes; switched on: the first frame is read.
+    from . import playback
+
+    playback.toggled(settings.id_data)
+
+
 class JakobsenSceneSettings(PropertyGroup):
     """``Scene.jakobsen``: how the solver steps and what a bake writes."""
 
@@ -931,6 +938,19 @@ class JakobsenSceneSettings(PropertyGroup):
     cache_directory: StringProperty(
         name="Cache Directory", description="Folder for the .pc2 files (// is the .blend file's folder)",
         subtype='DIR_PATH', default="//jakobsen_cache/",
+    )
+
+    use_simulate_on_playback: BoolProperty(
+        name="Simulate on Playback",
+        description="Simulate each frame as the timeline plays or steps forward from the first frame, and keep "
+                    "it in memory (the cache below); Bake from Cache then writes it without simulating again",
+        default=False,
+        update=_playback_toggled,
+    )
+    cache_memory_limit: IntProperty(
+        name="Memory Limit",
+        description="Most memory the playback cache may take (MB); playback stops simulating when it is full",
+        default=1024, min=1, soft_max=16384, max=1048576,
     )
 
     def frame_range(self) -> tuple[int, int]:

@@ -149,14 +149,15 @@ def solver_settings(scene) -> SolverSettings:
     except JakobsenError as error:
         # The engine names its own parameters ("air_velocity"); the user knows the panel's labels.
         field = error.setting
-        if field not in _PANEL_PROPERTY:
+        if field is None or field not in _PANEL_PROPERTY:
             raise
+        prop = _PANEL_PROPERTY[field]
         if field == "gravity" and props.use_scene_gravity:
             shown = "Gravity (Scene > Gravity)"
-        elif field == "frame_rate":
+        elif prop is None:  # the frame rate, Blender's own setting
             shown = "Frame Rate (Output Properties > Format)"
         else:
-            shown = f"{label(props, _PANEL_PROPERTY[field])} (Scene > Jakobsen Physics)"
+            shown = f"{label(props, prop)} (Scene > Jakobsen Physics)"
         raise JakobsenError(f"scene '{scene.name}': its {shown} is out of the range the solver takes "
                             f"({error})") from None
     return settings
@@ -210,7 +211,9 @@ def build(context, *, frame_range: tuple[int, int] | None = None) -> SceneModel:
             scene.frame_set(start)
             depsgraph = context.evaluated_depsgraph_get()
             builder = ModelBuilder()
-            deformables, colliders, bodies = [], [], []
+            deformables: list[DeformableBinding] = []
+            colliders: list[ColliderBinding] = []
+            bodies: list[BodyBinding] = []
             pending = []
             for obj in meshes:
                 track = tracks.get(obj.name)
@@ -221,7 +224,10 @@ def build(context, *, frame_range: tuple[int, int] | None = None) -> SceneModel:
                     pending.append(add_deformable(builder, obj, depsgraph, track, warnings))
                 elif role == 'RIGID_BODY':
                     item = add_rigid_body(builder, obj, depsgraph, track, settings.frame_rate, warnings)
-                    (bodies if isinstance(item, BodyBinding) else colliders).append(item)
+                    if isinstance(item, BodyBinding):
+                        bodies.append(item)
+                    else:
+                        colliders.append(item)
                 else:
                     colliders.append(add_collider(builder, obj, depsgraph, track, settings.frame_rate, warnings,
                                                   deformed=sampled_vertices.get(obj.name)))

@@ -32,7 +32,7 @@ def split_mesh(mesh, torn_pairs: np.ndarray, torn_frames: np.ndarray, local: np.
     Returns (mesh, local for the split mesh (frames, n', 3)), or (None, local) if no edge tore.
     """
     n = len(mesh.vertices)
-    edge_keys = np.empty(len(mesh.edges) * 2, np.int64)
+    edge_keys: np.ndarray = np.empty(len(mesh.edges) * 2, np.int64)  # flat for foreach_get, then (e, 2)
     mesh.edges.foreach_get("vertices", edge_keys)
     edge_keys = edge_keys.reshape(-1, 2)
     edge_keys.sort(axis=1)

@@ -561,7 +561,7 @@ def main(argv) -> None:
         EXAMPLES[name](out)
     import bpy
 
-    if tuple(bpy.app.version[:2]) == (4, 2):  # see common.main
+    if tuple(bpy.app.version) < (5, 0, 0):  # see common.main
         sys.stdout.flush()
         sys.stderr.flush()
         os._exit(0)

@@ -162,13 +162,13 @@ def out_path(default_name: str) -> str:
 def main(build, default_name: str) -> None:
     """Run ``build(path)`` for the script's output path and end the process.
 
-    bpy 4.2 crashes in its exit handlers once a property with a Python callback has been
-    registered (the add-on's are), after the file is saved; there the process ends first.
+    bpy 4.x goes wrong in its exit handlers once the add-on has been registered (4.2 crashes, 4.5
+    hangs), after the file is saved; there the process ends first.
     """
     build(out_path(default_name))
     import bpy
 
-    if tuple(bpy.app.version[:2]) == (4, 2):
+    if tuple(bpy.app.version) < (5, 0, 0):
         sys.stdout.flush()
         sys.stderr.flush()
         os._exit(0)

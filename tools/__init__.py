@@ -52,13 +52,15 @@ def main(argv: list[str] | None = None) -> int:
 
     build = sub.add_parser("build", help="write the Blender extension zip (Install from Disk)")
     build.add_argument("-o", "--out", default="dist", metavar="DIR", help="directory for the zips (default dist)")
-    build.add_argument("--platform", action="append", choices=["linux-x64", "windows-x64", "macos-arm64", "none", "all"],
+    build.add_argument("--platform", action="append",
+                       choices=["linux-x64", "windows-x64", "macos-arm64", "none", "all"],
                        help="the zips with numba for this platform, one per Blender Python (3.11: Blender 4.2 to "
                             "5.0; 3.13: 5.1 on) (repeatable; 'none': the one without it, numpy "
                             "kernels on any platform; 'all': every one; default all)")
 
     bench = sub.add_parser("bench", help="print a benchmark table, side by side with Blender's own solver")
-    bench.add_argument("what", choices=["cloth", "cloth-large", "boxes", "car", "tablecloth", "self-collision", "all"], help="which benchmark")
+    bench.add_argument("what", choices=["cloth", "cloth-large", "boxes", "car", "tablecloth", "self-collision", "all"],
+                       help="which benchmark")
     bench.add_argument("--frames", type=int, default=100, help="frames to simulate (default 100)")
     bench.add_argument("--repeats", type=int, default=3,
                        help="cloth: runs of each solver; the best is kept (default 3)")
@@ -127,11 +129,12 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _exit_process(code: int) -> None:
-    """bpy 4.2 crashes in its C exit handlers once a property with a Python callback has been
-    registered (the add-on's are), after all our work is done and saved. As a program (not when
-    ``main`` is called from Python), end the process before those handlers run."""
+    """bpy 4.x goes wrong in its C exit handlers once the add-on has been registered, after all our
+    work is done and saved: 4.2 crashes (a property with a Python callback), 4.5 waits forever (a
+    condition variable in a global destructor). As a program (not when ``main`` is called from
+    Python), end the process before those handlers run."""
     bpy = sys.modules.get("bpy")
-    if bpy is not None and tuple(bpy.app.version[:2]) == (4, 2):
+    if bpy is not None and tuple(bpy.app.version) < (5, 0, 0):
         sys.stdout.flush()
         sys.stderr.flush()
         os._exit(code)

@@ -4,8 +4,8 @@
 falling onto a tower, an off-road car driving over bumpy ground through a wall of crates, a car
 following an S-shaped road, a car towing a trailer round a turn, a tablecloth dropped on a table, a
 cape on a walking character, a balloon, a jelly cube, a sheet torn apart, a car door that a ram
-dents) is opened headless, baked with ``jakobsen bake``'s code path, saved as ``<name>_baked.blend`` next to the PNG, and a few of its
-frames are rendered with Workbench, one row per example.
+dents) is opened headless, baked with ``jakobsen bake``'s code path, saved as ``<name>_baked.blend``
+next to the PNG, and a few of its frames are rendered with Workbench, one row per example.
 
 ``run_engine_demo`` (``jakobsen demo --engine``) is the engine alone, no add-on: a pinned cloth
 falls and drapes over a sphere; the cloth becomes a mesh whose vertices are set from the

@@ -7,6 +7,7 @@ no bulk access to vertex-group weights, so it runs once per pinned cloth per bak
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import bpy
@@ -61,7 +62,7 @@ def has_animation(obj) -> bool:
 
 
 def sample_matrices(scene, context, names: list[str], frames: range, settings: dict | None = None,
-                    deforming: list[str] = ()) -> tuple[dict[str, np.ndarray], dict[tuple, np.ndarray], dict]:
+                    deforming: Sequence[str] = ()) -> tuple[dict[str, np.ndarray], dict[tuple, np.ndarray], dict]:
     """matrix_world (frames, 4, 4) of each object in ``names``, (frames,) values of each setting
     in ``settings`` ((object name, setting) -> getter(evaluated object)), and the world positions
     (frames, n, 3) of the evaluated mesh's vertices of each object in ``deforming`` (an armature,

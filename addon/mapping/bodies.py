@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from typing import Any
 
 import numpy as np
 
@@ -57,8 +58,9 @@ def surface_settings(obj, data: MeshData, warnings: list[str]) -> dict:
     where = describe(obj)
     s = obj.jakobsen.cloth
     soft = obj.jakobsen.type == 'SOFT_BODY'
-    out = dict(self_collision=bool(s.use_self_collision),
-               self_distance=float(s.self_distance) if s.use_self_collision else None)
+    # The engine's keyword arguments (numbers, flags, None for "off").
+    out: dict[str, Any] = dict(self_collision=bool(s.use_self_collision),
+                               self_distance=float(s.self_distance) if s.use_self_collision else None)
     if s.use_plasticity:
         out.update(plastic_limit=float(s.plastic_limit) / 100.0, plastic_rate=float(s.plastic_rate))
     if soft:

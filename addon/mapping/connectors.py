@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 
 import numpy as np
 
@@ -48,9 +49,9 @@ def motor_target(m) -> float:
     return 0.0
 
 
-def animated_settings(objects) -> dict[tuple, object]:
+def animated_settings(objects) -> dict[tuple, Callable]:
     """(object name, setting) -> getter, for the animatable settings of animated Empties."""
-    out = {}
+    out: dict[tuple, Callable] = {}
     for obj in objects:
         if obj.type != 'EMPTY' or not has_animation(obj):
             continue
@@ -230,7 +231,7 @@ def add_empties(builder: ModelBuilder, objects, depsgraph, bodies: list[BodyBind
             # the Empty afterwards changes nothing, which a user animating it would not expect.
             warnings.append(f"{where}: its transform is animated, but {what_it_is(obj)} stays where it is "
                             "on the bake's first frame and then moves with its bodies")
-        ends = []
+        ends: list[BodyHandle | None] = []
         for slot, other in zip(("Object A", "Object B"), obj.jakobsen.pair()):
             if other is None:
                 ends.append(None)
@@ -275,6 +276,7 @@ def add_empties(builder: ModelBuilder, objects, depsgraph, bodies: list[BodyBind
             # (A motor that is on throughout leaves ``enabled`` at the engine's default.)
             if m.motor_type == 'ANGULAR':
                 warnings.extend(motor_axle_warnings(obj, frame[:3, 2], objects, depsgraph))
+            assert ends[0] is not None  # check_pairs has refused a motor without Object A
             builder.add_motor(ends[0], ends[1], frame[:3, 2], name=obj.name, kind=m.motor_type.lower(),
                               mode=MOTOR_MODES[m.mode],
                               target=setting_over_time(obj, "motor target", sampled, frame_rate), **settings)

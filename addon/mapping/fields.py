@@ -11,8 +11,6 @@ objects less, and by an amount that changes with the frame rate; here it does no
 
 from __future__ import annotations
 
-import math
-
 import numpy as np
 
 from jakobsen_engine import JakobsenError, ModelBuilder
@@ -145,8 +143,10 @@ def add_force_field(builder: ModelBuilder, obj, depsgraph, warnings: list[str], 
     if not np.all(np.isfinite(m)):
         raise JakobsenError(f"{where}: its transform is not a number (check its location, rotation, scale and "
                             "parents)")
-    strength = float(f.strength)
-    position, axis = m[:3, 3], _axis(where, m)
+    # Each a constant, or a Track of its values when the field moves or its Strength is animated.
+    strength: float | Track = float(f.strength)
+    position: np.ndarray | Track = m[:3, 3]
+    axis: np.ndarray | Track = _axis(where, m)
     if may_move(obj) or obj.animation_data is not None:
         frames, frame_rate = _bake_frames(frames, frame_rate)
         mats, strengths = _sample(obj, frames, frame_rate)
@@ -181,6 +181,7 @@ def add_force_field(builder: ModelBuilder, obj, depsgraph, warnings: list[str], 
         z0 = axis.values[0] if isinstance(axis, Track) else axis
         if isinstance(axis, Track) and np.ptp(axis.values, axis=0).max() > 1e-6:
             warnings.append(f"{where} turns during the bake; it blows along its Z axis on the first frame")
+        speed: float | Track
         if isinstance(strength, Track):
             direction, speed = z0, strength  # a keyed speed keeps its sign
         else:
@@ -188,7 +189,7 @@ def add_force_field(builder: ModelBuilder, obj, depsgraph, warnings: list[str], 
         builder.add_force("wind", name=obj.name, direction=direction, strength=speed,
                           turbulence=NOISE_RMS * noise / peak, seed=seed, **region)
         return
-    if kind == 'FORCE' and _plain_force(f, strength, region):
+    if kind == 'FORCE' and not isinstance(strength, Track) and _plain_force(f, strength, region):
         # The same field as the engine's attractor (a constant push along the radius, cut at the
         # Maximum Distance), which the energy guard knows as a source; Blender's positive
         # Strength pushes away.

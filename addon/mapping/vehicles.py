@@ -11,10 +11,12 @@ the first spline only), and its points' Radius when Speed from Radius is on.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 
 import numpy as np
 
 from jakobsen_engine import JakobsenError, ModelBuilder, Track
+from jakobsen_engine.bodies.rigid import BodyHandle
 
 from ..blender_io.checks import check_numbers, describe
 from ..blender_io.reads import has_animation
@@ -34,9 +36,9 @@ def is_chassis(obj) -> bool:
     return obj.type == 'MESH' and obj.jakobsen.type == 'RIGID_BODY' and obj.jakobsen.vehicle.enabled
 
 
-def animated_settings(objects) -> dict[tuple, object]:
+def animated_settings(objects) -> dict[tuple, Callable]:
     """(chassis name, "vehicle <setting>") -> getter, for chassis that have animation."""
-    out = {}
+    out: dict[tuple, Callable] = {}
     for obj in objects:
         if is_chassis(obj) and has_animation(obj):
             for keyword, prop in ANIMATED.items():
@@ -74,7 +76,10 @@ def curve_points(curve, depsgraph, where: str) -> tuple[np.ndarray, np.ndarray, 
     m = matrix(ob.matrix_world)
     if spline.type == 'BEZIER':
         n = len(spline.bezier_points)
-        co, left, right, radius = (np.zeros(n * 3), np.zeros(n * 3), np.zeros(n * 3), np.zeros(n))
+        co: np.ndarray = np.zeros(n * 3)  # flat for foreach_get, then (n, 3)
+        left: np.ndarray = np.zeros(n * 3)
+        right: np.ndarray = np.zeros(n * 3)
+        radius = np.zeros(n)
         spline.bezier_points.foreach_get("co", co)
         spline.bezier_points.foreach_get("handle_left", left)
         spline.bezier_points.foreach_get("handle_right", right)
@@ -86,7 +91,7 @@ def curve_points(curve, depsgraph, where: str) -> tuple[np.ndarray, np.ndarray, 
         for k in range(segments):
             j = (k + 1) % n
             seg = interpolate_bezier(Vector(co[k]), Vector(right[k]), Vector(left[j]), Vector(co[j]), resolution + 1)
-            pts.append(np.array([tuple(p) for p in seg[1:]]))
+            pts.append(np.array([p[:] for p in seg[1:]]))
             rad.append(np.linspace(radius[k], radius[j], resolution + 1)[1:])
         local, radii = np.concatenate(pts), np.concatenate(rad)
     else:
@@ -144,7 +149,8 @@ def add_vehicles(builder: ModelBuilder, objects, depsgraph, bodies: list[BodyBin
                              damping=getattr(v, f"{end}_suspension_damping"), anti_roll=getattr(v, f"{end}_anti_roll"))
         try:
             builder.add_vehicle(
-                binding.index, joints, name=obj.name, forward=forward, drive=v.drive.lower(),
+                BodyHandle(name=obj.name, index=binding.index), joints, name=obj.name, forward=forward,
+                drive=v.drive.lower(),
                 differential=v.differential.lower(), max_steering=float(v.max_steering_angle),
                 ackermann=bool(v.use_ackermann), brake_torque=float(v.brake_torque),
                 rolling_resistance=float(v.rolling_resistance), initial_speed=float(v.initial_speed),

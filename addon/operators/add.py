@@ -29,6 +29,7 @@ from ..blender_io.checks import describe
 from ..blender_io.reads import read_mesh, takes_part
 from ..mapping.connectors import empty_frame, wheel_connectors
 from ..properties import CONNECTOR_TYPE_ITEMS, MOTOR_TYPE_ITEMS, TYPE_ITEMS
+from ..registered import ObjectEmptyDrawtypeItems, OperatorTypeFlagItems, object_settings
 from ..translate.transforms import matrix, world
 from ..translate.wheels import CONVENTIONAL_FRONT, UP, axis_vector, wheel_geometry
 
@@ -54,14 +55,15 @@ def _pair_from_selection(op, context):
     return (others[0] if others else None), active
 
 
-def _new_empty(context, name: str, kind: str, location, display: str):
+def _new_empty(context, name: str, kind: str, location, display: ObjectEmptyDrawtypeItems):
     empty = bpy.data.objects.new(name, None)
     empty.empty_display_type = display
     empty.empty_display_size = 0.5
     empty.matrix_world = Matrix.Translation(location)
     context.collection.objects.link(empty)
-    empty.jakobsen.enabled = True
-    empty.jakobsen.type = kind
+    settings = object_settings(empty)
+    settings.enabled = True
+    settings.type = kind
     for obj in context.selected_objects:
         obj.select_set(False)
     empty.select_set(True)
@@ -139,14 +141,14 @@ def _enable_bodies(*objects) -> None:
 
 
 class _FromSelection:
-    bl_options = {'REGISTER', 'UNDO'}
+    bl_options: set[OperatorTypeFlagItems] = {'REGISTER', 'UNDO'}
 
     @classmethod
     def poll(cls, context):
         return context.mode == 'OBJECT' and any(o.type == 'MESH' for o in context.selected_objects)
 
 
-def _empty_for_pair(operator, context, name: str, role: str, display: str, place):
+def _empty_for_pair(operator, context, name: str, role: str, display: ObjectEmptyDrawtypeItems, place):
     """The pair from the selection (Object A, Object B) with both enabled, and a new Empty of
     ``role`` at ``place(a, b)`` whose settings join them; None (reported) without a pair."""
     pair = _pair_from_selection(operator, context)

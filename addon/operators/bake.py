@@ -1,9 +1,13 @@
 """``jakobsen.bake`` and ``jakobsen.free_bake``.
 
-Invoked from the UI the bake is modal: a window-manager timer advances the ``BakeJob`` one frame
-per TIMER event while the viewport shows the frame just computed, the status bar the progress
-and "Esc to cancel". Executed from a script, the command line or in background mode (where no
-timer events come) it runs the whole job at once.
+Invoked from the UI the bake is modal: on each TIMER event of a window-manager timer the
+``BakeJob`` computes as many frames as fit ``TICK_BUDGET`` seconds (at least one), then the scene
+moves to the last of them and the viewport draws it (``previews``: drawn, no stand-in objects),
+so the bake runs at about the solver's speed and the viewport still answers several times a
+second. Blender's progress indicator and the status bar show how far it is, with "Esc to
+cancel". While it runs, Bake and Free Bake are greyed out (their poll says why), and a second
+Bake is refused with that message. Executed from a script, the command line or in background
+mode (where no timer events come) it runs the whole job at once.
 
 Whatever goes wrong (a scene that cannot be baked, an unstable frame, or a fault of the add-on
 itself: any exception), the job is cancelled, which leaves the scene as it was, and the error
@@ -17,8 +21,31 @@ import time
 import bpy
 from bpy.types import Operator
 
-from .. import baking
+from .. import baking, playback
 from ..bake_job import BakeJob, describe_failure
+
+# Computing time per timer event: short enough that the viewport redraws and answers the mouse
+# (and Esc) many times a second, long enough that the redraws cost a small part of the bake.
+TICK_BUDGET = 0.030
+# Where drawing is slow (software OpenGL: a redraw of the window can take 0.4 s), a fixed budget
+# would let redraws take most of the wall time. So the budget grows to SOLVER_SHARE / (1 -
+# SOLVER_SHARE) times what Blender spent between two ticks (the redraw, other events): then the
+# solver has at least SOLVER_SHARE of the wall time. Up to MAX_TICK, so that Esc is still seen
+# within about a second.
+SOLVER_SHARE = 2 / 3
+MAX_TICK = 1.0
+TIMER_STEP = 0.005
+
+_running: dict = {}  # while a modal bake runs: {"scene": its scene's name, "job": the BakeJob}
+# The last modal bake's numbers: {"summary", "solver" (s), "wall" (s), "frames", "ticks"} (for the
+# GUI test and a curious script; the report says the same).
+last_bake: dict = {}
+RUNNING_MESSAGE = "A Jakobsen bake is running (Esc in the 3D View cancels it)"
+
+
+def bake_running() -> str | None:
+    """The name of the scene a modal bake is running on, or None."""
+    return _running.get("scene")
 
 
 def _report_warnings(op, warnings) -> None:
@@ -37,6 +64,9 @@ def _finish(op, job: BakeJob, elapsed: float) -> set[str]:
         op.report({'ERROR'}, f"Could not write the bake: {describe_failure(error)}")
         return {'CANCELLED'}
     op.report({'INFO'}, summary)
+    op._summary = summary
+    # The bake replaces what simulate on playback had cached (as Blender's point cache does).
+    playback.free(job.scene_name)
     return {'FINISHED'}
 
 
@@ -57,9 +87,16 @@ class JAKOBSEN_OT_bake(Operator):
     _job = None
     _timer = None
     _started_at = 0.0
+    _ticks = 0
+    _between: list = []  # seconds Blender spent between two ticks (drawing, other events)
+    _tick_ended = None
+    _summary = ""
 
     @classmethod
     def poll(cls, context):
+        if bake_running() is not None:
+            cls.poll_message_set(RUNNING_MESSAGE)
+            return False
         return context.scene is not None and context.view_layer is not None
 
     def _start(self, context, job: BakeJob) -> bool:
@@ -73,6 +110,9 @@ class JAKOBSEN_OT_bake(Operator):
         return True
 
     def execute(self, context):
+        if bake_running() is not None:  # (poll says so too; this is for a caller that skips it)
+            self.report({'ERROR'}, RUNNING_MESSAGE)
+            return {'CANCELLED'}
         job = BakeJob(context.scene.name)
         t0 = time.perf_counter()
         if not self._start(context, job):
@@ -90,19 +130,36 @@ class JAKOBSEN_OT_bake(Operator):
     def invoke(self, context, event):
         if bpy.app.background or context.window is None:
             return self.execute(context)
-        job = BakeJob(context.scene.name, preview=True, follow_frames=True)
+        if bake_running() is not None:
+            self.report({'ERROR'}, RUNNING_MESSAGE)
+            return {'CANCELLED'}
+        # The scene follows the computed frames once per timer event (see modal), not per frame.
+        job = BakeJob(context.scene.name, preview=True, follow_frames=False)
+        self._started_at = time.perf_counter()
         if not self._start(context, job):
             return {'CANCELLED'}
         self._job = job
-        self._started_at = time.perf_counter()
+        self._ticks, self._between, self._tick_ended = 0, [], None
+        _running.update(scene=context.scene.name, job=job)
         wm = context.window_manager
-        self._timer = wm.event_timer_add(0.001, window=context.window)
+        self._timer = wm.event_timer_add(TIMER_STEP, window=context.window)
         wm.progress_begin(0, job.frame_count)
         wm.modal_handler_add(self)
         self._show_progress(context)
         return {'RUNNING_MODAL'}
 
     def modal(self, context, event):
+        try:
+            return self._modal(context, event)
+        except BaseException as error:  # a fault of the add-on: the scene back as it was, and say so
+            job = self._job
+            if job is not None:
+                job.cancel()
+                self._end(context)
+            self.report({'ERROR'}, f"Bake stopped: {describe_failure(error)}")
+            return {'CANCELLED'}
+
+    def _modal(self, context, event):
         job = self._job
         if event.type in {'ESC', 'RIGHTMOUSE'} and event.value == 'PRESS':
             job.cancel()
@@ -111,16 +168,38 @@ class JAKOBSEN_OT_bake(Operator):
             return {'CANCELLED'}
         if event.type != 'TIMER':
             return {'PASS_THROUGH'}
+        t0 = time.perf_counter()
+        self._ticks += 1
+        if self._tick_ended is not None:
+            self._between.append(t0 - self._tick_ended)
+        budget = self.tick_budget()
         try:
             more = job.step()
+            while more and time.perf_counter() - t0 < budget:
+                more = job.step()
         except Exception as error:
             self._end(context)
             return _stopped(self, job, error)
+        self._tick_ended = time.perf_counter()
         if more:
+            # Animated colliders are seen where the solver had them on the frame drawn.
+            job.scene.frame_set(job.frame)
             self._show_progress(context)
             return {'RUNNING_MODAL'}
         self._end(context)
-        return _finish(self, job, time.perf_counter() - self._started_at)
+        wall = time.perf_counter() - self._started_at
+        result = _finish(self, job, wall)
+        last_bake.clear()
+        last_bake.update(summary=self._summary, solver=job.step_seconds, wall=wall, frames=job.frame_count,
+                         ticks=self._ticks, result=sorted(result),
+                         mean_gap=sum(self._between) / max(len(self._between), 1))
+        return result
+
+    def tick_budget(self) -> float:
+        """Seconds of computing for this timer event (see SOLVER_SHARE): from the longest of the
+        last three gaps between ticks, so that one quick gap does not shrink it."""
+        gap = max(self._between[-3:], default=0.0)
+        return min(max(TICK_BUDGET, gap * SOLVER_SHARE / (1.0 - SOLVER_SHARE)), MAX_TICK)
 
     def cancel(self, context):
         # Blender ends the operator itself (file load, window closed): leave the scene as it was.
@@ -151,6 +230,7 @@ class JAKOBSEN_OT_bake(Operator):
         if context.workspace is not None:
             context.workspace.status_text_set(None)
         self._job = None
+        _running.clear()
 
 
 class JAKOBSEN_OT_free_bake(Operator):
@@ -162,6 +242,9 @@ class JAKOBSEN_OT_free_bake(Operator):
 
     @classmethod
     def poll(cls, context):
+        if bake_running() is not None:  # the running bake writes when it ends
+            cls.poll_message_set(RUNNING_MESSAGE)
+            return False
         return context.scene is not None
 
     def execute(self, context):
@@ -172,6 +255,29 @@ class JAKOBSEN_OT_free_bake(Operator):
             return {'CANCELLED'}
         self.report({'INFO'}, f"Freed the bake of {', '.join(freed)}")
         return {'FINISHED'}
+
+
+def draw_progress(self, context) -> None:
+    """A progress bar in the status bar while a modal bake runs (appended to Blender's
+    ``STATUSBAR_HT_header``, beside the text ``_show_progress`` sets)."""
+    job = _running.get("job")
+    if job is None or job.scene_model is None:
+        return
+    total = max(job.frame_count - 1, 1)
+    row = self.layout.row()
+    row.ui_units_x = 12  # (the status bar gives an appended item no width of its own)
+    row.progress(factor=min(max(job.frames_done - 1, 0) / total, 1.0), type='BAR',
+                 text=f"Jakobsen bake {job.frames_done}/{job.frame_count}")
+
+
+def register() -> None:
+    """What the bake shows outside its operator: the progress bar in the status bar."""
+    bpy.types.STATUSBAR_HT_header.append(draw_progress)
+
+
+def unregister() -> None:
+    bpy.types.STATUSBAR_HT_header.remove(draw_progress)
+    _running.clear()
 
 
 classes = (JAKOBSEN_OT_bake, JAKOBSEN_OT_free_bake)

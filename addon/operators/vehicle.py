@@ -43,6 +43,7 @@ from mathutils import Matrix
 from .. import actions, baking
 from ..blender_io.reads import evaluated_world_vertices, takes_part
 from ..properties import AXIS_ITEMS
+from ..registered import OperatorTypeFlagItems, object_settings
 from ..translate.transforms import matrix
 from ..translate.wheels import (
     AXES,
@@ -57,7 +58,6 @@ from ..translate.wheels import (
     wheel_layout,
 )
 from jakobsen_engine import JakobsenError
-
 CHASSIS_DENSITY = 110.0  # kg per m^3 of the chassis' bounding box: 4.5 x 1.8 x 1.5 m is about 1,300 kg
 WHEEL_DENSITY = 260.0  # kg per m^3 of the wheel's cylinder: a 0.33 m x 0.22 m car wheel is about 20 kg
 DEFAULT_MASS = 1.0  # the Mass setting's default: a user who changed it chose the mass
@@ -122,6 +122,8 @@ class VehiclePlan:
 
 def _check_editable(objects) -> None:
     view_layer = bpy.context.view_layer
+    if view_layer is None:  # a script run without a window: nothing tells what is hidden
+        raise RigError("there is no view layer to check the objects in")
     for obj in objects:
         if baking.record_of(obj) is not None:
             raise RigError(f"'{obj.name}' has a bake, which moves it on playback; free it first (Scene > Jakobsen "
@@ -164,7 +166,8 @@ def _descendants(obj) -> list:
 def _wheel_children(chassis, chassis_world: np.ndarray) -> tuple[list, list[str]]:
     """The chassis' descendant meshes that look like wheels: each of their parts round about a
     horizontal axle, and standing on the ground (the lowest point of the car); the others' names."""
-    found, skipped = [], []
+    found: list[bpy.types.Object] = []
+    skipped: list[str] = []
     candidates = {}
     for child in sorted(_descendants(chassis), key=lambda o: o.name):
         if child.type != 'MESH' or len(child.data.vertices) == 0:
@@ -215,7 +218,7 @@ def plan_vehicle(context, chassis, wheel_objects, *, forward_axis: str | None = 
     if extent.min() <= 1e-6 * max(extent.max(), 1e-300):
         raise RigError(f"chassis '{chassis.name}' has no volume (it is flat: {_size_text(extent)}); a chassis is "
                        "a solid body")
-    skipped = []
+    skipped: list[str] = []
     if wheel_objects is None:
         wheel_objects, skipped = _wheel_children(chassis, chassis_world)
         if not wheel_objects:
@@ -442,8 +445,8 @@ def _gravity(scene) -> float:
         g = np.array(scene.gravity) if scene.use_gravity else np.zeros(3)
     else:
         g = np.array(props.gravity)
-    g = float(np.linalg.norm(g))
-    return g if math.isfinite(g) and g > 0.0 else 9.81
+    magnitude = float(np.linalg.norm(g))
+    return magnitude if math.isfinite(magnitude) and magnitude > 0.0 else 9.81
 
 
 def _enable_rigid(obj):
@@ -458,13 +461,13 @@ def _user_mass(rb) -> bool:
     return rb.use_density or abs(rb.mass - DEFAULT_MASS) > 1e-9
 
 
-def _wheel_connectors(chassis) -> dict[str, object]:
+def _wheel_connectors(chassis) -> dict[str, bpy.types.Object]:
     """The chassis' Wheel Suspension connectors, by the name of their Object B."""
-    out = {}
+    out: dict[str, bpy.types.Object] = {}
     for obj in bpy.data.objects:
-        if obj.type != 'EMPTY' or not takes_part(obj) or obj.jakobsen.type != 'CONNECTOR':
+        if obj.type != 'EMPTY' or not takes_part(obj) or object_settings(obj).type != 'CONNECTOR':
             continue
-        c = obj.jakobsen.connector
+        c = object_settings(obj).connector
         if c.connector_type == 'WHEEL_SUSPENSION' and c.object_a == chassis and c.object_b is not None:
             out.setdefault(c.object_b.name, obj)
     return out
@@ -476,8 +479,9 @@ def _connector_empty(context, chassis, name: str, existing=None):
     empty = bpy.data.objects.new(name, None)
     collection = chassis.users_collection[0] if chassis.users_collection else context.scene.collection
     collection.objects.link(empty)
-    empty.jakobsen.enabled = True
-    empty.jakobsen.type = 'CONNECTOR'
+    settings = object_settings(empty)
+    settings.enabled = True
+    settings.type = 'CONNECTOR'
     return empty
 
 
@@ -495,8 +499,9 @@ def build_vehicle(context, plan: VehiclePlan, *, drive: str | None = None) -> di
     pieces = []  # (object, source name)
     for obj in sources:
         detached = _detach_action(obj)
-        if obj.data.users > 1:
-            obj.data = obj.data.copy()
+        data = obj.data  # a mesh: plan_vehicle takes meshes only
+        if data is not None and data.users > 1:
+            obj.data = data.copy()
         if _simulated_ancestor(obj, wheel_names, plan.chassis) is not None:
             _keep_world(obj)
         view_layer.objects.active = obj
@@ -508,13 +513,13 @@ def build_vehicle(context, plan: VehiclePlan, *, drive: str | None = None) -> di
 
     # Match each piece to its planned wheel (the same vertices: the same hub).
     planned_hubs = np.array([p.wheel.hub for p in plan.wheels])
-    wheels = [None] * len(plan.wheels)
-    by_source: dict[str, list[tuple[int, object]]] = {}
+    matched: list[tuple[bpy.types.Object, Wheel] | None] = [None] * len(plan.wheels)
+    by_source: dict[str, list[tuple[int, bpy.types.Object]]] = {}
     for piece, source in pieces:
         world, _ = _mesh_world(piece)
         wheel = wheel_geometry(world, where=f"wheel '{piece.name}'")
         k = int(np.argmin(np.linalg.norm(planned_hubs - wheel.hub, axis=1)))
-        wheels[k] = (piece, wheel)
+        matched[k] = (piece, wheel)
         by_source.setdefault(source, []).append((k, piece))
     for source, members in by_source.items():
         if len(members) < 2:
@@ -522,11 +527,16 @@ def build_vehicle(context, plan: VehiclePlan, *, drive: str | None = None) -> di
         labels = [(_axle_label(layout, k), "L" if layout.on_left[k] else "R") for k, _ in members]
         for (k, piece), name in zip(members, _piece_names(source, labels), strict=True):
             piece.name = name
-            piece.data.name = piece.name
+            if piece.data is not None:  # always: a mesh split off the wheel's
+                piece.data.name = piece.name
+    wheels = [m for m in matched if m is not None]
+    if len(wheels) != len(matched):  # the split pieces are the planned wheels' vertices: never seen
+        raise RigError(f"chassis '{plan.chassis}': {len(matched) - len(wheels)} of its planned wheels are not among "
+                       "the split wheel objects")
 
     # Re-base, enable and connect each wheel.
     g = _gravity(context.scene)
-    vehicle = chassis.jakobsen.vehicle
+    vehicle = object_settings(chassis).vehicle
     existing = _wheel_connectors(chassis)
     connectors = []
     for k, (piece, wheel) in enumerate(wheels):
@@ -545,7 +555,7 @@ def build_vehicle(context, plan: VehiclePlan, *, drive: str | None = None) -> di
         frame[:3, :3], frame[:3, 3] = _connector_frame(axle_left, layout.up), wheel.hub
         empty.parent = None
         empty.matrix_world = Matrix(frame.tolist())
-        c = empty.jakobsen.connector
+        c = object_settings(empty).connector
         c.connector_type = 'WHEEL_SUSPENSION'
         c.object_a, c.object_b = chassis, piece
         c.ignore_collisions = True
@@ -556,7 +566,7 @@ def build_vehicle(context, plan: VehiclePlan, *, drive: str | None = None) -> di
     if not _user_mass(rb):
         rb.mass = CHASSIS_DENSITY * float(np.prod(plan.chassis_extent))
     chassis_mass = float(rb.mass) if not rb.use_density else rb.density * float(np.prod(plan.chassis_extent))
-    wheel_mass = sum(float(w.jakobsen.rigid_body.mass) for w, _ in wheels)
+    wheel_mass = sum(float(object_settings(w).rigid_body.mass) for w, _ in wheels)
     total = chassis_mass + wheel_mass
     n = len(wheels)
     radii = np.array([w.radius for _, w in wheels])
@@ -565,8 +575,8 @@ def build_vehicle(context, plan: VehiclePlan, *, drive: str | None = None) -> di
     vehicle.forward_axis = layout.forward_axis
     if drive is not None:
         vehicle.drive = drive
-    for axle, members in (("front", front), ("rear", ~front)):
-        r = float(radii[members].mean()) if members.any() else float(radii.mean())
+    for axle, on_axle in (("front", front), ("rear", ~front)):
+        r = float(radii[on_axle].mean()) if on_axle.any() else float(radii.mean())
         travel = TRAVEL_PER_RADIUS * r
         stiffness = (chassis_mass * g / n) / (SAG_SHARE * travel)
         setattr(vehicle, f"{axle}_suspension_rest", 0.0)
@@ -613,7 +623,7 @@ _FORWARD_ITEMS = (('AUTO', "Automatic", "The chassis-local axis along the wheelb
 
 
 def _names_list(text: str, what: str) -> list:
-    out = []
+    out: list[bpy.types.Object] = []
     for name in (n.strip() for n in text.split(",")):
         if not name:
             continue
@@ -625,7 +635,7 @@ def _names_list(text: str, what: str) -> list:
 
 
 class _InObjectMode:
-    bl_options = {'REGISTER', 'UNDO'}
+    bl_options: set[OperatorTypeFlagItems] = {'REGISTER', 'UNDO'}
 
     @classmethod
     def poll(cls, context):

@@ -97,7 +97,9 @@ class _AddPreset(AddPresetBase):
         return super().execute(context)
 
 
-class JAKOBSEN_OT_cloth_preset_add(_AddPreset, Operator):
+# (ignore[misc]: the stubs of AddPresetBase say its check() and invoke() return None, where
+# Operator's return a bool and a set; Blender's own preset operators are built the same way.)
+class JAKOBSEN_OT_cloth_preset_add(_AddPreset, Operator):  # type: ignore[misc]
     """Add or remove a Jakobsen Physics cloth preset (mass, stiffness, drag, friction, plasticity)"""
     bl_idname = "jakobsen.cloth_preset_add"
     bl_label = "Add Cloth Preset"
@@ -108,7 +110,7 @@ class JAKOBSEN_OT_cloth_preset_add(_AddPreset, Operator):
     preset_values = [f"bpy.context.object.jakobsen.cloth.{name}" for name in CLOTH_VALUES]
 
 
-class JAKOBSEN_OT_rigid_body_preset_add(_AddPreset, Operator):
+class JAKOBSEN_OT_rigid_body_preset_add(_AddPreset, Operator):  # type: ignore[misc]
     """Add or remove a Jakobsen Physics rigid body preset (density, friction, bounce)"""
     bl_idname = "jakobsen.rigid_body_preset_add"
     bl_label = "Add Rigid Body Preset"
@@ -124,7 +126,7 @@ class _PresetPopover(PresetPanel):
     preset_operator = "script.execute_preset"
     preset_subdir = ""
     preset_add_operator = ""
-    add_operator_class = None  # the operator behind preset_add_operator
+    add_operator_class: "type[Operator] | None" = None  # the operator behind preset_add_operator
     roles: tuple = ()
 
     @classmethod

@@ -20,6 +20,7 @@ setting of the session, not of the file.
 from __future__ import annotations
 
 import math
+from typing import TypedDict
 
 import bpy
 import numpy as np
@@ -27,6 +28,7 @@ from bpy.props import BoolProperty
 
 from ..blender_io.reads import takes_part
 from ..properties import EMPTY_TYPES
+from ..registered import add_property, remove_property
 from ..translate.wheels import axis_vector
 from .vehicle import is_chassis, wheel_chassis
 
@@ -42,8 +44,15 @@ COLOURS = {
 LINE_WIDTH = 2.0
 ARC_SEGMENTS = 24
 
+
+
+class _DrawState(TypedDict):
+    draws: int  # batches the last draw drew
+    errors: list[str]  # the first few errors a draw met
+
+
 _handler = None
-_state = {"draws": 0, "errors": []}
+_state: _DrawState = {"draws": 0, "errors": []}
 
 
 # -- the geometry: line segments per colour ---------------------------------------------------------
@@ -51,7 +60,7 @@ _state = {"draws": 0, "errors": []}
 class Lines:
     """Line segments (pairs of world points) by colour name."""
 
-    def __init__(self):
+    def __init__(self) -> None:
         self.by_colour: dict[str, list] = {}
 
     def add(self, colour: str, a, b) -> None:
@@ -188,7 +197,8 @@ def _draw() -> None:
     if not getattr(wm, "jakobsen_show_axes", False) or context.view_layer is None:
         return
     space = context.space_data
-    if space is not None and getattr(space, "overlay", None) is not None and not space.overlay.show_overlays:
+    overlay = getattr(space, "overlay", None)  # a SpaceView3D's (None without a space)
+    if overlay is not None and not overlay.show_overlays:
         return
     try:
         import gpu
@@ -236,10 +246,10 @@ def _redraw(self, context) -> None:
 
 def register() -> None:
     global _handler
-    bpy.types.WindowManager.jakobsen_show_axes = BoolProperty(
+    add_property(bpy.types.WindowManager, "jakobsen_show_axes", BoolProperty(
         name="Show Axes", default=True, update=_redraw,
         description="Draw the axes of connectors and motors (which way each turns), springs, slider and "
-                    "hinge limits, and each vehicle's forward direction and wheel axles in the 3D View")
+                    "hinge limits, and each vehicle's forward direction and wheel axles in the 3D View"))
     if not bpy.app.background and _handler is None:  # headless Blender has no GPU to draw with
         _handler = bpy.types.SpaceView3D.draw_handler_add(_draw, (), 'WINDOW', 'POST_VIEW')
 
@@ -249,4 +259,4 @@ def unregister() -> None:
     if _handler is not None:
         bpy.types.SpaceView3D.draw_handler_remove(_handler, 'WINDOW')
         _handler = None
-    del bpy.types.WindowManager.jakobsen_show_axes
+    remove_property(bpy.types.WindowManager, "jakobsen_show_axes")

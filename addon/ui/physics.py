@@ -8,13 +8,14 @@ from jakobsen_engine.constraints import kinds as connector_kinds
 from ..presets import JAKOBSEN_PT_cloth_presets, JAKOBSEN_PT_rigid_body_presets
 from ..presets import classes as preset_classes
 from ..properties import types_for
+from ..registered import RegionTypeItems, SpaceTypeItems
 from ..translate.settings import JOINT_KINDS
 from .vehicle import wheel_chassis
 
 
 class JakobsenPhysicsPanel:
-    bl_space_type = 'PROPERTIES'
-    bl_region_type = 'WINDOW'
+    bl_space_type: SpaceTypeItems = 'PROPERTIES'
+    bl_region_type: RegionTypeItems = 'WINDOW'
     bl_context = "physics"
     roles: tuple = ()
 

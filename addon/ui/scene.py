@@ -1,8 +1,11 @@
-"""The Scene tab: ``SCENE_PT_jakobsen_solver`` and ``SCENE_PT_jakobsen_bake``."""
+"""The Scene tab: ``SCENE_PT_jakobsen_solver``, ``SCENE_PT_jakobsen_bake`` and
+``SCENE_PT_jakobsen_cache`` (simulate on playback, laid out as Blender's Point Cache panel)."""
+
+import textwrap
 
 from bpy.types import Panel
 
-from .. import baking
+from .. import baking, playback
 
 
 class JakobsenScenePanel:
@@ -32,6 +35,30 @@ class SCENE_PT_jakobsen_solver(JakobsenScenePanel, Panel):
             sub.prop(scene, "gravity")
         else:
             sub.prop(props, "gravity")
+
+
+def cache_info(scene) -> list[str]:
+    """The cache panel's lines of information, as Blender's Point Cache says them: frames and
+    memory, whether it is outdated, and why playback does not simulate now."""
+    from ..operators.bake import bake_running
+
+    lines = []
+    if bake_running() is not None:
+        lines.append("Baking... (Esc to cancel)")
+    cache = playback.cache_of(scene)
+    if cache is None or cache.job is None:
+        if scene.jakobsen.use_simulate_on_playback:
+            lines.append(f"Nothing cached: play from frame {scene.jakobsen.frame_range()[0]}")
+    else:
+        limit = scene.jakobsen.cache_memory_limit
+        lines.append(f"{cache.frames_cached} frames in memory ({cache.frame_start}-{cache.last_frame})")
+        lines.append(f"Memory: {cache.memory_bytes() / 2**20:.1f} of {limit} MB")
+        if cache.outdated:
+            lines.append(f"Cache is outdated (edited on frame {cache.outdated_at})")
+    message = cache.message if cache is not None else ""
+    if message:
+        lines.append(message[0].upper() + message[1:])
+    return lines
 
 
 def draw_bake_buttons(layout, scene) -> None:
@@ -69,4 +96,44 @@ class SCENE_PT_jakobsen_bake(JakobsenScenePanel, Panel):
         draw_bake_buttons(layout, context.scene)
 
 
-classes = (SCENE_PT_jakobsen_solver, SCENE_PT_jakobsen_bake)
+class SCENE_PT_jakobsen_cache(JakobsenScenePanel, Panel):
+    bl_label = "Simulate on Playback"
+    bl_parent_id = "SCENE_PT_jakobsen_solver"
+
+    def draw_header(self, context):
+        self.layout.prop(context.scene.jakobsen, "use_simulate_on_playback", text="")
+
+    def draw(self, context):
+        layout = self.layout
+        layout.use_property_split = True
+        scene = context.scene
+        props = scene.jakobsen
+        start, end = props.frame_range()
+        col = layout.column(align=True)
+        col.active = props.use_simulate_on_playback
+        row = col.row(align=True)
+        row.enabled = False  # (set in the Bake panel above)
+        row.label(text="Frames")
+        row.label(text=f"{start} - {end}")
+        row = col.row()
+        row.use_property_split = False  # (the label in the field: it fits the default width)
+        row.prop(props, "cache_memory_limit", text="Memory Limit (MB)")
+        lines = cache_info(scene)
+        if lines:
+            info = layout.column(align=True)
+            info.alignment = 'RIGHT'
+            for line in lines:
+                for part in textwrap.wrap(line, 40):
+                    info.label(text=part)
+        flow = layout.grid_flow(row_major=True, columns=0, even_columns=True, even_rows=False, align=False)
+        col = flow.column()
+        col.operator("jakobsen.bake", text="Bake")
+        col.operator("jakobsen.bake_from_cache", text="Bake from Cache")
+        col = flow.column()
+        col.operator("jakobsen.free_cache", text="Free Cache")
+        sub = col.row()
+        sub.enabled = bool(baking.baked_objects(scene))
+        sub.operator("jakobsen.free_bake", text="Free Bake")
+
+
+classes = (SCENE_PT_jakobsen_solver, SCENE_PT_jakobsen_bake, SCENE_PT_jakobsen_cache)

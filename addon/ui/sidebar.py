@@ -1,9 +1,10 @@
-"""The 3D View's sidebar tab "Jakobsen": set up from the selection, bake, free, show the axes overlay."""
+"""The 3D View's sidebar tab "Jakobsen": set up from the selection, bake, free, simulate on playback
+(its cache: what is cached, Bake from Cache, Free Cache), show the axes overlay."""
 
 import bpy
 from bpy.types import Panel
 
-from .scene import draw_bake_buttons
+from .scene import cache_info, draw_bake_buttons
 
 
 class VIEW3D_PT_jakobsen(Panel):
@@ -35,6 +36,15 @@ class VIEW3D_PT_jakobsen(Panel):
         if ob is not None and ob.jakobsen.enabled:
             layout.prop(ob.jakobsen, "type", text=ob.name)
         draw_bake_buttons(layout, context.scene)
+        scene = context.scene
+        col = layout.column(align=True)
+        col.prop(scene.jakobsen, "use_simulate_on_playback")
+        if scene.jakobsen.use_simulate_on_playback:
+            for line in cache_info(scene):
+                col.label(text=line)
+            row = col.row(align=True)
+            row.operator("jakobsen.bake_from_cache", text="Bake from Cache")
+            row.operator("jakobsen.free_cache", text="Free Cache", icon='TRASH')
         # (The one WindowManager of the session: the overlay's switch is not saved with the file.)
         layout.prop(bpy.context.window_manager, "jakobsen_show_axes", icon='EMPTY_ARROWS')
 

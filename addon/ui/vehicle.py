@@ -11,10 +11,10 @@ Create Vehicle and Hitch Trailer are drawn only where those operators are regist
 
 from __future__ import annotations
 
-import bpy
 from bpy.types import Panel
 
 from ..blender_io.reads import takes_part
+from ..registered import RegionTypeItems, SpaceTypeItems, operators
 
 
 def is_chassis(obj) -> bool:
@@ -57,7 +57,7 @@ def has_operator(name: str) -> bool:
     """Whether ``bpy.ops.jakobsen.<name>`` is registered (the vehicle operators come from their own
     module, which may not be there). ``hasattr(bpy.ops.jakobsen, name)`` is true for any name."""
     try:
-        getattr(bpy.ops.jakobsen, name).get_rna_type()
+        getattr(operators(), name).get_rna_type()
     except (KeyError, AttributeError):
         return False
     return True
@@ -134,7 +134,7 @@ def draw_suspension(layout, v) -> None:
         else:
             row.prop(v, f"front_{name}", text="")
             row.prop(v, f"rear_{name}", text="")
-    units = {}
+    units: dict[str, list[str]] = {}
     for label, _name, unit in SUSPENSION_ROWS:
         if unit:
             units.setdefault(unit, []).append(label)
@@ -161,8 +161,8 @@ def draw_follow_path(layout, v) -> None:
 # -- the Physics tab -----------------------------------------------------------------------------
 
 class _PhysicsVehicle:
-    bl_space_type = 'PROPERTIES'
-    bl_region_type = 'WINDOW'
+    bl_space_type: SpaceTypeItems = 'PROPERTIES'
+    bl_region_type: RegionTypeItems = 'WINDOW'
     bl_context = "physics"
 
     @classmethod
@@ -222,8 +222,8 @@ class PHYSICS_PT_jakobsen_vehicle_path(_PhysicsVehiclePart, Panel):
 # -- the 3D View's sidebar ------------------------------------------------------------------------
 
 class _SidebarVehicle:
-    bl_space_type = 'VIEW_3D'
-    bl_region_type = 'UI'
+    bl_space_type: SpaceTypeItems = 'VIEW_3D'
+    bl_region_type: RegionTypeItems = 'UI'
     bl_category = "Jakobsen"
 
 

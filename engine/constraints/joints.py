@@ -372,6 +372,50 @@ def joint_layout(joints: Joints, dynamic: np.ndarray) -> JointLayout:
     return JointLayout(rows, bodies, side_a, side_b, mech)
 
 
+def redundant_mechanisms(joints: Joints, layout: JointLayout, x, q, inv_mass, inv_inertia) -> np.ndarray:
+    """(C,) bool: the mechanisms whose rows (every row that can act: locked or limited) repeat
+    one another at poses x, q (B+1): loops (a bridge hinged to the world at both ends) and
+    several connectors on one pair. Their system is singular, and pushed along rows that are
+    not those of the poses now (``solve_joints``' x_start) the damped solve of its rounding
+    gives huge opposite impulses; so they keep Newton's rows."""
+    count = len(layout.rows)
+    out = np.zeros(count, bool)
+    if not count:
+        return out
+    ja, jb, _, _ = joint_rows(joints, x, q, np.zeros(joints.count), np.ones(joints.count, bool))
+    can = np.zeros((joints.count, 6), bool)
+    can[:, :3] = joints.lin_mode != Lin.FREE
+    can[:, 3] = joints.swing_mode != Swing.FREE
+    can[:, 4] = joints.swing_mode == Swing.LOCKED
+    can[:, 5] = joints.twist_mode != Twist.FREE
+    bmax = layout.bodies.shape[1]
+    rot = quat.to_matrix(q)
+    for m in range(count):
+        codes = layout.rows[m][layout.rows[m] >= 0]
+        codes = codes[can[codes // 6, codes % 6]]
+        if not len(codes):
+            continue
+        jac = np.zeros((len(codes), bmax * 6))
+        for k, code in enumerate(codes):
+            j, r = code // 6, code % 6
+            if layout.side_a[j] >= 0:
+                jac[k, 6 * layout.side_a[j]:6 * layout.side_a[j] + 6] += ja[j, r]
+            if layout.side_b[j] >= 0:
+                jac[k, 6 * layout.side_b[j]:6 * layout.side_b[j] + 6] += jb[j, r]
+        scale = np.zeros((bmax * 6, bmax * 6))
+        for slot, body in enumerate(layout.bodies[m]):
+            if body < 0:
+                continue
+            scale[6 * slot:6 * slot + 3, 6 * slot:6 * slot + 3] = np.eye(3) * inv_mass[body]
+            scale[6 * slot + 3:6 * slot + 6, 6 * slot + 3:6 * slot + 6] = world_inverse_inertia(rot[body],
+                                                                                             inv_inertia[body])
+        a = jac @ scale @ jac.T
+        d = np.sqrt(np.maximum(np.diag(a), 1e-300))
+        eig = np.linalg.eigvalsh(a / d[:, None] / d[None, :])
+        out[m] = len(codes) > 6 * int(np.count_nonzero(layout.bodies[m] >= 0)) or eig.min() < 1e-8
+    return out
+
+
 # Damping added to the diagonal of each mechanism's system, relative to each row's own diagonal;
 # it softens a redundant (singular) direction instead of inverting noise, and costs a well-posed
 # joint about this fraction of its correction per pass (the passes make it up).
@@ -585,19 +629,33 @@ def _spd_solve(a, b):
 
 
 def solve_joints(joints: Joints, layout: JointLayout, x, q, S, inv_mass, inv_inertia, active, steer,
-                 impulses, limit_hits=None) -> None:
+                 impulses, limit_hits=None, x_start=None, q_start=None, from_start=None) -> None:
     """One Newton step on every joint at once, adding to the corrections S (B+1, 6) [dx, dtheta].
 
     Each mechanism's rows are solved together (J W J^T lambda = -C, W the bodies' inverse mass
     matrices at the substep's poses), so a chain is as stiff as a single joint; poses are
     re-evaluated with the corrections so far, so repeated steps converge on the exact joint.
     ``impulses`` (J, 6) accumulates each joint's position impulses (kg m, kg m^2) over the substep.
+
+    x_start, q_start (B+1, 3), (B+1, 4): the poses at the substep's start. Given, the translation
+    rows push along their directions there (the frame axes and the lever arms to the pivot at the
+    substep's start), their errors still from the poses now: SHAKE's projection, whose impulse
+    does no work on the motion the joint allows. Pushed along the rows of the poses now (the lever
+    arm at the end of the substep's motion), the pull that holds a pendulum up tilts back against
+    its swing by the substep's turn, a damping of g h / L (a 70 degree swing fell to 48 degrees in
+    6 periods at 240 Hz), and a whirl's own centripetal pull took 0.4 (omega h)^2 of its speed per
+    substep (30% a second at 2 rev/s, 0.4 m). from_start (J,) bool: the joints that do so (all
+    when None); those of redundant mechanisms (``redundant_mechanisms``) must not.
     """
     if not len(layout.rows):
         return
     xs = x + S[:, :3]
     qs = quat.multiply(quat.exp_rotation(S[:, 3:]), q)
     ja, jb, c, on = joint_rows(joints, xs, qs, steer, active)
+    if x_start is not None:
+        ja0, jb0, _, _ = joint_rows(joints, x_start, q_start, steer, active)
+        use = np.ones(joints.count, bool) if from_start is None else from_start
+        ja[use, :3], jb[use, :3] = ja0[use, :3], jb0[use, :3]
     if limit_hits is not None:
         # Limit rows that act (for Limit Bounce), with the side of the limit they were hit on.
         hit = on & limit_rows(joints)

@@ -17,9 +17,12 @@ class SolverSettings:
     """How the solver steps.
 
     frame_rate: frames per second of the animation; substeps: solver steps per frame;
-    iterations: constraint sweeps per substep; gravity: (3,) m/s^2; damping: 1/s, the fraction
-    of velocity lost per second is 1 - exp(-damping); air_velocity: (3,) m/s, the wind that drag
-    acts relative to; wind_acceleration: (3,) m/s^2 added to every movable particle;
+    iterations: constraint sweeps per substep, or "auto": as many as it takes (at most 32) for an
+    iteration to move no particle by more than 1e-4 of the shortest stick, so that a soft cloth's
+    stretch converges and sags the same at any substep count (``solver.AUTO_TOLERANCE``);
+    gravity: (3,) m/s^2; damping: 1/s, the fraction of velocity lost per second is
+    1 - exp(-damping); air_velocity: (3,) m/s, the wind that drag acts relative to;
+    wind_acceleration: (3,) m/s^2 added to every movable particle;
     sqrt_approximation: Jakobsen's first-order square root in the stick projection;
     velocity_iterations: rigid contact restitution passes per substep; contact_iterations: rigid
     contact projection passes per iteration. Both are Gauss-Seidel between pairs of bodies, the
@@ -33,7 +36,7 @@ class SolverSettings:
 
     frame_rate: float = 24.0
     substeps: int = 10
-    iterations: int = 1
+    iterations: int | str = 1
     gravity: tuple = (0.0, 0.0, -9.81)
     damping: float = 0.0
     air_velocity: tuple = (0.0, 0.0, 0.0)
@@ -48,8 +51,12 @@ class SolverSettings:
         """Raise JakobsenError (its ``setting`` the field's name) for a setting out of range."""
         for name in ("substeps", "iterations", "velocity_iterations", "contact_iterations"):
             value = getattr(self, name)
+            if name == "iterations" and isinstance(value, str) and value == "auto":
+                continue
             if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1:
-                raise JakobsenError(f"solver settings: {name} must be a whole number >= 1, got {value!r}", setting=name)
+                also = ' or "auto"' if name == "iterations" else ""
+                raise JakobsenError(f"solver settings: {name} must be a whole number >= 1{also}, got {value!r}",
+                                    setting=name)
             if value > 10_000:
                 raise JakobsenError(f"solver settings: {name} = {value} is absurd (at most 10000)", setting=name)
         if not (math.isfinite(self.frame_rate) and 0.0 < self.frame_rate <= 100_000.0):

@@ -165,7 +165,9 @@ def differences(before, after, path: str = "", limit: int = 12) -> list[str]:
             for k, (x, y) in enumerate(zip(a, b)):
                 walk(x, y, f"{where}[{k}]")
         elif a != b:
-            short = (lambda v: f"<{len(v)} bytes>" if isinstance(v, bytes) else repr(v)[:160])
+            def short(v):
+                return f"<{len(v)} bytes>" if isinstance(v, bytes) else repr(v)[:160]
+
             out.append(f"{where}: {short(a)} -> {short(b)}")
 
     walk(before, after, path)

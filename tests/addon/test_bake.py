@@ -3,12 +3,14 @@ trace, re-bake replaces, the result survives save and reload, bad scenes are ref
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import pytest
 
 bpy = pytest.importorskip("bpy")
 
-from jakobsen_physics import actions, baking, scene_to_model  # noqa: E402
+from jakobsen_physics import actions, baking, previews, scene_to_model  # noqa: E402
 from jakobsen_physics.bake_job import BakeJob  # noqa: E402
 from jakobsen_engine import Solver  # noqa: E402
 
@@ -100,13 +102,17 @@ def test_cancel_half_way_leaves_the_scene_exactly_as_it_was(pinned_cloth, helper
     job.start(bpy.context)
     for _ in range(4):
         assert job.step()
-    # Mid-bake the viewport shows the computed frame on a stand-in mesh, the original hidden.
+    # Mid-bake the viewport draws the computed frame in place of the cloth, which is hidden; no
+    # object or mesh is added for it (nothing in the Outliner).
     assert scene.frame_current == 5
-    preview = [o for o in bpy.data.objects if o.get("jakobsen_preview") == "Flag"]
-    assert len(preview) == 1 and cloth.hide_get()
-    np.testing.assert_allclose(helpers.evaluated_world(preview[0]),
-                               job.state.positions[job.scene_model.deformables[0].particles], atol=1e-5)
+    drawn = previews.geometry()
+    assert list(drawn) == ["Flag"] and cloth.hide_get()
+    positions, tris = drawn["Flag"]
+    np.testing.assert_allclose(positions, job.state.positions[job.scene_model.deformables[0].particles])
+    assert tris.shape == (2 * 25, 3) and tris.max() == 35
+    assert (len(bpy.data.objects), len(bpy.data.meshes)) == before["counts"][:2]
     job.cancel()
+    assert previews.geometry() == {}
 
     assert helpers.snapshot() == before
     assert baking.record_of(cloth) is None
@@ -329,3 +335,58 @@ def test_animated_cloth_keeps_its_pins_on_the_moving_object(pinned_cloth, helper
     local = shape_key_co(cloth.data.shape_keys.key_blocks["JK_Bake_0008"])
     free = ~np.isin(np.arange(len(rest)), pins)
     assert np.abs(local[free] - rest[free]).max() > 0.05
+
+
+def test_the_summary_tells_solver_time_from_wall_time(pinned_cloth):
+    pinned_cloth()
+    job = BakeJob(bpy.context.scene.name)
+    summary = job.run(bpy.context)
+    found = re.search(r"frames 1-8, in ([0-9.]+) s of solver time, ([0-9.]+) s wall \(8 frames, ([0-9.]+) ms/frame",
+                      summary)
+    assert found, summary
+    solver, wall, ms = map(float, found.groups())
+    assert solver == pytest.approx(job.step_seconds, abs=0.006)
+    assert wall >= solver  # the wall time holds the solver's and the reading and writing around it
+    assert ms == pytest.approx(1e3 * job.step_seconds / 7, abs=0.06)
+
+
+def test_a_second_bake_while_one_runs_is_refused_with_a_message(pinned_cloth, helpers):
+    from jakobsen_physics.operators import bake as bake_op
+
+    pinned_cloth()
+    before = helpers.snapshot()
+    # What the modal bake sets while it runs (headless Blender has no timer events to run one).
+    bake_op._running["scene"] = bpy.context.scene.name
+    try:
+        for op in (bpy.ops.jakobsen.bake, bpy.ops.jakobsen.free_bake):
+            assert not op.poll()
+            with pytest.raises(RuntimeError, match="A Jakobsen bake is running"):
+                op()
+    finally:
+        bake_op._running.clear()
+    assert helpers.snapshot() == before
+    assert bpy.ops.jakobsen.bake.poll()
+
+
+def test_a_file_saved_during_a_preview_bake_holds_nothing_of_the_bake(pinned_cloth, helpers, tmp_path):
+    cloth = pinned_cloth()
+    cloth.keyframe_insert("location", frame=1)
+    before = helpers.snapshot()
+    job = BakeJob(bpy.context.scene.name, preview=True)
+    job.start(bpy.context)
+    assert job.step() and job.step()
+    assert cloth.hide_get()
+    path = str(tmp_path / "mid_bake.blend")
+    bpy.ops.wm.save_as_mainfile(filepath=path, copy=True)
+    assert cloth.hide_get(), "after the save the preview goes on"
+    assert job.step()
+    job.cancel()
+    assert helpers.snapshot() == before
+
+    bpy.ops.wm.open_mainfile(filepath=path)
+    saved = helpers.snapshot()
+    for name, values in before["objects"].items():
+        assert saved["objects"][name] == values, {k: (v, saved["objects"][name][k]) for k, v in values.items()
+                                                  if saved["objects"][name][k] != v}
+    assert saved == before
+    assert previews.geometry() == {}

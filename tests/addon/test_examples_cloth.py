@@ -153,8 +153,8 @@ def _check_tablecloth(baked, label: str) -> None:
     middle = grid[baked.side // 2, baked.side // 2, 2] - top
     print(f"{label}: {baked.report.seconds:.1f} s; {int(in_slab.sum())} vertex-frames in the table top; the "
           f"lowest landing vertex {1e3 * (-deepest.max() - thickness):.2f} mm above the top "
-          f"(thickness {1e3 * thickness:.1f} mm); at the end the edges hang {hem.min():.3f} to {hem.max():.3f} m below the "
-          f"top (overhang {overhang:.3f} m), the middle {1e3 * middle:.1f} mm above it")
+          f"(thickness {1e3 * thickness:.1f} mm); at the end the edges hang {hem.min():.3f} to {hem.max():.3f} m "
+          f"below the top (overhang {overhang:.3f} m), the middle {1e3 * middle:.1f} mm above it")
     assert landing.sum() > 0.2 * len(rest)
     assert not in_slab.any(), (f"{label}: a cloth vertex is in the table top on frames "
                                f"{sorted(set(np.flatnonzero(in_slab.any(axis=1)).tolist()))[:10]}")
@@ -400,8 +400,8 @@ def test_the_sheet_pulled_apart_by_its_handles_tears_into_pieces(tearing):
     pieces = [rendered_pieces(p, tearing.faces) for p in x]
     stretch = np.array(tearing.scale_x)
     first = int(np.argmax(np.array(pieces) > 1))
-    print(f"tearing: {pieces[0]} piece on frame 1, {pieces[-1]} at the end; first apart on frame {first + 1} at a stretch "
-          f"of {stretch[first]:.2f} between the handles (tear factor {_cloth_module().TEAR_FACTOR})")
+    print(f"tearing: {pieces[0]} piece on frame 1, {pieces[-1]} at the end; first apart on frame {first + 1} "
+          f"at a stretch of {stretch[first]:.2f} between the handles (tear factor {_cloth_module().TEAR_FACTOR})")
     assert len(x[0]) > len({v for f in tearing.modelled for v in f})  # baked onto a mesh split where it tore
     assert pieces[0] == 1 and pieces[-1] > 1
     assert stretch[first] > 1.0                        # not before it is pulled

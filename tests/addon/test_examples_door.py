@@ -8,9 +8,10 @@ front skin far from the hit, and the dent is how far the front skin's vertices n
 behind the fitted rest shape, along its inward normal. With Plasticity the dent is deeper than
 1 cm and stays: once the ram has gone it keeps at least 80% of its depth to the last frame, and
 it springs back from its deepest (the ram pressing) by no more than its elastic part, which the
-plastic limit bounds (at 2% of the door's 0.71 m, 14 mm; 1.5 times that allowed); the same scene with Plasticity off springs back (its last dent under 0.3 of the
-plastic one's). The door never goes into the wall behind it by more than its thickness. The same
-holds for a lighter and a heavier, a slower and a faster ram. The file is what its script builds.
+plastic limit bounds (at 2% of the door's 0.71 m, 14 mm; 1.5 times that allowed); the same scene
+with Plasticity off springs back (its last dent under 0.3 of the plastic one's). The door never
+goes into the wall behind it by more than its thickness. The same holds for a lighter and a
+heavier, a slower and a faster ram. The file is what its script builds.
 """
 
 from __future__ import annotations

@@ -182,8 +182,8 @@ def _flag_drift(name="Flag") -> np.ndarray:
 @pytest.mark.parametrize("turn", [(0.0, math.pi / 2, 0.0), (-math.pi / 2, 0.0, 0.0)])
 def test_a_flag_streams_downwind_in_a_wind_field_and_turning_it_off_stops_it(pinned_cloth, turn):
     """Wind Strength 15 along the field's Z (turned to world +X, or to +Y), Air Drag 0.6: the flag
-    drifts along the wind (more than 5 cm in 7 frames, less than half that sideways); with the field off in any of Blender's
-    ways (Strength 0, Type None, disabled in viewports) it hangs exactly as in still air."""
+    drifts along the wind (more than 5 cm in 7 frames, less than half that sideways); with the field off
+    in any of Blender's ways (Strength 0, Type None, disabled in viewports) it hangs exactly as in still air."""
     cloth = pinned_cloth()
     cloth.jakobsen.cloth.air_drag = 0.6
     still = _flag_drift()

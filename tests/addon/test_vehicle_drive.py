@@ -36,7 +36,7 @@ def build_car(*, wheelbase=2.8, track=1.6, radius=0.33, width=0.22, chassis_mass
     scene = bpy.context.scene
     scene.frame_start, scene.frame_end = frames
     heading = math.radians(heading_deg)
-    from mathutils import Matrix, Vector
+    from mathutils import Matrix
 
     turn = Matrix.Rotation(heading, 4, 'Z')
     bpy.ops.mesh.primitive_cube_add(size=1.0)

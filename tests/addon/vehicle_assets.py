@@ -157,8 +157,8 @@ def primitive_car(bpy, *, yaw: float = 0.0, radius: float = RADIUS, width: float
         wheel = bpy.context.object
         wheel.name = wheel.data.name = name
         mirror = Matrix.Diagonal((-1.0, 1.0, 1.0, 1.0)) if mirror_right and x < 0 else Matrix.Identity(4)
-        wheel.matrix_world = turn @ Matrix.Translation((x, y, radius)) @ Euler((0, math.pi / 2, 0)).to_matrix().to_4x4() \
-            @ mirror
+        wheel.matrix_world = (turn @ Matrix.Translation((x, y, radius))
+                              @ Euler((0, math.pi / 2, 0)).to_matrix().to_4x4() @ mirror)
         wheels.append(wheel)
     bpy.context.view_layer.update()
     return chassis, wheels

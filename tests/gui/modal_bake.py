@@ -21,7 +21,7 @@ for _name, _folder in (("jakobsen_physics", "addon"), ("jakobsen_engine", "engin
     os.symlink(f"/repo/{_folder}", os.path.join(_packages, _name))
 sys.path.insert(0, _packages)
 import jakobsen_physics as addon  # noqa: E402
-from jakobsen_physics import baking  # noqa: E402
+from jakobsen_physics import baking, previews  # noqa: E402
 
 addon.register()
 RESULT = {}
@@ -162,8 +162,13 @@ def start_bake():
 
 
 def during_bake():
+    # The previews are drawn (jakobsen_physics.previews), not objects: what is drawn, and that no
+    # object was added for it.
     RESULT["mid_bake"] = {"frame": bpy.context.scene.frame_current,
-                          "previews": [o.name for o in bpy.data.objects if "jakobsen_preview" in o],
+                          "previews": sorted(previews.geometry()),
+                          "objects_added": sorted(set(o.name for o in bpy.data.objects) -
+                                                  set(RESULT["before"]["objects"])),
+                          "draw_errors": previews.errors(),
                           "curtain_hidden": bpy.data.objects["Curtain"].hide_get()}
     shot("modal_bake_running")
     subprocess.run(["xdotool", "mousemove", "700", "400"], check=False)

@@ -227,11 +227,13 @@ def _solve_spd(m, rhs, n):
 def _solve_joints(a, b, local_a, local_b, frame_a, rot_a, rot_b, steer_axis, lin_mode, lin_lower, lin_upper,
                  swing_mode, cone, twist_mode, twist_lower, twist_upper, mech_rows, mech_bodies, side_a, side_b,
                  mechanism, x, q, S, inv_mass, inv_inertia, active, steer, impulses, limit_hits, record_hits,
-                 damping, max_turn):
+                 damping, max_turn, x_start, q_start, from_start):
     """One Newton step on every joint, adding to S (B+1, 6) (as constraints.joints.solve_joints).
 
     mech_rows (C, 6 Jmax), mech_bodies (C, Bmax), side_a, side_b, mechanism (J,): the JointLayout.
-    limit_hits (J, 6) gets the sign of the error of each acting limit row if record_hits."""
+    limit_hits (J, 6) gets the sign of the error of each acting limit row if record_hits.
+    x_start, q_start: the substep's start poses, along which the translation rows of the joints
+    ``from_start`` (J,) bool push (see the reference)."""
     count_j = a.shape[0]
     nb = x.shape[0]
     xs = np.empty((nb, 3))
@@ -247,6 +249,22 @@ def _solve_joints(a, b, local_a, local_b, frame_a, rot_a, rot_b, steer_axis, lin
     on = np.empty((count_j, 6), np.bool_)
     joint_rows(a, b, local_a, local_b, frame_a, rot_a, rot_b, steer_axis, lin_mode, lin_lower, lin_upper,
                swing_mode, cone, twist_mode, twist_lower, twist_upper, xs, qs, steer, active, ja, jb, c, on)
+    if x_start.shape[0] == nb:
+        # The translation rows along their directions at the substep's start (see the reference).
+        ja0 = np.empty((count_j, 6, 6))
+        jb0 = np.empty((count_j, 6, 6))
+        c0 = np.empty((count_j, 6))
+        on0 = np.empty((count_j, 6), np.bool_)
+        joint_rows(a, b, local_a, local_b, frame_a, rot_a, rot_b, steer_axis, lin_mode, lin_lower, lin_upper,
+                   swing_mode, cone, twist_mode, twist_lower, twist_upper, x_start, q_start, steer, active, ja0, jb0,
+                   c0, on0)
+        for j in range(count_j):
+            if not from_start[j]:
+                continue
+            for r in range(3):
+                for k in range(6):
+                    ja[j, r, k] = ja0[j, r, k]
+                    jb[j, r, k] = jb0[j, r, k]
     if record_hits:
         for j in range(count_j):
             for r in range(6):
@@ -339,7 +357,8 @@ def _solve_joints(a, b, local_a, local_b, frame_a, rot_a, rot_b, steer_axis, lin
             impulses[j, r] += per_row[j, r]
 
 
-def solve_joints(joints, layout, x, q, S, inv_mass, inv_inertia, active, steer, impulses, limit_hits=None) -> None:
+def solve_joints(joints, layout, x, q, S, inv_mass, inv_inertia, active, steer, impulses, limit_hits=None,
+                 x_start=None, q_start=None, from_start=None) -> None:
     """One Newton step on every joint, adding to the corrections S (B+1, 6): the reference's
     signature (``constraints.joints.solve_joints``: Joints, JointLayout, arrays) over the compiled
     step."""
@@ -353,4 +372,6 @@ def solve_joints(joints, layout, x, q, S, inv_mass, inv_inertia, active, steer, 
                  j.lin_upper, j.swing_mode, j.cone, j.twist_mode, j.twist_lower, j.twist_upper, layout.rows,
                  layout.bodies, layout.side_a, layout.side_b, layout.mechanism, x, q, S, inv_mass, inv_inertia,
                  np.ascontiguousarray(active, dtype=np.bool_), np.ascontiguousarray(steer, dtype=np.float64),
-                 impulses, hits, limit_hits is not None, JOINT_DAMPING, JOINT_MAX_TURN)
+                 impulses, hits, limit_hits is not None, JOINT_DAMPING, JOINT_MAX_TURN,
+                 np.zeros((0, 3)) if x_start is None else x_start, np.zeros((0, 4)) if q_start is None else q_start,
+                 np.ones(j.count, np.bool_) if from_start is None else np.ascontiguousarray(from_start, dtype=np.bool_))

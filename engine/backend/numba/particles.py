@@ -16,6 +16,9 @@ JIT = dict(cache=True, nogil=True, error_model="numpy")
 # Colours with at least this many sticks are projected on all cores (a large cloth's); below it
 # starting the threads costs more than it saves.
 PARALLEL_STICKS = 20_000
+# numpy's SHAKE_STRAIN (see its project_sticks), written here so that numba's cache, which knows
+# only this file, compiles it in; the kernel tests check that both agree.
+SHAKE_STRAIN = 0.01
 
 
 @njit(**JIT)
@@ -51,8 +54,8 @@ def verlet_integrate(x, x_prev, movable, accel, decay, h, drag_w, air_velocity):
 
 
 @njit(**JIT)
-def _project_sticks_serial(x, i, j, w_i, w_j, rest, alpha, kind, lam, colour_offsets, passes,
-                           sqrt_approximation):
+def _project_sticks_serial(x, x0, i, j, w_i, w_j, rest, alpha, kind, lam, colour_offsets, passes,
+                           sqrt_approximation, shake):
     for row in range(passes.shape[0]):
         a = colour_offsets[passes[row, 0]]
         b = colour_offsets[passes[row, 1]]
@@ -73,38 +76,56 @@ def _project_sticks_serial(x, i, j, w_i, w_j, rest, alpha, kind, lam, colour_off
                 k = kind[s]
                 if (k == 1 and c > 0.0) or (k == 2 and c < 0.0) or k == 3:
                     continue
+                ex = dx
+                ey = dy
+                ez = dz
+                length0 = length
+                cosine = 1.0
+                if shake:
+                    fx = x0[pj, 0] - x0[pi, 0]
+                    fy = x0[pj, 1] - x0[pi, 1]
+                    fz = x0[pj, 2] - x0[pi, 2]
+                    ff = fx * fx + fy * fy + fz * fz
+                    if sqrt_approximation:
+                        f_len = (ff + L * L) / (2.0 * L)
+                    else:
+                        f_len = math.sqrt(ff)
+                    f_cos = (dx * fx + dy * fy + dz * fz) / (max(length, 1e-12) * max(f_len, 1e-12))
+                    if f_cos >= 0.5 and abs(f_len - L) <= SHAKE_STRAIN * L:
+                        ex = fx
+                        ey = fy
+                        ez = fz
+                        length0 = f_len
+                        cosine = f_cos
                 al = alpha[s]
-                ws = w_i[s] + w_j[s] + al
-                if al != 0.0:
-                    dlam = (-c - al * lam[s]) / ws
-                    lam[s] += dlam
-                else:
-                    dlam = -c / ws
-                sc = dlam / max(length, 1e-12)
+                ws = (w_i[s] + w_j[s]) * cosine + al
+                dlam = (-c - al * lam[s]) / ws
+                lam[s] += dlam
+                sc = dlam / max(length0, 1e-12)
                 si = sc * w_i[s]
                 sj = sc * w_j[s]
-                x[pi, 0] -= si * dx
-                x[pi, 1] -= si * dy
-                x[pi, 2] -= si * dz
-                x[pj, 0] += sj * dx
-                x[pj, 1] += sj * dy
-                x[pj, 2] += sj * dz
+                x[pi, 0] -= si * ex
+                x[pi, 1] -= si * ey
+                x[pi, 2] -= si * ez
+                x[pj, 0] += sj * ex
+                x[pj, 1] += sj * ey
+                x[pj, 2] += sj * ez
 
 
 @njit(**JIT)
-def _project_sticks_parallel(x, i, j, w_i, w_j, rest, alpha, kind, lam, colour_offsets, passes,
-                             sqrt_approximation):
+def _project_sticks_parallel(x, x0, i, j, w_i, w_j, rest, alpha, kind, lam, colour_offsets, passes,
+                             sqrt_approximation, shake):
     """The serial sweep's passes with each colour's sticks on all cores (the same arithmetic per
     stick; the threads stay up from one colour to the next)."""
     for row in range(passes.shape[0]):
         for _ in range(passes[row, 2]):
             for colour in range(passes[row, 0], passes[row, 1]):
-                _colour_in_parallel(x, i, j, w_i, w_j, rest, alpha, kind, lam, colour_offsets[colour],
-                                    colour_offsets[colour + 1], sqrt_approximation)
+                _colour_in_parallel(x, x0, i, j, w_i, w_j, rest, alpha, kind, lam, colour_offsets[colour],
+                                    colour_offsets[colour + 1], sqrt_approximation, shake)
 
 
 @njit(parallel=True, **JIT)
-def _colour_in_parallel(x, i, j, w_i, w_j, rest, alpha, kind, lam, a, b, sqrt_approximation):
+def _colour_in_parallel(x, x0, i, j, w_i, w_j, rest, alpha, kind, lam, a, b, sqrt_approximation, shake):
     # The serial sweep's stick body, repeated: a helper called per stick, inlined or not, made
     # the sweeps three to four times slower (numba passes each array by its struct).
     for s in prange(a, b):
@@ -123,35 +144,57 @@ def _colour_in_parallel(x, i, j, w_i, w_j, rest, alpha, kind, lam, a, b, sqrt_ap
         k = kind[s]
         if (k == 1 and c > 0.0) or (k == 2 and c < 0.0) or k == 3:
             continue
+        ex = dx
+        ey = dy
+        ez = dz
+        length0 = length
+        cosine = 1.0
+        if shake:
+            fx = x0[pj, 0] - x0[pi, 0]
+            fy = x0[pj, 1] - x0[pi, 1]
+            fz = x0[pj, 2] - x0[pi, 2]
+            ff = fx * fx + fy * fy + fz * fz
+            if sqrt_approximation:
+                f_len = (ff + L * L) / (2.0 * L)
+            else:
+                f_len = math.sqrt(ff)
+            f_cos = (dx * fx + dy * fy + dz * fz) / (max(length, 1e-12) * max(f_len, 1e-12))
+            if f_cos >= 0.5 and abs(f_len - L) <= SHAKE_STRAIN * L:
+                ex = fx
+                ey = fy
+                ez = fz
+                length0 = f_len
+                cosine = f_cos
         al = alpha[s]
-        ws = w_i[s] + w_j[s] + al
-        if al != 0.0:
-            dlam = (-c - al * lam[s]) / ws
-            lam[s] += dlam
-        else:
-            dlam = -c / ws
-        sc = dlam / max(length, 1e-12)
+        ws = (w_i[s] + w_j[s]) * cosine + al
+        dlam = (-c - al * lam[s]) / ws
+        lam[s] += dlam
+        sc = dlam / max(length0, 1e-12)
         si = sc * w_i[s]
         sj = sc * w_j[s]
-        x[pi, 0] -= si * dx
-        x[pi, 1] -= si * dy
-        x[pi, 2] -= si * dz
-        x[pj, 0] += sj * dx
-        x[pj, 1] += sj * dy
-        x[pj, 2] += sj * dz
+        x[pi, 0] -= si * ex
+        x[pi, 1] -= si * ey
+        x[pi, 2] -= si * ez
+        x[pj, 0] += sj * ex
+        x[pj, 1] += sj * ey
+        x[pj, 2] += sj * ez
 
 
-def project_sticks(x, i, j, w_i, w_j, rest, alpha, kind, lam, colour_offsets, passes, sqrt_approximation):
+def project_sticks(x, i, j, w_i, w_j, rest, alpha, kind, lam, colour_offsets, passes, sqrt_approximation,
+                   x_start=None):
     """The stick passes (see the numpy reference): serial while every colour is small; a cloth
     with a colour of PARALLEL_STICKS sticks or more has each colour projected on all cores. A
     colour's sticks share no movable particle, so the order (or the threads) cannot change the
     bits. (The choice is made here: a compiled sweep that merely could start the threads made
-    small cloths three times slower.)"""
+    small cloths three times slower.) x_start: as numpy's."""
+    shake = x_start is not None and x_start is not x
+    x0 = x if x_start is None else x_start
     if len(colour_offsets) > 1 and int(np.max(np.diff(colour_offsets))) >= PARALLEL_STICKS:
-        _project_sticks_parallel(x, i, j, w_i, w_j, rest, alpha, kind, lam, colour_offsets, passes,
-                                 sqrt_approximation)
+        _project_sticks_parallel(x, x0, i, j, w_i, w_j, rest, alpha, kind, lam, colour_offsets, passes,
+                                 sqrt_approximation, shake)
     else:
-        _project_sticks_serial(x, i, j, w_i, w_j, rest, alpha, kind, lam, colour_offsets, passes, sqrt_approximation)
+        _project_sticks_serial(x, x0, i, j, w_i, w_j, rest, alpha, kind, lam, colour_offsets, passes,
+                               sqrt_approximation, shake)
 
 
 @njit(**JIT)

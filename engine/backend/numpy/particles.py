@@ -11,6 +11,10 @@ from __future__ import annotations
 
 import numpy as np
 
+# See project_sticks: sticks strained more than this at a substep's start move along their
+# direction now (the same value in backend/numba/particles.py).
+SHAKE_STRAIN = 0.01
+
 
 def _dot3(a, b):
     return a[:, 0] * b[:, 0] + a[:, 1] * b[:, 1] + a[:, 2] * b[:, 2]
@@ -36,17 +40,32 @@ def verlet_integrate(x, x_prev, movable, accel, decay, h, drag_w, air_velocity):
     x += disp
 
 
-def project_sticks(x, i, j, w_i, w_j, rest, alpha, kind, lam, colour_offsets, passes, sqrt_approximation):
+def project_sticks(x, i, j, w_i, w_j, rest, alpha, kind, lam, colour_offsets, passes, sqrt_approximation,
+                   x_start=None):
     """Gauss-Seidel sweeps over the sticks, in place on x (n, 3) and lam (m,).
 
     Sticks are sorted by colour (``colour_offsets`` (c + 1,)): within a colour no movable particle
     appears twice, so a colour is projected as one vectorised XPBD update. passes: (p, 3) rows of
     (first colour, end colour, sweeps): each pass sweeps its colours that many times. alpha: (m,)
     XPBD compliance / h^2 (0 = rigid); kind: (m,) 0 equal, 1 at least, 2 at most, 3 broken (torn: skipped); lam: (m,) the
-    accumulated multipliers of this substep.
+    accumulated multipliers (rigid sticks' too).
+
+    x_start: (n, 3) where the particles were at the substep's start, or None: plain projection
+    along each stick's direction as it is swept. With x_start each stick moves its ends along its
+    direction there, not along its direction now (SHAKE, Ryckaert et al. 1977): the constraint
+    force of a step acts along the stick as it was.
+    Along the direction now (plain projection), a stick that turns by theta per substep is
+    shortened in its turn by about theta^3, and a pendulum at 70 degrees lost a third of its
+    amplitude in five swings; along the old direction a steady turn is kept exactly. A stick
+    that turned more than 60 degrees in the substep, or was strained more than SHAKE_STRAIN at
+    its start (sticks fighting a rigid volume, say: there the old direction fed the fight),
+    moves along its direction now.
     """
     # One contiguous row per axis: 1-D gathers and scatters are several times faster in numpy.
     ax, ay, az = axes = np.ascontiguousarray(x.T)
+    live = x_start is None or x_start is x
+    if not live:
+        bx, by, bz = np.ascontiguousarray(x_start.T)
     for first, end, sweeps in passes:
         for _ in range(sweeps):
             for c in range(first, end):
@@ -57,16 +76,25 @@ def project_sticks(x, i, j, w_i, w_j, rest, alpha, kind, lam, colour_offsets, pa
                 dd = dx * dx + dy * dy + dz * dz
                 length = (dd + L * L) / (2.0 * L) if sqrt_approximation else np.sqrt(dd)
                 cons = length - L
+                if live:
+                    ex, ey, ez, length0, cosine = dx, dy, dz, length, 1.0
+                else:
+                    ex, ey, ez = bx[jj] - bx[ii], by[jj] - by[ii], bz[jj] - bz[ii]
+                    ee = ex * ex + ey * ey + ez * ez
+                    length0 = (ee + L * L) / (2.0 * L) if sqrt_approximation else np.sqrt(ee)
+                    cosine = (dx * ex + dy * ey + dz * ez) / (np.maximum(length, 1e-12) * np.maximum(length0, 1e-12))
+                    turned = (cosine < 0.5) | (np.abs(length0 - L) > SHAKE_STRAIN * L)
+                    ex, ey, ez = np.where(turned, dx, ex), np.where(turned, dy, ey), np.where(turned, dz, ez)
+                    length0 = np.where(turned, length, length0)
+                    cosine = np.where(turned, 1.0, cosine)
                 k = kind[a:b]
                 act = ~(((k == 1) & (cons > 0.0)) | ((k == 2) & (cons < 0.0)) | (k == 3))
-                ws = wi + wj + al
-                soft = al != 0.0
-                dlam = np.where(soft, (-cons - al * lam_c) / ws, -cons / ws)
-                dlam = np.where(act, dlam, 0.0)
-                lam_c += np.where(soft, dlam, 0.0)
-                s = dlam / np.maximum(length, 1e-12)
+                ws = (wi + wj) * cosine + al
+                dlam = np.where(act, (-cons - al * lam_c) / ws, 0.0)
+                lam_c += dlam
+                s = dlam / np.maximum(length0, 1e-12)
                 si, sj = s * wi, s * wj
-                for p, d in ((ax, dx), (ay, dy), (az, dz)):
+                for p, d in ((ax, ex), (ay, ey), (az, ez)):
                     p[ii] -= si * d
                     p[jj] += sj * d
     x[...] = axes.T

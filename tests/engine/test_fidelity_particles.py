@@ -1,0 +1,237 @@
+"""Physical fidelity of particles on sticks (issue 11): a pendulum's period against the exact
+elliptic-integral value and its amplitude kept with damping off, a spinning dumbbell that keeps
+its spin, a hanging chain that keeps most of its energy, and the two backends agreeing on the
+sweep that does it."""
+
+import math
+
+import numpy as np
+import pytest
+
+import jakobsen_engine as engine
+from jakobsen_engine import backend
+from jakobsen_engine.builder import colour_sticks
+
+G = 9.81
+
+
+def agm(a: float, b: float) -> float:
+    """The arithmetic-geometric mean of a and b."""
+    while abs(a - b) > 1e-15 * a:
+        a, b = 0.5 * (a + b), math.sqrt(a * b)
+    return a
+
+
+def exact_period(length: float, amplitude: float) -> float:
+    """A simple pendulum's period, s: 4 sqrt(L/g) K(k), k = sin(amplitude / 2), with the complete
+    elliptic integral of the first kind K(k) = pi / (2 AGM(1, sqrt(1 - k^2)))."""
+    k = math.sin(0.5 * amplitude)
+    return 4.0 * math.sqrt(length / G) * math.pi / (2.0 * agm(1.0, math.sqrt(1.0 - k * k)))
+
+
+def test_the_exact_period_is_the_small_angle_one_for_small_swings_and_known_at_90_degrees():
+    # Check of the reference itself: 2 pi sqrt(L/g) as the amplitude goes to 0, and the
+    # tabulated K(sin 45 deg) = 1.854075 at 90 degrees.
+    assert exact_period(1.0, 1e-6) == pytest.approx(2.0 * math.pi / math.sqrt(G), rel=1e-12)
+    assert exact_period(1.0, math.pi / 2) == pytest.approx(4.0 / math.sqrt(G) * 1.8540746773, rel=1e-9)
+
+
+def swing(amplitude_deg: float, length: float, periods: float, settings: engine.SolverSettings):
+    """A 1 kg particle on a rigid stick from a fixed pivot, released at rest; returns (t, angle)
+    at every frame."""
+    b = engine.ModelBuilder()
+    a = math.radians(amplitude_deg)
+    b.add_particles([[0.0, 0.0, 0.0], [length * math.sin(a), 0.0, -length * math.cos(a)]], masses=[0.0, 1.0])
+    b.add_sticks([0], [1])
+    solver = engine.Solver(b.finalize(), settings)
+    state = solver.make_state()
+    frames = int(math.ceil(periods * exact_period(length, a) * settings.frame_rate)) + 2
+    t, angle = np.zeros(frames), np.zeros(frames)
+    for f in range(frames):
+        solver.step_frame(state)
+        x = state.positions[1]
+        t[f], angle[f] = state.time, math.atan2(x[0], -x[2])
+    return t, angle
+
+
+def measured_period(t, angle):
+    """Mean time between the upward zero crossings of the angle (linear between frames)."""
+    k = np.flatnonzero((angle[:-1] < 0.0) & (angle[1:] >= 0.0))
+    crossing = t[k] - angle[k] * (t[k + 1] - t[k]) / (angle[k + 1] - angle[k])
+    return float(np.mean(np.diff(crossing))), len(crossing)
+
+
+@pytest.mark.parametrize("settings", [engine.SolverSettings(),  # the defaults: 24 fps, 10 substeps
+                                      engine.SolverSettings(frame_rate=30.0, substeps=6),
+                                      engine.SolverSettings(frame_rate=60.0, substeps=20)],
+                         ids=["defaults", "30fps-6", "60fps-20"])
+@pytest.mark.parametrize("length", [0.4, 2.0])
+@pytest.mark.parametrize("amplitude", [5.0, 20.0, 45.0, 70.0, 80.0])
+def test_a_pendulum_swings_with_the_exact_period_and_keeps_its_amplitude(amplitude, length, settings):
+    # A rigid stick projected along its direction at the end of the substep shortened each
+    # swing's arc by about theta^3 per substep: the amplitude fell from 70 to 48 degrees in six
+    # periods and the period came out 3.4% short. Projected along its direction at the start
+    # (SHAKE), the swing keeps its energy; damping is off (the default).
+    assert settings.damping == 0.0
+    t, angle = swing(amplitude, length, 5.0, settings)
+    period, crossings = measured_period(t, angle)
+    assert crossings >= 5
+    exact = exact_period(length, math.radians(amplitude))
+    assert period == pytest.approx(exact, rel=0.002)  # the issue asks 1%; measured 0.005% at most
+    last = t > t[-1] - exact  # the fifth period
+    kept = math.degrees(np.abs(angle[last]).max()) / amplitude  # sampled per frame: at most low
+    assert 0.98 < kept < 1.0 + 1e-6
+
+
+@pytest.mark.parametrize("revolutions", [0.5, 2.0, 5.0])
+def test_a_spinning_dumbbell_keeps_its_spin(revolutions):
+    # Two 1 kg particles on a 0.5 m rigid stick, spinning in free space about their centre: the
+    # thesis's warning (plain projection bleeds theta^2 of the spin per step; a wheel at 5 rev/s
+    # kept 17% after a second at 60 Hz). Angular momentum has nothing to take it away.
+    b = engine.ModelBuilder()
+    r = 0.25
+    speed = 2.0 * math.pi * revolutions * r
+    b.add_particles([[-r, 0.0, 0.0], [r, 0.0, 0.0]], masses=1.0, velocities=[[0.0, -speed, 0.0], [0.0, speed, 0.0]])
+    b.add_sticks([0], [1])
+    solver = engine.Solver(b.finalize(), engine.SolverSettings(gravity=(0.0, 0.0, 0.0)))
+    state = solver.make_state()
+    for _ in range(48):
+        solver.step_frame(state)
+    v = solver.velocities(state)
+    d = state.positions[1] - state.positions[0]
+    spin = np.cross(d, v[1] - v[0])[2] / float(d @ d)  # rad/s
+    assert spin / (2.0 * math.pi * revolutions) > 0.99
+    assert np.linalg.norm(d) == pytest.approx(2 * r, rel=1e-4)  # and the stick holds
+
+
+@pytest.mark.parametrize("links", [1, 2, 4])
+def test_a_chain_released_level_keeps_its_energy(links):
+    # A chain of rigid 0.3 m links of 0.5 kg from a fixed pivot, released level, damping off:
+    # its energy (kinetic + potential) after 5 s, against the potential energy it can give up
+    # (m g z from level to hanging). One link keeps it all; longer chains keep most of it at the
+    # default single iteration (4 links lose 6%, 8 lose 29%: their Gauss-Seidel sweep does not
+    # converge; 8 iterations: 0.6% and 7.5%), where plain projection lost 66%, 44% and 31%.
+    n, length, mass = links, 0.3, 0.5
+    b = engine.ModelBuilder()
+    pos = np.zeros((n + 1, 3))
+    pos[:, 0] = np.arange(n + 1) * length
+    m = np.full(n + 1, mass)
+    m[0] = 0.0
+    b.add_particles(pos, masses=m)
+    b.add_sticks(np.arange(n), np.arange(1, n + 1))
+    solver = engine.Solver(b.finalize())
+    state = solver.make_state()
+
+    def energy():
+        v = solver.velocities(state)  # the mean over the last substep: the velocity h/2 ago
+        z = state.positions[:, 2] - 0.5 * v[:, 2] * solver.h
+        return float((0.5 * m * (v * v).sum(axis=1) + m * G * z).sum())
+
+    start = energy()
+    scale = mass * G * length * n * (n + 1) / 2  # what hanging straight down gives up
+    lowest = start
+    for _ in range(5 * 24):
+        solver.step_frame(state)
+        lowest = min(lowest, energy())
+        assert np.all(np.abs(np.linalg.norm(np.diff(state.positions, axis=0), axis=1) - length) < 0.02 * length)
+    loss = (start - energy()) / scale
+    assert loss < {1: 0.005, 2: 0.02, 4: 0.08}[links]
+    assert energy() < start + 0.005 * scale  # and it gains none
+    assert (start - lowest) / scale < {1: 0.005, 2: 0.02, 4: 0.1}[links]
+
+
+@pytest.mark.skipif(backend.numba_problem() is not None, reason="numba cannot load here")
+@pytest.mark.parametrize("seed", range(3))
+@pytest.mark.parametrize("threads", ["serial", "colours on all cores"])
+def test_sweeps_along_the_starting_directions_agree_on_both_backends(seed, threads, monkeypatch):
+    # The same random net as tests/engine/test_kernels.py, now with where the particles were at
+    # the substep's start: turned a little (SHAKE along it), a lot (the direction now) and
+    # strained (the direction now); bit for bit on numba and numpy.
+    from jakobsen_engine.backend.numba import particles as compiled
+
+    if threads != "serial":
+        monkeypatch.setattr(compiled, "PARALLEL_STICKS", 1)
+    n, m = 300, 900
+
+    def args(sqrt):
+        r = np.random.default_rng(2000 + seed)
+        x = r.normal(size=(n, 3))
+        inv = np.where(r.random(n) < 0.1, 0.0, r.random(n) + 0.5)
+        i = r.integers(0, n, m)
+        j = (i + 1 + r.integers(0, n - 1, m)) % n
+        keep = (inv[i] > 0) | (inv[j] > 0)
+        i, j = i[keep], j[keep]
+        colour = colour_sticks(i, j, inv > 0)
+        order = np.argsort(colour, kind="stable")
+        i, j, colour = i[order], j[order], colour[order]
+        offsets = np.searchsorted(colour, np.arange(colour.max() + 2))
+        count = len(i)
+        start = x + r.normal(scale=np.where(r.random(n) < 0.2, 0.5, 0.01)[:, None], size=(n, 3))
+        # rest: the length at the start (within SHAKE_STRAIN) for most, anything for the others
+        rest = np.linalg.norm(start[j] - start[i], axis=1) * np.where(r.random(count) < 0.8, 1.0, 1.2)
+        alpha = np.where(r.random(count) < 0.5, 0.0, r.random(count) * 1e-3)
+        kind = r.integers(0, 3, count).astype(np.int8)
+        c = len(offsets) - 1
+        passes = np.array([[0, c // 2, 1], [c // 2, c, 3]], dtype=np.int64)
+        return [x, i, j, inv[i], inv[j], rest, alpha, kind, np.zeros(count), offsets, passes, sqrt, start]
+
+    for sqrt in (False, True):
+        out = []
+        for name in ("numba", "numpy"):
+            a = args(sqrt)
+            backend.select(name).particles.project_sticks(*a)
+            out.append(a)
+        for p, q in zip(*out):
+            if isinstance(p, np.ndarray):
+                np.testing.assert_array_equal(p, q)
+        assert np.abs(out[0][0] - args(sqrt)[0]).max() > 1e-3  # it moved something
+        plain = args(sqrt)
+        backend.select("numpy").particles.project_sticks(*plain[:12])
+        assert np.abs(plain[0] - out[1][0]).max() > 1e-6  # and the starting directions mattered
+
+
+def hanging_sag(n: int, stiffness: float, density: float, substeps: int, iterations):
+    """How far (m) the lowest vertex of a 1 m square curtain of n x n vertices, pinned along its
+    top edge, hangs below where it started, once it has come to rest; and its fastest vertex's
+    speed then, m/s."""
+    from jakobsen_engine.geometry.primitives import grid
+
+    v, f = grid(n, n, 1.0)
+    v = np.stack([v[:, 0], np.zeros(len(v)), v[:, 1] - 0.5], axis=1)
+    b = engine.ModelBuilder()
+    b.add_cloth(v, f, pin_weights=(v[:, 2] > -1e-9).astype(float), stretch_stiffness=stiffness,
+                shear_stiffness=stiffness, bend_stiffness=0.01, density=density)
+    solver = engine.Solver(b.finalize(), engine.SolverSettings(substeps=substeps, iterations=iterations, damping=8.0))
+    state = solver.make_state()
+    for _ in range(24 * 4):
+        solver.step_frame(state)
+    return v[:, 2].min() - state.positions[:, 2].min(), float(np.abs(solver.velocities(state)).max())
+
+
+@pytest.mark.parametrize("n, stiffness, density", [(11, 0.5, 0.2), (11, 5.0, 0.2), (11, 5.0, 1.0), (16, 5.0, 0.5),
+                                                   (21, 5.0, 0.2)])
+def test_on_auto_iterations_a_soft_curtain_sags_the_same_at_5_10_and_20_substeps(n, stiffness, density):
+    # The stretch stiffness (N per unit strain) sets the sag; one sweep a substep leaves the
+    # stretch unconverged, an extra compliance that shrinks with the substep (21 x 21 at 5 N:
+    # 40, 14 and 7.8 mm at 5, 10 and 20 substeps). On auto the solver sweeps until an iteration
+    # moves nothing by more than 1e-4 of an edge, and the sags agree within 3%. (Stiffer and
+    # larger cloths need more sweeps than auto's 32: 33 x 33 at 5 N sags 5.4, 4.3 and 4.2 mm.)
+    # Physical damping brings it to rest; the solve adds none of its own.
+    sags = []
+    for substeps in (5, 10, 20):
+        sag, speed = hanging_sag(n, stiffness, density, substeps, "auto")
+        assert speed < 2e-3  # at rest
+        sags.append(sag)
+    sags = np.array(sags)
+    assert sags.min() > 0.005  # a visible sag, set by the stiffness
+    assert (sags.max() - sags.min()) / sags.mean() < 0.03
+    one, _ = hanging_sag(n, stiffness, density, 5, 1)
+    assert one > sags[0]  # one iteration at 5 substeps: softer than the stiffness says
+
+
+def test_iterations_on_auto_are_accepted_and_other_words_refused():
+    engine.SolverSettings(iterations="auto").validate()
+    for bad in ("Auto", "many", 0, 2.5):
+        with pytest.raises(engine.JakobsenError, match="iterations") as error:
+            engine.SolverSettings(iterations=bad).validate()
+        assert error.value.setting == "iterations"
