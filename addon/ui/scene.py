@@ -24,7 +24,11 @@ class SCENE_PT_jakobsen_solver(JakobsenScenePanel, Panel):
         props = scene.jakobsen
         col = layout.column()
         col.prop(props, "substeps")
-        col.prop(props, "iterations")
+        row = col.row(heading="Iterations")
+        row.prop(props, "use_auto_iterations", text="Auto")
+        sub = row.row()
+        sub.active = not props.use_auto_iterations
+        sub.prop(props, "iterations", text="")
         col.prop(props, "damping")
         col.prop(props, "wind")
         col = layout.column()

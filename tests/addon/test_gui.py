@@ -35,7 +35,8 @@ def test_modal_bake_in_the_gui_cancels_cleanly_and_then_bakes():
     # Half way: the scene is on a computed frame, the cloth's stand-in shows it, the original is hidden.
     # (Base and Wheel, joined by the connector, are dynamic rigid bodies: they get stand-ins too.)
     assert result["mid_bake"]["frame"] > 1
-    assert sorted(result["mid_bake"]["previews"]) == ["JK Preview Base", "JK Preview Curtain", "JK Preview Wheel"]
+    assert sorted(result["mid_bake"]["previews"]) == ["Base", "Curtain", "Wheel"]
+    assert result["mid_bake"]["objects_added"] == [] and not result["mid_bake"]["draw_errors"]
     assert result["mid_bake"]["curtain_hidden"]
     assert result["cancel_restored_everything"]
     after = result["after_bake"]

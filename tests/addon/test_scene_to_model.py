@@ -182,6 +182,10 @@ def test_solver_settings_come_from_the_scene(blender):
     props.use_scene_gravity = False
     props.gravity = (0.0, 0.0, -1.62)
     assert scene_to_model.solver_settings(scene).gravity == pytest.approx((0.0, 0.0, -1.62))
+    props.use_auto_iterations = True  # the solver sweeps until converged; the count is set aside
+    assert scene_to_model.solver_settings(scene).iterations == "auto"
+    props.use_auto_iterations = False
+    assert scene_to_model.solver_settings(scene).iterations == 2
 
 
 def test_connectors_must_join_bodies_that_take_part(pinned_cloth):
