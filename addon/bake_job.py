@@ -34,7 +34,7 @@ import numpy as np
 
 from . import baking, previews, scene_to_model, tearing
 from .previews import find_object
-from jakobsen_engine import JakobsenError, Solver, backend
+from jakobsen_engine import JakobsenError, Solver, State, backend
 
 # How many jobs are reading the scene or moving its frame now (``start``, ``follow_frames``, the
 # clean-up): frame changes meanwhile are the job's, not the user's, and the simulate-on-playback
@@ -85,7 +85,7 @@ class BakeJob:
         self.frame_range = frame_range
         self.scene_model: scene_to_model.SceneModel | None = None
         self.solver: Solver | None = None
-        self.state = None
+        self.state: State | None = None
         self.frame: int | None = None  # the last frame computed
         self.warnings: list[str] = []
         self.step_seconds = 0.0
@@ -99,6 +99,32 @@ class BakeJob:
         self._preview_meshes: dict[str, tuple[np.ndarray | None, np.ndarray]] = {}  # name -> (body verts, tris)
         self._started = self._ended = False
         self.compiling = False  # the first bake's first frame compiles numba's kernels
+
+    # -- what start() made (the job's parts are None until then) --------------------------------------
+
+    @property
+    def _sm(self) -> scene_to_model.SceneModel:
+        if self.scene_model is None:
+            raise RuntimeError("BakeJob: the scene is read by start(), which has not run")
+        return self.scene_model
+
+    @property
+    def _solver(self) -> Solver:
+        if self.solver is None:
+            raise RuntimeError("BakeJob: the solver is made by start(), which has not run")
+        return self.solver
+
+    @property
+    def _state(self) -> State:
+        if self.state is None:
+            raise RuntimeError("BakeJob: the solver state is made by start(), which has not run")
+        return self.state
+
+    @property
+    def _frame(self) -> int:
+        if self.frame is None:
+            raise RuntimeError("BakeJob: no frame computed before start()")
+        return self.frame
 
     # -- progress -------------------------------------------------------------------------------------
 
@@ -115,11 +141,11 @@ class BakeJob:
 
     @property
     def frames_done(self) -> int:
-        return 0 if self.frame is None else self.frame - self.scene_model.frame_start + 1
+        return 0 if self.frame is None else self.frame - self._sm.frame_start + 1
 
     @property
     def done(self) -> bool:
-        return self.frame is not None and self.frame >= self.scene_model.frame_end
+        return self.frame is not None and self.frame >= self._sm.frame_end
 
     @property
     def ms_per_frame(self) -> float:
@@ -151,13 +177,13 @@ class BakeJob:
             self.scene_model, self.warnings = sm, warnings
             self._uids = {name: bpy.data.objects[name].session_uid
                           for name in [d.object_name for d in sm.deformables] + [b.object_name for b in sm.bodies]}
-            self.solver = Solver(sm.model, sm.settings)
+            solver = self.solver = Solver(sm.model, sm.settings)
             # Motors and springs beyond what a substep resolves act held to a limit: say so.
-            self.warnings += self.solver.warnings
-            if self.solver.backend.note:  # numba could not load: one clear line, and on with numpy
-                self.warnings.append(f"solver: {self.solver.backend.note}")
-            self.compiling = self.solver.backend.name == "numba" and not backend.kernels_cached()
-            self.state = self.solver.make_state()
+            self.warnings += solver.warnings
+            if solver.backend.note:  # numba could not load: one clear line, and on with numpy
+                self.warnings.append(f"solver: {solver.backend.note}")
+            self.compiling = solver.backend.name == "numba" and not backend.kernels_cached()
+            self.state = solver.make_state()
             self.frame = sm.frame_start
             self._results = {d.object_name: [self._local_positions(d, sm.frame_start)] for d in sm.deformables}
             self._poses = {name: [m] for name, m in self._body_matrices().items()}
@@ -176,12 +202,12 @@ class BakeJob:
         """
         if not self._started or self._ended:
             raise RuntimeError("BakeJob.step() needs start() first and no finish() or cancel()")
-        sm = self.scene_model
-        if self.frame >= sm.frame_end:
+        sm = self._sm
+        if self._frame >= sm.frame_end:
             return False
-        frame = self.frame + 1
+        frame = self._frame + 1
         t0 = time.perf_counter()
-        self.solver.step_frame(self.state, pinned_positions=sm.pinned_positions(frame))
+        self._solver.step_frame(self._state, pinned_positions=sm.pinned_positions(frame))
         self.step_seconds += time.perf_counter() - t0
         local = {d.object_name: self._local_positions(d, frame) for d in sm.deformables}
         poses = self._body_matrices(frame)
@@ -197,7 +223,7 @@ class BakeJob:
 
     def _local_positions(self, binding, frame: int) -> np.ndarray:
         """A deformable's positions on ``frame`` in its object space, float32, checked storable."""
-        local = self.scene_model.local_positions(binding, self.state.positions, frame)
+        local = self._sm.local_positions(binding, self._state.positions, frame)
         return baking.finite_for_blender(local, f"'{binding.object_name}'",
                                          f"its vertex positions on frame {frame}")
 
@@ -218,7 +244,7 @@ class BakeJob:
         its state, the warnings. Plain Python data and the solver's own objects, for pickling."""
         if not self._started or self._ended:
             raise RuntimeError("BakeJob.snapshot() needs a started job that has not finished")
-        return {"frame": self.frame, "frame_range": (self.scene_model.frame_start, self.scene_model.frame_end),
+        return {"frame": self.frame, "frame_range": (self._sm.frame_start, self._sm.frame_end),
                 "results": self._results, "poses": self._poses, "solver": self.solver, "state": self.state,
                 "step_seconds": self.step_seconds, "warnings": list(self.warnings)}
 
@@ -228,9 +254,9 @@ class BakeJob:
         The scene was read again by ``start()`` (the bindings that turn solver positions into
         object space); the solver, its state and the frames computed come from the snapshot.
         """
-        if not self._started or self._ended or self.frame != self.scene_model.frame_start:
+        if not self._started or self._ended or self.frame != self._sm.frame_start:
             raise RuntimeError("BakeJob.restore() belongs right after start()")
-        sm = self.scene_model
+        sm = self._sm
         if tuple(snapshot["frame_range"]) != (sm.frame_start, sm.frame_end):
             raise JakobsenError(f"the checkpoint is of frames {snapshot['frame_range'][0]}-"
                                 f"{snapshot['frame_range'][1]}, this bake is of {sm.frame_start}-{sm.frame_end}")
@@ -247,11 +273,11 @@ class BakeJob:
         is now (the playback cache after an edit: the frames before it stay, the rest is computed
         with the new settings). A scene whose parts changed (an object added, a mesh remeshed)
         cannot go on from the old state: ``JakobsenError``."""
-        if not self._started or self._ended or self.frame != self.scene_model.frame_start:
+        if not self._started or self._ended or self.frame != self._sm.frame_start:
             raise RuntimeError("BakeJob.resume_from() belongs right after start()")
-        sm = self.scene_model
-        mine, theirs = self.state, state
-        if ((sm.frame_start, sm.frame_end) != (other.scene_model.frame_start, other.scene_model.frame_end)
+        sm = self._sm
+        mine, theirs = self._state, state
+        if ((sm.frame_start, sm.frame_end) != (other._sm.frame_start, other._sm.frame_end)
                 or set(other._results) != set(self._results) or set(other._poses) != set(self._poses)
                 or mine.positions.shape != theirs.positions.shape
                 or mine.bodies.x.shape != theirs.bodies.x.shape
@@ -272,10 +298,10 @@ class BakeJob:
         return np.stack(self._poses[object_name])
 
     def _body_matrices(self, frame: int | None = None) -> dict[str, np.ndarray]:
-        sm = self.scene_model
+        sm = self._sm
         if not any(b.keyed for b in sm.bodies):
             return {}
-        translations, rotations = self.solver.body_poses(self.state)
+        translations, rotations = self._solver.body_poses(self._state)
         out = sm.body_matrices(translations, rotations)
         for name, m in out.items():
             baking.finite_for_blender(m, f"'{name}'", f"its pose on frame {frame or sm.frame_start}")
@@ -291,7 +317,7 @@ class BakeJob:
         if not self.done:
             raise RuntimeError("BakeJob.finish() before the last frame; use cancel() to stop early")
         self._cleanup()
-        sm = self.scene_model
+        sm = self._sm
         deformables, bodies = [], []
         for d in sm.deformables:
             obj = self._object(d.object_name)
@@ -360,17 +386,17 @@ class BakeJob:
         summary = (f"Baked {len(written)} object{'s' * (len(written) != 1)} ({', '.join(written)}) as "
                    f"{' and '.join(outputs) or 'nothing'}, frames {sm.frame_start}-{sm.frame_end}, "
                    f"in {self.step_seconds:.2f} s of solver time{wall} ({self.frame_count} frames, "
-                   f"{self.ms_per_frame:.1f} ms/frame, {self.solver.backend.name} kernels)")
-        note = [f"solver: {self.solver.backend.note}"] if self.solver.backend.note else []
+                   f"{self.ms_per_frame:.1f} ms/frame, {self._solver.backend.name} kernels)")
+        note = [f"solver: {self._solver.backend.note}"] if self._solver.backend.note else []
         return "; ".join([summary] + note + self.broken())
 
     def _torn_meshes(self, deformables) -> dict:
         """{object name: (its mesh split where it tore, the positions for it)} of the cloths that
         tore (``tearing``); made from each object's own mesh, before anything in the scene changes."""
-        pairs, times = self.solver.torn_sticks(self.state, with_times=True)
+        pairs, times = self._solver.torn_sticks(self._state, with_times=True)
         if not len(pairs):
             return {}
-        fps = self.scene_model.settings.frame_rate
+        fps = self._sm.settings.frame_rate
         out = {}
         for obj, d, local in deformables:
             start, stop = d.particles.start, d.particles.stop
@@ -400,7 +426,7 @@ class BakeJob:
         in the order they broke."""
         if self.solver is None or self.state is None:
             return []
-        sm = self.scene_model
+        sm = self._sm
         return [f"{sm.breakable.get(name, 'connector')} '{name}' broke at frame {sm.frame_of(t)}"
                 for name, t in self.solver.broken_connectors(self.state)]
 
@@ -414,13 +440,13 @@ class BakeJob:
         """Draw the computed frame in place of every object the solver moves (each hidden meanwhile)."""
         depsgraph = context.evaluated_depsgraph_get()
         shown = []
-        for d in self.scene_model.deformables:
+        for d in self._sm.deformables:
             obj = bpy.data.objects[d.object_name]
             co, tris = previews.triangles_of(obj, depsgraph)
             if len(co) == d.vertex_count:  # (else its modifiers change it while it bakes: not drawn)
                 self._preview_meshes[d.object_name] = (None, tris)
                 shown.append(obj)
-        for b in self.scene_model.bodies:
+        for b in self._sm.bodies:
             if b.keyed:
                 obj = bpy.data.objects[b.object_name]
                 # The evaluated mesh in object space, drawn at each computed pose (scale included).
@@ -431,15 +457,18 @@ class BakeJob:
     def preview_geometry(self) -> previews.Geometry:
         """What the preview draws now: {object name: (world positions (n, 3), triangles (t, 3))} of
         the last frame computed."""
-        if self.state is None:
+        state = self.state
+        if state is None:
             return {}
         out = {}
-        for d in self.scene_model.deformables:
+        for d in self._sm.deformables:
             if d.object_name in self._preview_meshes:
-                out[d.object_name] = (self.state.positions[d.particles], self._preview_meshes[d.object_name][1])
+                out[d.object_name] = (state.positions[d.particles], self._preview_meshes[d.object_name][1])
         for name, poses in self._poses.items():
             if name in self._preview_meshes:
                 local, tris = self._preview_meshes[name]
+                if local is None:  # (only a deforming object's entry has none; those are drawn above)
+                    continue
                 m = poses[-1]
                 out[name] = (local @ m[:3, :3].T.astype(np.float32) + m[:3, 3].astype(np.float32), tris)
         return out

@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import copy
 import hashlib
+from typing import Any, cast
 
 import bpy
 import numpy as np
@@ -36,6 +37,7 @@ from bpy.types import Operator
 from . import baking, previews
 from .bake_job import BakeJob, describe_failure, is_busy
 from .blender_io.reads import takes_part
+from jakobsen_engine import State
 
 _caches: dict[str, "PlaybackCache"] = {}  # scene name -> its cache
 
@@ -140,7 +142,7 @@ class PlaybackCache:
     def __init__(self, scene_name: str):
         self.scene_name = scene_name
         self.job: BakeJob | None = None
-        self.states: dict[int, object] = {}
+        self.states: dict[int, State] = {}
         self.outdated = False
         self.outdated_at: int | None = None  # the frame of the first edit since the cache started
         self.needs_new_solver = False  # an edit since the last frame: the next one is read afresh
@@ -156,16 +158,23 @@ class PlaybackCache:
         return f"playback {self.scene_name}"
 
     @property
+    def _job(self) -> BakeJob:
+        """The job of a started cache (``start()``), for what only a started one does."""
+        if self.job is None:
+            raise RuntimeError("PlaybackCache: start() first")
+        return self.job
+
+    @property
     def frame_start(self) -> int:
-        return self.job.scene_model.frame_start
+        return self._job._sm.frame_start
 
     @property
     def frame_end(self) -> int:
-        return self.job.scene_model.frame_end
+        return self._job._sm.frame_end
 
     @property
     def last_frame(self) -> int:
-        return self.job.frame
+        return self._job._frame
 
     @property
     def frames_cached(self) -> int:
@@ -186,7 +195,7 @@ class PlaybackCache:
         job = BakeJob(scene.name)
         job.start(context)
         self.job = job
-        self.states = {job.frame: copy.deepcopy(job.state)}
+        self.states = {job._frame: copy.deepcopy(job._state)}
         self.outdated, self.outdated_at, self.needs_new_solver = False, None, False
         self.fingerprint = fingerprint(scene, context.view_layer)
         self.message = ""
@@ -196,11 +205,12 @@ class PlaybackCache:
     def _read_triangles(self, context) -> None:
         depsgraph = context.evaluated_depsgraph_get()
         self._tris = {}
-        for d in self.job.scene_model.deformables:
+        sm = self._job._sm
+        for d in sm.deformables:
             co, tris = previews.triangles_of(bpy.data.objects[d.object_name], depsgraph)
             if len(co) == d.vertex_count:
                 self._tris[d.object_name] = (None, tris)
-        for b in self.job.scene_model.bodies:
+        for b in sm.bodies:
             if b.keyed:
                 self._tris[b.object_name] = previews.triangles_of(bpy.data.objects[b.object_name], depsgraph)
 
@@ -214,47 +224,55 @@ class PlaybackCache:
             return
         if self.needs_new_solver:
             # An edit since the last frame: the scene is read again, the frames so far kept.
-            frame = self.job.frame
+            old = self._job
+            frame = old._frame
             job = BakeJob(self.scene_name)
             job.start(context)
-            job.resume_from(self.job, frame, copy.deepcopy(self.states[frame]))
-            self.job.cancel()
+            job.resume_from(old, frame, copy.deepcopy(self.states[frame]))
+            old.cancel()
             self.job, self.needs_new_solver = job, False
             self._read_triangles(context)
-        self.job.step()
-        self.states[self.job.frame] = copy.deepcopy(self.job.state)
+        job = self._job
+        job.step()
+        self.states[job._frame] = copy.deepcopy(job._state)
 
     def mark_outdated(self, frame: int) -> None:
         """An edit on ``frame``: the frames after it go, the ones up to it stay (outdated)."""
         self.outdated = True
         if self.outdated_at is None or frame < self.outdated_at:
             self.outdated_at = frame
-        keep_to = min(max(frame, self.frame_start), self.job.frame)
+        job = self._job
+        keep_to = min(max(frame, self.frame_start), job._frame)
         for f in [f for f in self.states if f > keep_to]:
             del self.states[f]
-        if keep_to < self.job.frame:
+        if keep_to < job._frame:
             keep = keep_to - self.frame_start + 1
-            self.job._results = {n: v[:keep] for n, v in self.job._results.items()}
-            self.job._poses = {n: v[:keep] for n, v in self.job._poses.items()}
-            self.job.frame = keep_to
-            self.job.state = copy.deepcopy(self.states[keep_to])
+            job._results = {n: v[:keep] for n, v in job._results.items()}
+            job._poses = {n: v[:keep] for n, v in job._poses.items()}
+            job.frame = keep_to
+            job.state = copy.deepcopy(self.states[keep_to])
         self.needs_new_solver = True
         self.memory_full = False
 
-    def geometry(self, frame: int) -> previews.Geometry:
-        """What the viewport draws on ``frame`` (a cached one)."""
+    def geometry(self, frame: int | None) -> previews.Geometry:
+        """What the viewport draws on ``frame`` (a cached one; none when there is no scene)."""
+        if frame is None:
+            return {}
         state = self.states.get(frame)
         if state is None:
             return {}
-        sm = self.job.scene_model
+        job = self._job
+        sm = job._sm
         out = {}
         for d in sm.deformables:
             if d.object_name in self._tris:
                 out[d.object_name] = (state.positions[d.particles], self._tris[d.object_name][1])
         k = frame - sm.frame_start
-        for name, poses in self.job._poses.items():
+        for name, poses in job._poses.items():
             if name in self._tris and k < len(poses):
                 local, tris = self._tris[name]
+                if local is None:  # (only a deforming object's entry has none; those are drawn above)
+                    continue
                 m = poses[k]
                 out[name] = (local @ m[:3, :3].T.astype(np.float32) + m[:3, 3].astype(np.float32), tris)
         return out
@@ -456,7 +474,8 @@ def _subscribe() -> None:
     from . import properties
 
     for cls in properties.classes:
-        bpy.msgbus.subscribe_rna(key=cls, owner=_msgbus_owner, args=(), notify=_property_changed)
+        # (The stubs take only a Struct or Property as the key; Blender takes a PropertyGroup class too.)
+        bpy.msgbus.subscribe_rna(key=cast(Any, cls), owner=_msgbus_owner, args=(), notify=_property_changed)
 
 
 @persistent
@@ -482,7 +501,7 @@ def toggled(scene) -> None:
 # -- operators --------------------------------------------------------------------------------------
 
 class JAKOBSEN_OT_bake_from_cache(Operator):
-    """Write the frames simulated on playback as the bake (shape keys, point caches or keyframes), without simulating again"""
+    """Write the cached frames as the bake (shape keys, point caches or keyframes), without simulating again"""
 
     bl_idname = "jakobsen.bake_from_cache"
     bl_label = "Bake from Cache"
