@@ -274,7 +274,8 @@ def write_pc2(obj, frame_start: int, local: np.ndarray, cache_directory: str, st
     staged: the file ``stage_pc2_file`` wrote for this object, moved into place instead of writing."""
     path = pc2_path(obj, cache_directory)
     if staged is None:
-        staged = stage_pc2_file(path, frame_start, finite_for_blender(local, f"'{obj.name}'", "a baked vertex position"))
+        staged = stage_pc2_file(path, frame_start,
+                                finite_for_blender(local, f"'{obj.name}'", "a baked vertex position"))
     os.replace(staged, path)
     mod = obj.modifiers.new(MODIFIER_NAME, 'MESH_CACHE')
     mod.cache_format = 'PC2'
@@ -351,14 +352,15 @@ def write_transform_keys(obj, frame_start: int, matrices: np.ndarray, rest: dict
             if quats[k].dot(quats[k - 1]) < 0:
                 quats[k].negate()
         if mode == 'QUATERNION':
-            path, values = "rotation_quaternion", np.array([tuple(q) for q in quats])
+            path, values = "rotation_quaternion", np.array([q[:] for q in quats])
         else:
-            path, values = "rotation_axis_angle", np.array([(q.angle, *q.axis) for q in quats])
+            path, values = "rotation_axis_angle", np.array([(q.angle, *q.axis[:]) for q in quats])
     else:
-        eulers, previous = [], None
+        eulers: list[tuple[float, ...]] = []
+        previous = None
         for r in rotations:
             e = r.to_euler(mode) if previous is None else r.to_euler(mode, previous)
-            eulers.append(tuple(e))
+            eulers.append(e[:])
             previous = e
         path, values = "rotation_euler", np.array(eulers)
     values = finite_for_blender(values, where, "a baked rotation")
@@ -451,7 +453,7 @@ def free_orphans() -> list[str]:
     without a user until the file is saved) and the bakes' actions no one uses. Returns the names
     of the meshes cleaned."""
     cleaned = []
-    for mesh in [m for m in bpy.data.meshes if m.users == 0 and RECORD in m]:
+    for mesh in [m for m in bpy.data.meshes if m.users == 0 and m.get(RECORD) is not None]:
         holder = bpy.data.objects.new(f"JK free {mesh.name}", mesh)  # shape keys are removed through an object
         try:
             free_bake(holder)

@@ -14,6 +14,8 @@ Blender unit and say theirs in the tooltip.
 # No "from __future__ import annotations": Blender reads the property definitions from the class
 # annotations, which must stay objects, not strings.
 
+from typing import cast
+
 import bpy
 from bpy.props import (
     BoolProperty,
@@ -961,7 +963,7 @@ class JakobsenSceneSettings(PropertyGroup):
 
     def frame_range(self) -> tuple[int, int]:
         """(first, last) frame to bake."""
-        scene = self.id_data
+        scene = cast(bpy.types.Scene, self.id_data)  # (the settings hang off a Scene: Scene.jakobsen)
         if self.use_scene_range:
             return scene.frame_start, scene.frame_end
         return self.frame_start, self.frame_end

@@ -6,11 +6,12 @@ import textwrap
 from bpy.types import Panel
 
 from .. import baking, playback
+from ..registered import RegionTypeItems, SpaceTypeItems
 
 
 class JakobsenScenePanel:
-    bl_space_type = 'PROPERTIES'
-    bl_region_type = 'WINDOW'
+    bl_space_type: SpaceTypeItems = 'PROPERTIES'
+    bl_region_type: RegionTypeItems = 'WINDOW'
     bl_context = "scene"
 
 
