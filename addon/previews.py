@@ -20,7 +20,7 @@ geometry (``geometry()``) is what the tests look at.
 
 from __future__ import annotations
 
-from typing import Callable
+from typing import Callable, TypedDict
 
 import bpy
 import numpy as np
@@ -30,8 +30,15 @@ from bpy.app.handlers import persistent
 Geometry = dict[str, tuple[np.ndarray, np.ndarray]]
 
 _sources: dict[str, dict] = {}  # key -> {"geometry": fn, "hidden": [(name, uid)], "view_layer": name, ...}
+
+
+class _DrawState(TypedDict):
+    draws: int  # draws that completed (since the module loaded)
+    errors: list[str]  # the first few errors a draw met
+
+
 _handler = None
-_state = {"draws": 0, "errors": []}
+_state: _DrawState = {"draws": 0, "errors": []}
 COLOUR = np.array((0.62, 0.68, 0.78), np.float32)
 LIGHT = np.array((0.3, -0.5, 0.8), np.float32) / np.linalg.norm((0.3, -0.5, 0.8))
 
@@ -171,8 +178,10 @@ def _draw() -> None:
             if not len(tris):
                 continue
             positions = np.ascontiguousarray(positions, np.float32)
-            batch = batch_for_shader(shader, 'TRIS', {"pos": positions, "color": shaded_colours(positions, tris)},
-                                     indices=np.ascontiguousarray(tris, np.int32))
+            # (The stubs take sequences, not numpy arrays; Blender takes arrays, and faster than lists.)
+            batch = batch_for_shader(shader, 'TRIS',
+                                     {"pos": positions, "color": shaded_colours(positions, tris)},  # type: ignore[dict-item]
+                                     indices=np.ascontiguousarray(tris, np.int32))  # type: ignore[arg-type]
             batch.draw(shader)
         gpu.state.depth_mask_set(False)
         gpu.state.depth_test_set('NONE')

@@ -73,7 +73,7 @@ def _finish(op, job: BakeJob, elapsed: float) -> set[str]:
 def _stopped(op, job: BakeJob, error: BaseException) -> set[str]:
     """A step failed: leave the scene as it was and say why."""
     job.cancel()
-    op.report({'ERROR'}, f"Bake stopped at frame {job.frame + 1}: {describe_failure(error)}")
+    op.report({'ERROR'}, f"Bake stopped at frame {job._frame + 1}: {describe_failure(error)}")
     return {'CANCELLED'}
 
 
@@ -84,7 +84,7 @@ class JAKOBSEN_OT_bake(Operator):
     bl_label = "Bake"
     bl_options = {'REGISTER', 'UNDO'}
 
-    _job = None
+    _job: BakeJob | None = None
     _timer = None
     _started_at = 0.0
     _ticks = 0
@@ -209,7 +209,9 @@ class JAKOBSEN_OT_bake(Operator):
 
     def _show_progress(self, context) -> None:
         job = self._job
-        sm = job.scene_model
+        if job is None:  # (no bake running: nothing to show)
+            return
+        sm = job._sm
         context.window_manager.progress_update(job.frames_done)
         if job.compiling and job.frames_done <= 1:
             context.workspace.status_text_set(
@@ -272,11 +274,12 @@ def draw_progress(self, context) -> None:
 
 def register() -> None:
     """What the bake shows outside its operator: the progress bar in the status bar."""
-    bpy.types.STATUSBAR_HT_header.append(draw_progress)
+    # (The stubs type a header's draw function as f(context); Blender calls it as f(self, context).)
+    bpy.types.STATUSBAR_HT_header.append(draw_progress)  # type: ignore[arg-type]
 
 
 def unregister() -> None:
-    bpy.types.STATUSBAR_HT_header.remove(draw_progress)
+    bpy.types.STATUSBAR_HT_header.remove(draw_progress)  # type: ignore[arg-type]  # (as in register)
     _running.clear()
 
 
