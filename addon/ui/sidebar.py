@@ -38,7 +38,11 @@ class VIEW3D_PT_jakobsen(Panel):
         draw_bake_buttons(layout, context.scene)
         scene = context.scene
         col = layout.column(align=True)
-        col.prop(scene.jakobsen, "use_simulate_on_playback")
+        # "Simulate [x] On Playback", a heading as Blender's own panels do: the whole name does not fit
+        # the sidebar's default width.
+        row = col.row(heading="Simulate")
+        row.use_property_split = True
+        row.prop(scene.jakobsen, "use_simulate_on_playback", text="On Playback")
         if scene.jakobsen.use_simulate_on_playback:
             for line in cache_info(scene):
                 col.label(text=line)
