@@ -142,7 +142,8 @@ def solver_settings(scene) -> SolverSettings:
     else:
         gravity = tuple(props.gravity)
     settings = SolverSettings(frame_rate=scene.render.fps / scene.render.fps_base, substeps=props.substeps,
-                              iterations="auto" if props.use_auto_iterations else props.iterations, gravity=tuple(float(g) for g in gravity),
+                              iterations="auto" if props.use_auto_iterations else props.iterations,
+                              gravity=tuple(float(g) for g in gravity),
                               damping=float(props.damping), air_velocity=tuple(float(w) for w in props.wind))
     try:
         settings.validate()

@@ -442,8 +442,9 @@ class ModelBuilder:
         target_speed m/s, throttle 0..1, motor_torque N m (the most at the driven wheels in all),
         steering rad (positive turns left), brake and handbrake 0..1 (numbers or Tracks);
         max_steering rad; ackermann bool; traction_control bool (default on: a driven wheel's
-        torque is held so it spins at most a tenth faster than the ground); brake_torque N m per wheel; rolling_resistance (a
-        fraction of the weight); initial_speed m/s; wheel_friction (the wheels' friction); suspension {"front": {...}, "rear": {...}}
+        torque is held so it spins at most a tenth faster than the ground); brake_torque N m per wheel;
+        rolling_resistance (a fraction of the weight); initial_speed m/s; wheel_friction (the wheels' friction);
+        suspension {"front": {...}, "rear": {...}}
         with rest m (the spring is free there), travel m (the wheel moves up from rest by at
         most this), stiffness N/m, damping N s/m, anti_roll N/m (replacing the connectors' own);
         wheel_radii (W,) m (default: from the wheels' shapes); path (P, 3) world points to follow,

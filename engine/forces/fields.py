@@ -405,7 +405,8 @@ def _pack_region(field: dict, t: float) -> np.ndarray:
     # shape, from the axis line.
     mode = 0 if shape == "point" else (1 if (shape == "line" or field["kind"] == "vortex") else 2)
     # A minimum that is off falls off as a minimum of 0 (no distance is below it); a maximum off is inf.
-    off = (lambda v, default: default if v is None else v)
+    def off(v, default):
+        return default if v is None else v
     return np.array([c[0], c[1], c[2], axis[0], axis[1], axis[2], mode,
                      FALLOFF_SHAPES.index(field["falloff_shape"]), Z_DIRECTIONS.index(field["z_direction"]),
                      off(field["min_distance"], 0.0), off(field["max_distance"], math.inf), field["power"],
@@ -666,7 +667,8 @@ def drag_particles(forces: Forces, h: float, x: np.ndarray, x_prev: np.ndarray, 
     if rate is None and not np.any(linear > 0.0) and not np.any(quadratic > 0.0):
         return
     n = len(points)
-    as_array = (lambda c: c if isinstance(c, np.ndarray) else np.zeros(n))
+    def as_array(c):
+        return c if isinstance(c, np.ndarray) else np.zeros(n)
     if x_prev.flags.c_contiguous and x_prev.dtype == np.float64 and points is x:
         kernels.damp_particles(points, x_prev, np.ascontiguousarray(inv_mass, dtype=np.float64), as_array(linear),
                                as_array(quadratic), as_array(rate), h)

@@ -23,7 +23,8 @@ class Surfaces:
     its particle range; self_collision: bool; self_distance: m, how close two of its non-adjacent
     parts may come; pressure: the volume it keeps as a ratio of its rest volume (0 = no pressure);
     pressure_compliance: m^3 per (N/m^2), 0 = the volume is held exactly; rest_volume: m^3, signed
-    (negative when the faces point inwards; 0 for an open surface); closed: bool, every edge shared by exactly two faces; shape_compliance: the
+    (negative when the faces point inwards; 0 for an open surface); closed: bool, every edge shared by exactly two
+    faces; shape_compliance: the
     shape-matching compliance per unit mass, s^2 (inf = none: a cloth; a soft body keeps its shape
     with stiffness 1 / compliance, N/m per kg); plastic_limit: the strain of a stick (or of a
     soft body's vertex from its matched shape, relative to the body's size) beyond which its rest

@@ -7,7 +7,6 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .. import backend as backends
 from ..checks import MAX_ACCELERATION, MAX_SPEED, check_vector
 from ..errors import JakobsenError
 

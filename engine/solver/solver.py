@@ -228,7 +228,8 @@ class Solver:
         non-finite positions.
         """
         x0, p0, t0 = state.positions.copy(), state.previous_positions.copy(), state.time
-        mutable = list(state.bodies.arrays() + state.bodies.extras()) + (state.surfaces.arrays() if state.surfaces else [])
+        mutable = list(state.bodies.arrays() + state.bodies.extras()) + (
+            state.surfaces.arrays() if state.surfaces else [])
         bodies0 = [a.copy() for a in mutable]
         pins = None
         if pinned_positions is not None:
@@ -252,7 +253,8 @@ class Solver:
                     if pins is not None:
                         f = (k + 1) / self.settings.substeps
                         state.positions[pins] = pin_start + (pin_end - pin_start) * f
-                        state.previous_positions[pins] = pin_start + (pin_end - pin_start) * (k / self.settings.substeps)
+                        before = k / self.settings.substeps
+                        state.previous_positions[pins] = pin_start + (pin_end - pin_start) * before
                     self._substep(state)
             # Finite in float64 is not enough: Blender keeps single precision, where 1e39 is inf.
             finite = _in_float32(np.hstack([state.positions, state.previous_positions]))

@@ -114,7 +114,6 @@ def test_quad_grid_topology():
 
 
 def test_triangle_pair_bends_across_opposite_vertices():
-    v = np.array([[0, 0, 0], [1, 0, 0], [0, 1, 0], [1, 1, 0]], float)
     pairs = cloth_pairs(*flatten_faces([[0, 1, 2], [1, 3, 2]], 4, "tris"))
     assert pairs["bend"].tolist() == [[0, 3]]
     assert len(pairs["shear"]) == 0

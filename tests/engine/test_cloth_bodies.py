@@ -135,7 +135,7 @@ def test_a_heavy_cloth_thrown_at_a_light_box_pushes_it_along(box_mass):
     builder = engine.ModelBuilder()
     v, f = grid(9, 7, 0.4, 0.3)
     v = np.stack([np.full(len(v), -0.3), v[:, 0], 0.18 + v[:, 1]], axis=1)  # upright, facing +x
-    cloth = builder.add_cloth(v, f, density=6.0, thickness=0.01)  # 0.72 kg
+    builder.add_cloth(v, f, density=6.0, thickness=0.01)  # 0.72 kg
     cloth_velocity = np.zeros((len(v), 3))
     cloth_velocity[:, 0] = 3.0
     box = builder.add_rigid_body(*box_mesh((0.2, 0.2, 0.2), (0.0, 0.0, 0.1)), mass=box_mass, shape="box")

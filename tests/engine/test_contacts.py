@@ -154,7 +154,8 @@ def test_rain_on_box_never_ends_inside():
 
     def outside(x, r):
         q = (x - m[:3, 3]) @ m[:3, :3]
-        return np.any(np.abs(q) >= he + r - 1e-9, axis=1) | (np.linalg.norm(np.maximum(np.abs(q) - he, 0), axis=1) >= r - 1e-9)
+        outside = np.linalg.norm(np.maximum(np.abs(q) - he, 0), axis=1) >= r - 1e-9
+        return np.any(np.abs(q) >= he + r - 1e-9, axis=1) | outside
 
     rain(engine.Box(half_extents=tuple(he), transform=m), outside)
 

@@ -8,7 +8,6 @@ drives it (1 % for rounding), nothing deeper below the ground than a fraction of
 resting height, a terminal speed; or a JakobsenError naming the body and a remedy.
 """
 
-import math
 
 import numpy as np
 import pytest
@@ -18,7 +17,6 @@ from jakobsen_engine import JakobsenError
 from jakobsen_engine import quaternions as quat
 from jakobsen_engine.solver.energy import total_energy
 from jakobsen_engine.geometry.primitives import grid
-from jakobsen_engine.bodies.rigid import body_thickness
 
 from .rigid_scenes import G, box_mesh, rotation
 

@@ -66,7 +66,7 @@ class Scene:
     def __init__(self, seed):
         rng = np.random.default_rng(seed)
         self.rng = rng
-        self.scale = scale = 10.0 ** rng.uniform(-3.0, 1.3)
+        self.scale = 10.0 ** rng.uniform(-3.0, 1.3)
         substeps = int(rng.integers(1, 21))
         gravity = (0.0, 0.0, -9.81) if rng.random() < 0.8 else tuple(rng.normal(size=3) * 3.0)
         self.settings = engine.SolverSettings(

@@ -8,7 +8,7 @@ import pytest
 import jakobsen_engine as engine
 from jakobsen_engine import JakobsenError
 
-from .rigid_scenes import G, box_mesh, world
+from .rigid_scenes import G, box_mesh
 
 NO_GRAVITY = engine.SolverSettings(gravity=(0.0, 0.0, 0.0))
 

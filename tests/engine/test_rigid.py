@@ -9,7 +9,8 @@ import jakobsen_engine as engine
 from jakobsen_engine import JakobsenError
 from jakobsen_engine.geometry import quaternions as quat
 
-from .rigid_scenes import G, angular_momentum, box_mesh, depth_in_body, energy, rotation, shape_surface, uv_sphere, world
+from .rigid_scenes import (G, angular_momentum, box_mesh, depth_in_body, energy, rotation, shape_surface, uv_sphere,
+                           world)
 
 NO_GRAVITY = engine.SolverSettings(gravity=(0.0, 0.0, 0.0))
 

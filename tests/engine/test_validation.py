@@ -44,7 +44,8 @@ def test_duplicate_stick():
     builder = two_particles()
     builder.add_sticks([0], [1], name="a")
     builder.add_sticks([1], [0], name="b")
-    with pytest.raises(JakobsenError, match=r"duplicate stick between particles 0 and 1 \(in sticks 'a' and sticks 'b'\)"):
+    with pytest.raises(JakobsenError,
+                       match=r"duplicate stick between particles 0 and 1 \(in sticks 'a' and sticks 'b'\)"):
         builder.finalize()
 
 

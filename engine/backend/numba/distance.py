@@ -17,7 +17,7 @@ import math
 
 from numba import njit
 
-from ...geometry.kinds import BOX, BOX_INTERIOR, CAPSULE, CYLINDER, EDGE_SNAP, HULL, MESH, PLANE, SPHERE
+from ...geometry.kinds import BOX, CAPSULE, CYLINDER, EDGE_SNAP, HULL, MESH, PLANE, SPHERE
 
 JIT = dict(cache=True, nogil=True, error_model="numpy")
 INLINE = dict(JIT, inline="always")
@@ -238,8 +238,10 @@ def mesh(geo, m, q0, q1, q2, r):
 def triangle_normal(vertices, triangles, tri):
     """Unit normal of triangle ``tri`` (as ``shapes.face_normals`` computes it)."""
     ia, ib, ic = triangles[tri, 0], triangles[tri, 1], triangles[tri, 2]
-    e10, e11, e12 = vertices[ib, 0] - vertices[ia, 0], vertices[ib, 1] - vertices[ia, 1], vertices[ib, 2] - vertices[ia, 2]
-    e20, e21, e22 = vertices[ic, 0] - vertices[ia, 0], vertices[ic, 1] - vertices[ia, 1], vertices[ic, 2] - vertices[ia, 2]
+    e10, e11, e12 = (vertices[ib, 0] - vertices[ia, 0], vertices[ib, 1] - vertices[ia, 1],
+                     vertices[ib, 2] - vertices[ia, 2])
+    e20, e21, e22 = (vertices[ic, 0] - vertices[ia, 0], vertices[ic, 1] - vertices[ia, 1],
+                     vertices[ic, 2] - vertices[ia, 2])
     n0 = e11 * e22 - e12 * e21
     n1 = e12 * e20 - e10 * e22
     n2 = e10 * e21 - e11 * e20

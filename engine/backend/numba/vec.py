@@ -117,11 +117,11 @@ def log_rotation(q):
 @njit(**INLINE)
 def inv_inertia_times(q, inv_inertia, v):
     """World inverse inertia times v: R diag(I^-1) R^T v, with R the body's rotation q."""
-    l = rotate_back(q, v)
-    return rotate(q, (l[0] * inv_inertia[0], l[1] * inv_inertia[1], l[2] * inv_inertia[2]))
+    b = rotate_back(q, v)
+    return rotate(q, (b[0] * inv_inertia[0], b[1] * inv_inertia[1], b[2] * inv_inertia[2]))
 
 
 @njit(**INLINE)
 def inertia_times(q, inertia, v):
-    l = rotate_back(q, v)
-    return rotate(q, (l[0] * inertia[0], l[1] * inertia[1], l[2] * inertia[2]))
+    b = rotate_back(q, v)
+    return rotate(q, (b[0] * inertia[0], b[1] * inertia[1], b[2] * inertia[2]))

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ...geometry.kinds import BOX, BOX_INTERIOR, CAPSULE, CYLINDER, EDGE_SNAP, HULL, MESH, PLANE, SPHERE
+from ...geometry.kinds import BOX, CAPSULE, CYLINDER, EDGE_SNAP, HULL, MESH, PLANE, SPHERE
 
 
 def _norm3(v):

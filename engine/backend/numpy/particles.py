@@ -47,7 +47,8 @@ def project_sticks(x, i, j, w_i, w_j, rest, alpha, kind, lam, colour_offsets, pa
     Sticks are sorted by colour (``colour_offsets`` (c + 1,)): within a colour no movable particle
     appears twice, so a colour is projected as one vectorised XPBD update. passes: (p, 3) rows of
     (first colour, end colour, sweeps): each pass sweeps its colours that many times. alpha: (m,)
-    XPBD compliance / h^2 (0 = rigid); kind: (m,) 0 equal, 1 at least, 2 at most, 3 broken (torn: skipped); lam: (m,) the
+    XPBD compliance / h^2 (0 = rigid); kind: (m,) 0 equal, 1 at least, 2 at most, 3 broken (torn: skipped);
+    lam: (m,) the
     accumulated multipliers (rigid sticks' too).
 
     x_start: (n, 3) where the particles were at the substep's start, or None: plain projection
