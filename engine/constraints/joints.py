@@ -271,7 +271,8 @@ def finalize_joints(specs: list[dict], bodies, world: int) -> Joints:
     return Joints(
         kind=kind, a=a, b=b, local_a=local_a, local_b=local_b,
         frame_a=frame_a, rot_a=rot_a, rot_b=rot_b, steer_axis=steer_axis,
-        lin_mode=col("lin_mode", np.int8, (3,)), lin_lower=col("lower", float, (3,)), lin_upper=col("upper", float, (3,)),
+        lin_mode=col("lin_mode", np.int8, (3,)), lin_lower=col("lower", float, (3,)),
+        lin_upper=col("upper", float, (3,)),
         swing_mode=col("swing", np.int8), cone=col("cone"), twist_mode=col("twist", np.int8),
         twist_lower=col("twist_lower"), twist_upper=col("twist_upper"), bounce=col("bounce"),
         break_force=col("break_force"), break_torque=col("break_torque"), ignore_collisions=col("ignore", bool),

@@ -148,8 +148,7 @@ def test_a_free_spin_keeps_its_speed(kind):
     """An unlimited hinge (and the other joints' free spins) spun at 2 rev/s loses < 1% per second."""
     omega = 2 * 2 * math.pi
     axis = FRAME[:, 0] if kind == "wheel_suspension" else FRAME[:, 2]
-    # A wheel on its axle: the body's centre is on the axis. (Whirled round a pivot off its centre,
-    # a body loses about 0.4 (omega h)^2 of its speed per substep to the projection; see README.)
+    # A wheel on its axle: the body's centre is on the axis (whirls off the centre: test_fidelity_rigid).
     solver, state = two_boxes(kind, world_a=True, b_centre=np.zeros(3))
     state.bodies.angular_velocity[0] = omega * axis
     for _ in range(24):

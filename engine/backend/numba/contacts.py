@@ -99,7 +99,7 @@ def _side(geo, x, q, o, t, s, world, points, point_start, point_radius, point_ma
     """The contacts of owner body o's features against shape s (of body t, or the world);
     placed (P, 3): every sample point in the world."""
     spos, srot = _shape_pose(geo, s, x, q)
-    xo, qo = get3(x, o), get4(q, o)
+    xo = get3(x, o)
     prefer = rotate_back(srot, sub(xo, spos))
     m = margin[o] + (0.0 if t == world else margin[t])
     friction = math.sqrt(friction_o * geo[16][s])

@@ -105,7 +105,7 @@ def find_contacts(geo, x, q, pairs, points, point_start, point_radius, point_mat
                 ordinal = ordinal + np.where((flat_cap == cap_sign) | (geo[0][shape[cyl]] != PLANE), RIM_POINTS, 0)
         ci = np.concatenate([i for i, _, _, _ in items])
         co = np.concatenate([o for _, o, _, _ in items])
-        cl = np.concatenate([l for _, _, l, _ in items])
+        cl = np.concatenate([local for _, _, local, _ in items])
         slot = np.concatenate([k for _, _, _, k in items])
         cw = cpos[ci] + Q.rotate(crot[ci], cl)
         rows_c = cyl[ci]
