@@ -131,8 +131,8 @@ class _Saved:
         self._items.clear()
 
 
-def _read_png(bpy, path: str, width: int, height: int) -> np.ndarray:
-    """Pixels (height, width, 4) float32 of a PNG, bottom row first (Blender's order)."""
+def png_pixels(bpy, path: str) -> np.ndarray:
+    """Pixels (h, w, 4) float32 of a PNG as Blender reads it, bottom row first (Blender's order)."""
     img = bpy.data.images.load(path, check_existing=False)
     try:
         w, h = img.size
@@ -140,7 +140,13 @@ def _read_png(bpy, path: str, width: int, height: int) -> np.ndarray:
         img.pixels.foreach_get(buf)
     finally:
         bpy.data.images.remove(img)
-    px = buf.reshape(h, w, 4)
+    return buf.reshape(h, w, 4)
+
+
+def _read_png(bpy, path: str, width: int, height: int) -> np.ndarray:
+    """Pixels (height, width, 4) float32 of a PNG, bottom row first (Blender's order)."""
+    px = png_pixels(bpy, path)
+    h, w = px.shape[:2]
     if (w, h) != (width, height):  # should not happen; pad or crop so the grid stays regular
         out = np.zeros((height, width, 4), np.float32)
         out[..., 3] = 1.0

@@ -315,9 +315,9 @@ def compose_sheet(rows, out_path: str, *, label_width: int = 300, gap: int = 2) 
     import bpy  # noqa: F401  (the PNGs are read and written through Blender's image API)
     import numpy as np
 
-    from .contact_sheet import ROW_TILE, draw_label, save_png
+    from .contact_sheet import ROW_TILE, draw_label, png_pixels, save_png
 
-    images = [_png_pixels(bpy, png) if png and os.path.isfile(png) else None for _, png in rows]
+    images = [png_pixels(bpy, png)[::-1] if png and os.path.isfile(png) else None for _, png in rows]
     width = max([i.shape[1] for i in images if i is not None] or [ROW_TILE[0] * 4 + 6])
     height = max([i.shape[0] for i in images if i is not None] or [ROW_TILE[1]])
     sheet = np.empty((len(rows) * (height + gap) - gap, label_width + gap + width, 4), np.float32)
@@ -333,20 +333,6 @@ def compose_sheet(rows, out_path: str, *, label_width: int = 300, gap: int = 2) 
         else:
             sheet[y:y + img.shape[0], label_width + gap:label_width + gap + img.shape[1]] = img
     return save_png(sheet, out_path, name="jakobsen_farm_sheet")
-
-
-def _png_pixels(bpy, path: str):
-    """Pixels (h, w, 4) float32 of a PNG, top row first."""
-    import numpy as np
-
-    img = bpy.data.images.load(path, check_existing=False)
-    try:
-        w, h = img.size
-        buf = np.empty(w * h * 4, np.float32)
-        img.pixels.foreach_get(buf)
-    finally:
-        bpy.data.images.remove(img)
-    return buf.reshape(h, w, 4)[::-1]
 
 
 def _wrap(text: str, width: int, scale: int = 3) -> list[str]:

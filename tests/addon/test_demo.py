@@ -22,14 +22,9 @@ TILE_W, TILE_H, GAP, COLUMNS, ROWS = 320, 180, 2, 3, 2
 
 def _load_png(path: str) -> np.ndarray:
     """Pixels (h, w, 4) float32, top row first."""
-    img = bpy.data.images.load(path, check_existing=False)
-    try:
-        w, h = img.size
-        buf = np.empty(w * h * 4, np.float32)
-        img.pixels.foreach_get(buf)
-    finally:
-        bpy.data.images.remove(img)
-    return buf.reshape(h, w, 4)[::-1]
+    from jakobsen_tools.contact_sheet import png_pixels
+
+    return png_pixels(bpy, path)[::-1]
 
 
 def _tiles(px: np.ndarray, columns: int, rows: int, w: int, h: int, gap: int) -> list[np.ndarray]:
