@@ -387,10 +387,17 @@ def _context_for(scene):
 
 _guard = [False]
 
+# Blender 5.2 and 5.3 crash (SIGSEGV) when an object's view-layer visibility changes inside a
+# frame_change_post handler, which is how a cached frame hides the object it stands for. Until
+# that is done another way, playback simulates only where it is safe (4.2 to 5.0); the panel says so.
+SUPPORTED = tuple(bpy.app.version) < (5, 1, 0)
+UNSUPPORTED = (f"Simulate on Playback is off on Blender {bpy.app.version_string} for now (it crashes Blender "
+               "5.2+ when a frame is shown); use Bake")
+
 
 @persistent
 def _frame_change_post(scene, depsgraph=None) -> None:
-    if _guard[0] or is_busy() or not scene.jakobsen.use_simulate_on_playback:
+    if _guard[0] or is_busy() or not scene.jakobsen.use_simulate_on_playback or not SUPPORTED:
         return
     from .operators.bake import bake_running
 

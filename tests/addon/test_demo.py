@@ -42,13 +42,18 @@ def _background_difference(tile: np.ndarray) -> float:
     return float(np.mean(np.abs(tile.reshape(-1, 3) - background).max(axis=1) > 0.08))
 
 
-def test_engine_demo_writes_a_contact_sheet_of_the_falling_cloth(tmp_path):
+def test_engine_demo_writes_a_contact_sheet_of_the_falling_cloth(tmp_path, monkeypatch):
     # From an empty file, where the first render creates Blender's "Render Result" image: the
     # demo must not leave it (or anything else) behind.
     bpy.ops.wm.read_factory_settings(use_empty=True)
     images_before = len(bpy.data.images)
     scenes_before = len(bpy.data.scenes)
     objects_before = len(bpy.data.objects)
+    # A temporary folder of this test's own: other processes (./run test's other lane) render
+    # sheets of their own in the system's at the same time.
+    own_tmp = tmp_path / "tmp"
+    own_tmp.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(own_tmp))
     sheets_before = set(glob.glob(os.path.join(tempfile.gettempdir(), "jakobsen_sheet_*")))
 
     out = tmp_path / "sub" / "demo.png"
