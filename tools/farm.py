@@ -117,10 +117,8 @@ def plan_jobs(scenes, wedge_args, out_dir: str, *, frames=None, scene_name=None,
                                 out=os.path.join(out_dir, name + ".blend"), frames=frames, scene_name=scene_name,
                                 checkpoint_every=checkpoint_every, resume=resume, sheet_frames=sheet_frames,
                                 alembic=_per_job(alembic, name), usd=_per_job(usd, name)))
-    single = len(jobs) == 1
-    for job in jobs:  # one job: the export paths as given
-        if single:
-            job.alembic, job.usd = alembic and os.path.abspath(alembic), usd and os.path.abspath(usd)
+    if len(jobs) == 1:  # one job: the export paths as given
+        jobs[0].alembic, jobs[0].usd = alembic and os.path.abspath(alembic), usd and os.path.abspath(usd)
     return jobs
 
 
