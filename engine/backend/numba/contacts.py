@@ -134,9 +134,13 @@ def _side(geo, x, q, o, t, s, world, points, point_start, point_radius, point_ma
 
 
 @njit(**JIT)
-def mesh_vertices_near(geo, mesh, c0, c1, c2, reach):
+def mesh_vertices_near(geo, mesh, c0, c1, c2, reach, within=math.inf):
     """The vertices (sorted, unique) of the triangles registered in the cells of mesh ``mesh``
-    that a box of half-size ``reach`` round (c0, c1, c2) (the mesh's frame) touches."""
+    that a box of half-size ``reach`` round (c0, c1, c2) (the mesh's frame) touches; with
+    ``within``, only those no farther than that from (c0, c1, c2) (the rest are never collected:
+    a wheel's cells hold some 600 corners, of which a few dozen are near it)."""
+    vertices = geo[13]
+    within2 = within * within
     cell_size = geo[6][mesh]
     key_start, key_end = geo[8][mesh], geo[8][mesh + 1]
     keys, ptr, tris, triangles = geo[9], geo[10], geo[11], geo[12]
@@ -153,11 +157,18 @@ def mesh_vertices_near(geo, mesh, c0, c1, c2, reach):
                     continue
                 for e in range(ptr[lo], ptr[lo + 1]):
                     for corner in range(3):
+                        v = triangles[tris[e], corner]
+                        if within2 < math.inf:
+                            d0 = vertices[v, 0] - c0
+                            d1 = vertices[v, 1] - c1
+                            d2 = vertices[v, 2] - c2
+                            if d0 * d0 + d1 * d1 + d2 * d2 > within2:
+                                continue
                         if count == found.shape[0]:
                             grown = np.empty(2 * count, np.int64)
                             grown[:count] = found
                             found = grown
-                        found[count] = triangles[tris[e], corner]
+                        found[count] = v
                         count += 1
     return np.unique(found[:count])
 
@@ -172,7 +183,10 @@ def _mesh_vertices_in_cylinder(geo, x, q, o, t, s, so, world, spos, srot, m, fri
     centre = rotate_back(srot, sub(cpos, spos))
     reach = math.sqrt(radius * radius + half * half) + m
     vertices = geo[13]
-    for v in mesh_vertices_near(geo, geo[5][s], centre[0], centre[1], centre[2], reach):
+    # A vertex farther than reach from the centre is more than the margin outside the cylinder
+    # (its distance routine is exact outside), so it makes no contact: not collected at all
+    # (with a hair of slack, so rounding cannot drop one that would).
+    for v in mesh_vertices_near(geo, geo[5][s], centre[0], centre[1], centre[2], reach, reach * (1.0 + 1e-6)):
         vw = add(spos, rotate(srot, get3(vertices, v)))
         local = rotate_back(crot, sub(vw, cpos))
         n0, n1, n2, depth = _distances.cylinder(radius, half, local[0], local[1], local[2], 0.0, 0.0, 0.0, 0.0, False)
@@ -188,14 +202,20 @@ def _mesh_vertices_in_cylinder(geo, x, q, o, t, s, so, world, spos, srot, m, fri
 @njit(**INLINE)
 def _may_touch(geo, x, o, t, s, world, point_start, point_radius, body_shape, bound, margin, placed):
     """Whether ``_side`` can find anything: False when o has only sample points and every one
-    fails its test against t's bounding sphere there (the same test, so nothing is lost)."""
+    fails its test against t's bounding sphere there (the same test, so nothing is lost), or o is
+    a cylinder whose bounding sphere is that far from t's."""
     if geo[0][s] == HULL or t == world:
-        return True
-    so = body_shape[o]
-    if so >= 0 and geo[0][so] == CYLINDER:
         return True
     m = margin[o] + margin[t]
     xt = get3(x, t)
+    so = body_shape[o]
+    if so >= 0 and geo[0][so] == CYLINDER:
+        # A cylinder's supports and rim points lie within its bound: two bodies whose bounds
+        # (with the slack the sample points get) are apart cannot touch (a car's wheels among
+        # themselves: 34 tests each way against the other's cylinder, for nothing).
+        d = sub(get3(x, o), xt)
+        reach = (bound[o] + bound[t]) * (1.0 + NEAR_SLACK) + m
+        return not dot(d, d) > reach * reach
     for p in range(point_start[o], point_start[o + 1]):
         d = sub(get3(placed, p), xt)
         reach = bound[t] * (1.0 + NEAR_SLACK) + point_radius[p] + m
