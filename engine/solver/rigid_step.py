@@ -87,6 +87,11 @@ class ContactBuffers:
         self.vbase = np.zeros((c, 3))
         self.vwn = np.zeros(c)
         self.vwt = np.zeros((c, 3))
+        # At the substep's start (``prepare_contacts``): normal speed, separation, and the relative
+        # normal acceleration, for the moment of impact within the substep.
+        self.speed_before = np.zeros(c)
+        self.gap_start = np.zeros(c)
+        self.accel_n = np.zeros(c)
         # The compiled solves' scratch: each pair's rows and block factor, kept over a substep's
         # passes (see ``solve_contact_positions``); factored -1: none yet.
         self.rows_a = np.zeros((3 * c, 12))
@@ -427,47 +432,27 @@ class RigidStepper:
         self.S = np.zeros((len(x), 6))  # [dx, dth]: each body's correction in this substep
         if not count:
             return
-        c = slice(0, count)
-        ints = buf.ints
-        a, b = ints[c, 0], ints[c, 1]
         # Friction anchors in B's frame: where A's contact point was at this substep's start (a
         # rolling sphere or wheel meets B at a new point of its own each substep), less the slip a
         # contact that stuck in the last substep still had at its end. So the solver's residual is
         # taken back instead of left to creep: a box resting on a slope stays, and so does a car
         # parked on its wheels; for a fixed corner this is exactly the anchor it stuck to.
-        start = self.x_prev[a] + quat.rotate(self.q_prev[a], buf.local_a[c])
         # The anchor takes A's motion over the substep to first order (its centre's travel and
         # its turn's velocity at the contact, phi x rho): the material point's own start lies on
         # a cycloid behind that by r (theta - sin theta), which friction held as slip, and a
         # wheel turning theta = 0.16 rad a substep (13 m/s at 1/240 s) was braked past its grip.
-        rho = quat.rotate(q[a], buf.local_a[c])
-        phi = quat.log_rotation(quat.multiply(q[a], quat.conjugate(self.q_prev[a])))
-        rolled = x[a] + rho - (x[a] - self.x_prev[a]) - np.cross(phi, rho)
-        anchor = quat.rotate(quat.conjugate(self.q_prev[b]), rolled - self.x_prev[b])
-        if len(self.anchor_keys):
-            key = ints[c, 2]
-            slot = np.minimum(np.searchsorted(self.anchor_keys, key), len(self.anchor_keys) - 1)
-            kept = self.anchor_keys[slot] == key
-            anchor[kept] -= self.anchor_residual[slot[kept]]
-        buf.anchor[c] = anchor
-        self.backend.rigid.contact_rows(x, q, self.x_prev, self.inv_mass, self.inv_inertia, ints, buf.local_a,
-                                        buf.local_b, buf.normal, buf.anchor, count, True, buf.J, buf.M, buf.base,
-                                        buf.wn, buf.wt)
-        buf.lam[c] = 0.0
-        buf.lam_t[c] = 0.0
-        buf.stuck[c] = 0
-        buf.factored[c] = -1
-        # Normal speed at the substep's start, for restitution.
-        before = np.hstack([self.v_before, self.w_before])
-        J0 = buf.J[c, 0]
-        self.speed_before = np.einsum("ci,ci->c", J0[:, :6], before[a]) + np.einsum("ci,ci->c", J0[:, 6:], before[b])
-        # Separation at the substep's start and the relative normal acceleration, for the moment
-        # of impact within the substep.
-        n = buf.normal[c]
-        p2 = self.x_prev[b] + quat.rotate(self.q_prev[b], buf.local_b[c])
-        self.gap_start = np.einsum("ci,ci->c", start - p2, n)  # (start: A's point then)
-        self.accel_n = np.einsum("ci,ci->c", n, self.accel[a] * self.dynamic[a, None]
-                                 - self.accel[b] * self.dynamic[b, None])
+        # Then the rows, and for restitution the normal speed at the substep's start, the
+        # separation then and the relative normal acceleration (the moment of impact within the
+        # substep). One kernel (``rigid.prepare_contacts``): as numpy glue this was a fifth of
+        # the car example's time.
+        self.backend.rigid.prepare_contacts(
+            x, q, self.x_prev, self.q_prev, self.inv_mass, self.inv_inertia, self.v_before, self.w_before, self.accel,
+            self.dynamic, buf.ints, buf.local_a, buf.local_b, buf.normal, count, self.anchor_keys,
+            self.anchor_residual, buf.anchor, buf.J, buf.M, buf.base, buf.wn, buf.wt, buf.lam, buf.lam_t, buf.stuck,
+            buf.factored, buf.speed_before, buf.gap_start, buf.accel_n)
+        self.speed_before = buf.speed_before[:count]
+        self.gap_start = buf.gap_start[:count]
+        self.accel_n = buf.accel_n[:count]
 
     def solve_positions(self, bodies: BodyState) -> None:
         x, q, _, _ = bodies.arrays()

@@ -127,6 +127,64 @@ def contact_rows(x, q, origin, inv_mass, inv_inertia, ints, local_a, local_b, no
             wt[c, 2] = _rowdot(J, M, c, 2, 2)
 
 
+@njit(**JIT)
+def prepare_contacts(x, q, x_prev, q_prev, inv_mass, inv_inertia, v_before, w_before, accel, dynamic, ints, local_a,
+                     local_b, normal, count, anchor_keys, anchor_residual, anchor, J, M, base, wn, wt, lam, lam_t, stuck,
+                     factored, speed_before, gap_start, accel_n):
+    """A substep's contacts made ready to solve: anchors, rows, cleared impulses, and the normal
+    speed, separation and relative acceleration at the substep's start (see the numpy reference)."""
+    kept = anchor_keys.shape[0]
+    for c in range(count):
+        a, b = ints[c, 0], ints[c, 1]
+        qa, qpa, qpb = get4(q, a), get4(q_prev, a), get4(q_prev, b)
+        la = get3(local_a, c)
+        xa, xpa = get3(x, a), get3(x_prev, a)
+        rho = rotate(qa, la)
+        phi = log_rotation(qmul(qa, (qpa[0], -qpa[1], -qpa[2], -qpa[3])))
+        rolled = sub(sub(add(xa, rho), sub(xa, xpa)), cross(phi, rho))
+        out = rotate((qpb[0], -qpb[1], -qpb[2], -qpb[3]), sub(rolled, get3(x_prev, b)))
+        if kept:
+            key = ints[c, 2]
+            lo, hi = 0, kept
+            while lo < hi:  # the first key >= key (numpy's searchsorted, side "left")
+                mid = (lo + hi) // 2
+                if anchor_keys[mid] < key:
+                    lo = mid + 1
+                else:
+                    hi = mid
+            slot = min(lo, kept - 1)
+            if anchor_keys[slot] == key:
+                out = sub(out, get3(anchor_residual, slot))
+        anchor[c, 0], anchor[c, 1], anchor[c, 2] = out
+    contact_rows(x, q, x_prev, inv_mass, inv_inertia, ints, local_a, local_b, normal, anchor, count, True, J, M, base,
+                 wn, wt)
+    for c in range(count):
+        a, b = ints[c, 0], ints[c, 1]
+        lam[c] = 0.0
+        lam_t[c, 0] = 0.0
+        lam_t[c, 1] = 0.0
+        stuck[c] = 0
+        factored[c] = -1
+        sa = 0.0
+        sb = 0.0
+        for i in range(3):
+            sa += J[c, 0, i] * v_before[a, i]
+        for i in range(3):
+            sa += J[c, 0, 3 + i] * w_before[a, i]
+        for i in range(3):
+            sb += J[c, 0, 6 + i] * v_before[b, i]
+        for i in range(3):
+            sb += J[c, 0, 9 + i] * w_before[b, i]
+        speed_before[c] = sa + sb
+        n = get3(normal, c)
+        start = add(get3(x_prev, a), rotate(get4(q_prev, a), get3(local_a, c)))
+        p2 = add(get3(x_prev, b), rotate(get4(q_prev, b), get3(local_b, c)))
+        gap_start[c] = dot(sub(start, p2), n)
+        da = 1.0 if dynamic[a] else 0.0
+        db = 1.0 if dynamic[b] else 0.0
+        accel_n[c] = dot(n, sub(mul(get3(accel, a), da), mul(get3(accel, b), db)))
+
+
 @njit(**INLINE)
 def _rowdot(J, M, c, i, j):
     s = 0.0

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ...geometry.quaternions import log_rotation as _log_rotation
 from . import quat as Q
 
 
@@ -96,6 +97,44 @@ def contact_rows(x, q, origin, inv_mass, inv_inertia, ints, local_a, local_b, no
         wt[c, 0] = _rowdot(Jc, Mc, 1, 1)
         wt[c, 1] = _rowdot(Jc, Mc, 1, 2)
         wt[c, 2] = _rowdot(Jc, Mc, 2, 2)
+
+
+def prepare_contacts(x, q, x_prev, q_prev, inv_mass, inv_inertia, v_before, w_before, accel, dynamic, ints, local_a,
+                     local_b, normal, count, anchor_keys, anchor_residual, anchor, J, M, base, wn, wt, lam, lam_t, stuck,
+                     factored, speed_before, gap_start, accel_n):
+    """A substep's contacts 0:count made ready to solve (see ``RigidStepper.find_contacts``): their
+    friction anchors (B's frame: where A's point was at the substep's start, carried by A's
+    motion to first order, less the slip ``anchor_residual`` a contact of the same key, among the
+    sorted ``anchor_keys``, was left with), their rows (``contact_rows``), the solve's impulses
+    and factors cleared, and per contact the normal speed at the substep's start
+    (``speed_before``), the separation then (``gap_start``) and the relative normal acceleration
+    (``accel_n``)."""
+    c = slice(0, count)
+    a, b = ints[c, 0], ints[c, 1]
+    start = x_prev[a] + Q.rotate(q_prev[a], local_a[c])
+    rho = Q.rotate(q[a], local_a[c])
+    phi = _log_rotation(Q.multiply(q[a], Q.conjugate(q_prev[a])))
+    rolled = x[a] + rho - (x[a] - x_prev[a]) - Q.cross(phi, rho)
+    out = Q.rotate(Q.conjugate(q_prev[b]), rolled - x_prev[b])
+    if len(anchor_keys):
+        key = ints[c, 2]
+        slot = np.minimum(np.searchsorted(anchor_keys, key), len(anchor_keys) - 1)
+        kept = anchor_keys[slot] == key
+        out[kept] -= anchor_residual[slot[kept]]
+    anchor[c] = out
+    contact_rows(x, q, x_prev, inv_mass, inv_inertia, ints, local_a, local_b, normal, anchor, count, True, J, M, base,
+                 wn, wt)
+    lam[c] = 0.0
+    lam_t[c] = 0.0
+    stuck[c] = 0
+    factored[c] = -1
+    before = np.hstack([v_before, w_before])
+    J0 = J[c, 0]
+    speed_before[c] = np.einsum("ci,ci->c", J0[:, :6], before[a]) + np.einsum("ci,ci->c", J0[:, 6:], before[b])
+    n = normal[c]
+    p2 = x_prev[b] + Q.rotate(q_prev[b], local_b[c])
+    gap_start[c] = np.einsum("ci,ci->c", start - p2, n)
+    accel_n[c] = np.einsum("ci,ci->c", n, accel[a] * dynamic[a, None] - accel[b] * dynamic[b, None])
 
 
 def _value(J, S, c, j, a, b):
