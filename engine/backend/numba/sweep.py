@@ -13,13 +13,18 @@ import math
 import numpy as np
 from numba import njit
 
-from .distance import distance
+from . import distance as _distances
 from .vec import add, conj, exp_rotation, get3, get4, qmul, rotate, sub
 
 JIT = dict(cache=True, nogil=True, error_model="numpy")
+# The per-evaluation helpers are inlined: as calls each passes the whole shape table (geo, 22
+# arrays), which cost several times the box or mesh test itself (the car example's wheels:
+# about 1 us a query as calls).
+INLINE = dict(JIT, inline="always")
+distance = njit(**INLINE)(_distances.distance.py_func)
 
 
-@njit(**JIT)
+@njit(**INLINE)
 def _geometry(geo, x0, q0, dx, phi, local, radius, o, t, s, world, f):
     """At fraction f of the substep's motion: the point p, its owner's and the target's centres,
     the shape's normal (world) and the point's depth in the shape."""
