@@ -21,8 +21,9 @@ the substep (its angular momentum is kept, so it spins on the next). Slower moti
 and costs a few array operations per substep.
 
 It runs between the integration and the contact search, on the pairs the frame's broad phase
-found, with the shape table's distance routine; the advancement of the fast queries is a kernel
-(``backend/*/sweep.py``: numpy over all queries at once, numba query by query, the same bits).
+found, with the shape table's distance routine; finding the fast queries and advancing them is one
+kernel (``backend/*/sweep.py`` ``fast_hits``: numpy over all queries at once, numba query by query,
+the same arithmetic).
 
 Shapes: B bodies (index B is the world), k queries (point, owner body, target body, shape).
 """
@@ -96,7 +97,7 @@ class Sweeper:
     ``run`` every substep."""
 
     def __init__(self, model, kernels):
-        self.kernels = kernels  # the backend's sweep kernels (advance_queries)
+        self.kernels = kernels  # the backend's sweep kernels (fast_hits)
         b = model.bodies
         self.count = b.count
         self.geo = model.shapes.kernel_arrays()
@@ -158,43 +159,15 @@ class Sweeper:
 
     # -- conservative advancement -------------------------------------------------------------
 
-    def _bounds(self, owner, target, shape, arm, x0, move, spin):
-        """For points at ``arm`` from their owner's centre against ``shape`` of ``target``: the
-        depth a substep may drive them in (``CONTACT_DEPTH`` of the thinner shape) and a bound on
-        how fast, per unit of the substep's motion, they can close on the surface."""
-        world = self.count
-        thick = np.where(target < world, self.thickness[target], self.shape_thickness[shape])
-        allow = CONTACT_DEPTH * np.minimum(self.thickness[owner], thick)
-        reach = np.linalg.norm(x0[owner] - x0[target], axis=1) + arm + move[owner] + spin[owner] * self.bound[owner]
-        speed = move[owner] + spin[owner] * arm + np.where(target < world, move[target] + spin[target] * reach, 0.0)
-        return allow, speed
-
     def _hits(self, x0, q0, dx, phi):
-        world = self.count
-        move = np.linalg.norm(dx, axis=1)
-        spin = np.linalg.norm(phi, axis=1)
-        # First per side (a body's points against one shape), bounding the speed of all its points
-        # by its longest arm: a side that is slow for that bound has no fast point (most of a pile
-        # at rest), so only the other sides' queries are looked at one by one.
-        o, t, sh = self.sides.T
-        side_allow, side_speed = self._bounds(o, t, sh, self.body_arm[o], x0, move, spin)
-        fast_sides = np.flatnonzero(side_speed > side_allow)
-        if not len(fast_sides):
-            return []
-        first, counts = self.side_first[fast_sides], np.diff(self.side_first)[fast_sides]
-        rows = np.repeat(first - np.cumsum(counts) + counts, counts) + np.arange(counts.sum())
-        point, owner, target, shape = self.queries[rows].T
-        allow, speed = self._bounds(owner, target, shape, self.arm[point], x0, move, spin)
-        fast = np.flatnonzero(speed > allow)
-        if not len(fast):
-            return []
-        point, owner, target, shape, allow, speed = (a[fast] for a in (point, owner, target, shape, allow, speed))
-        hit, p, xo, xt, n, depth = self.kernels.advance_queries(
-            self.geo, x0, q0, dx, phi, self.local[point], self.radius[point], owner, target, shape,
-            allow, speed, world, SWEEP_ITERATIONS, SWEEP_BISECTIONS, SWEEP_TOUCH)
-        got = np.flatnonzero(np.isfinite(hit))
-        return [(float(hit[g]), int(owner[g]), int(target[g]), p[g], xo[g], xt[g], n[g], float(allow[g]),
-                 max(float(depth[g]), 0.0)) for g in got]
+        """The fast queries' hits (``kernels.fast_hits``: bounds per side, then per query, then
+        the advancement of those fast for theirs, in one call)."""
+        f, side, p, xo, xt, n, allow, depth = self.kernels.fast_hits(
+            self.geo, x0, q0, dx, phi, self.sides, self.side_first, self.queries, self.local, self.radius, self.arm,
+            self.body_arm, self.thickness, self.shape_thickness, self.bound, self.count, CONTACT_DEPTH,
+            SWEEP_ITERATIONS, SWEEP_BISECTIONS, SWEEP_TOUCH)
+        return [(float(f[g]), int(self.sides[side[g], 0]), int(self.sides[side[g], 1]), p[g], xo[g], xt[g], n[g],
+                 float(allow[g]), max(float(depth[g]), 0.0)) for g in range(len(f))]
 
     def _correct(self, hits, x0, q0, x1, q1, dx, phi, inv_mass) -> bool:
         """Apply, for each body, the hit that needs the largest correction (the others wait for

@@ -199,6 +199,12 @@ class RigidStepper:
         # them from outside the bodies, for the energy guard's bookkeeping).
         self.shared_contacts = False
         self.fed_by_particles = np.zeros(0, np.int64)
+        # Whether any spring can break or yield (``update_springs``): with every limit infinite
+        # (a car's suspension) no comparison can pass, so the check is skipped.
+        sp = model.springs
+        self.springs_yield = bool(sp.count) and bool(np.any(sp.linear & (
+            np.isfinite(sp.break_stretch) | np.isfinite(sp.break_compression) | np.isfinite(sp.elastic_stretch)
+            | np.isfinite(sp.elastic_compression))))
 
     # -- state --------------------------------------------------------------------------------
 
@@ -534,7 +540,7 @@ class RigidStepper:
             bounce_limits(j, self.joint_layout, x, q, v, w, self.v_before, self.w_before, self.inv_mass,
                           self.inv_inertia, self.steer, np.isnan(bodies.joint_broken_at), self.limit_hits,
                           self.bounce_speed)
-        if model.springs.count:
+        if self.springs_yield:
             active = np.isnan(bodies.spring_broken_at)
             update_springs(model.springs, x, q, bodies.spring_rest, active, bodies.spring_broken_at, t1)
 

@@ -47,6 +47,35 @@ def _geometry(geo, x0, q0, dx, phi, local, radius, o, t, s, world, f):
     return p, xo, xt, rotate(srot, (n0, n1, n2)), depth
 
 
+@njit(**INLINE)
+def _advance_one(geo, x0, q0, dx, phi, pl, radius, o, t, s, allow, speed, world, iterations, bisections, touch):
+    """The fraction of the motion at which one query first touches (inf if not within it)."""
+    limit = touch * allow
+    f = 0.0
+    found = math.inf
+    live = True
+    for _ in range(iterations):
+        c = -_geometry(geo, x0, q0, dx, phi, pl, radius, o, t, s, world, f)[4]
+        if c <= limit:
+            found = f
+            live = False
+            break
+        f += c / speed
+        if not f < 1.0:
+            live = False
+            break
+    if live and -_geometry(geo, x0, q0, dx, phi, pl, radius, o, t, s, world, 1.0)[4] <= limit:
+        lo, hi = f, 1.0
+        for _ in range(bisections):
+            mid = 0.5 * (lo + hi)
+            if -_geometry(geo, x0, q0, dx, phi, pl, radius, o, t, s, world, mid)[4] <= limit:
+                hi = mid
+            else:
+                lo = mid
+        found = hi
+    return found
+
+
 @njit(**JIT)
 def advance(geo, x0, q0, dx, phi, local, radius, owner, target, shape, allow, speed, world, iterations, bisections,
             touch, hit, p_out, xo_out, xt_out, n_out, depth_out):
@@ -56,29 +85,8 @@ def advance(geo, x0, q0, dx, phi, local, radius, owner, target, shape, allow, sp
     for k in range(owner.shape[0]):
         o, t, s = owner[k], target[k], shape[k]
         pl = get3(local, k)
-        limit = touch * allow[k]
-        f = 0.0
-        found = math.inf
-        live = True
-        for _ in range(iterations):
-            c = -_geometry(geo, x0, q0, dx, phi, pl, radius[k], o, t, s, world, f)[4]
-            if c <= limit:
-                found = f
-                live = False
-                break
-            f += c / speed[k]
-            if not f < 1.0:
-                live = False
-                break
-        if live and -_geometry(geo, x0, q0, dx, phi, pl, radius[k], o, t, s, world, 1.0)[4] <= limit:
-            lo, hi = f, 1.0
-            for _ in range(bisections):
-                mid = 0.5 * (lo + hi)
-                if -_geometry(geo, x0, q0, dx, phi, pl, radius[k], o, t, s, world, mid)[4] <= limit:
-                    hi = mid
-                else:
-                    lo = mid
-            found = hi
+        found = _advance_one(geo, x0, q0, dx, phi, pl, radius[k], o, t, s, allow[k], speed[k], world, iterations,
+                             bisections, touch)
         hit[k] = found
         if found < math.inf:
             p, xo, xt, n, depth = _geometry(geo, x0, q0, dx, phi, pl, radius[k], o, t, s, world, found)
@@ -100,3 +108,62 @@ def advance_queries(geo, x0, q0, dx, phi, local, radius, owner, target, shape, a
     advance(geo, x0, q0, dx, phi, np.ascontiguousarray(local), np.ascontiguousarray(radius), owner, target, shape,
             allow, speed, world, iterations, bisections, touch, hit, p, xo, xt, n, depth)
     return hit, p, xo, xt, n, depth
+
+
+@njit(**JIT)
+def _fast_hits(geo, x0, q0, dx, phi, sides, side_first, queries, local, radius, arm, body_arm, thickness,
+               shape_thickness, bound, world, contact_depth, iterations, bisections, touch, f_out, side_out, p_out,
+               xo_out, xt_out, n_out, allow_out, depth_out):
+    bodies = x0.shape[0]
+    move = np.empty(bodies)
+    spin = np.empty(bodies)
+    for b in range(bodies):
+        move[b] = math.sqrt(dx[b, 0] * dx[b, 0] + dx[b, 1] * dx[b, 1] + dx[b, 2] * dx[b, 2])
+        spin[b] = math.sqrt(phi[b, 0] * phi[b, 0] + phi[b, 1] * phi[b, 1] + phi[b, 2] * phi[b, 2])
+    c = 0
+    for k in range(sides.shape[0]):
+        o, t, s = sides[k, 0], sides[k, 1], sides[k, 2]
+        thick = thickness[t] if t < world else shape_thickness[s]
+        allow = contact_depth * min(thickness[o], thick)
+        d0, d1, d2 = x0[o, 0] - x0[t, 0], x0[o, 1] - x0[t, 1], x0[o, 2] - x0[t, 2]
+        apart = math.sqrt(d0 * d0 + d1 * d1 + d2 * d2)
+        base_reach = apart + body_arm[o] + move[o] + spin[o] * bound[o]
+        side_speed = move[o] + spin[o] * body_arm[o] + (move[t] + spin[t] * base_reach if t < world else 0.0)
+        if not side_speed > allow:
+            continue  # no point of this side is fast (most of a pile at rest)
+        for row in range(side_first[k], side_first[k + 1]):
+            point = queries[row, 0]
+            a = arm[point]
+            reach = apart + a + move[o] + spin[o] * bound[o]
+            speed = move[o] + spin[o] * a + (move[t] + spin[t] * reach if t < world else 0.0)
+            if not speed > allow:
+                continue
+            pl = get3(local, point)
+            found = _advance_one(geo, x0, q0, dx, phi, pl, radius[point], o, t, s, allow, speed, world, iterations,
+                                 bisections, touch)
+            if found < math.inf:
+                p, xo, xt, n, depth = _geometry(geo, x0, q0, dx, phi, pl, radius[point], o, t, s, world, found)
+                f_out[c] = found
+                side_out[c] = k
+                for i in range(3):
+                    p_out[c, i] = p[i]
+                    xo_out[c, i] = xo[i]
+                    xt_out[c, i] = xt[i]
+                    n_out[c, i] = n[i]
+                allow_out[c] = allow
+                depth_out[c] = depth
+                c += 1
+    return c
+
+
+def fast_hits(geo, x0, q0, dx, phi, sides, side_first, queries, local, radius, arm, body_arm, thickness,
+              shape_thickness, bound, world, contact_depth, iterations, bisections, touch):
+    """The hits of the substep's fast queries, in query order (see the numpy reference)."""
+    k = len(queries)
+    f, side = np.empty(k), np.empty(k, np.int64)
+    p, xo, xt, n = (np.empty((k, 3)) for _ in range(4))
+    allow, depth = np.empty(k), np.empty(k)
+    c = _fast_hits(geo, x0, q0, dx, phi, sides, side_first, queries, local, radius, arm, body_arm, thickness,
+                   shape_thickness, bound, world, contact_depth, iterations, bisections, touch, f, side, p, xo, xt, n,
+                   allow, depth)
+    return f[:c], side[:c], p[:c], xo[:c], xt[:c], n[:c], allow[:c], depth[:c]

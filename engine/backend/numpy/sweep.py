@@ -74,3 +74,48 @@ def advance_queries(geo, x0, q0, dx, phi, local, radius, owner, target, shape, a
     if len(got):
         p[got], xo[got], xt[got], n[got], depth[got] = geometry(hit[got], got)
     return hit, p, xo, xt, n, depth
+
+
+def _bounds(owner, target, shape, arm, x0, move, spin, thickness, shape_thickness, bound, world, contact_depth):
+    """For points at ``arm`` from their owner's centre against ``shape`` of ``target``: the depth
+    a substep may drive them in (``contact_depth`` of the thinner shape) and a bound on how fast,
+    per unit of the substep's motion, they can close on the surface."""
+    thick = np.where(target < world, thickness[target], shape_thickness[shape])
+    allow = contact_depth * np.minimum(thickness[owner], thick)
+    reach = np.linalg.norm(x0[owner] - x0[target], axis=1) + arm + move[owner] + spin[owner] * bound[owner]
+    speed = move[owner] + spin[owner] * arm + np.where(target < world, move[target] + spin[target] * reach, 0.0)
+    return allow, speed
+
+
+def fast_hits(geo, x0, q0, dx, phi, sides, side_first, queries, local, radius, arm, body_arm, thickness,
+              shape_thickness, bound, world, contact_depth, iterations, bisections, touch):
+    """The hits of the substep's fast queries, in query order: the fraction of the motion at
+    which each first touches, its side (a row of ``sides``: owner, target, shape), where it is
+    then (p, xo, xt, n) and the depth allowed and found. A query is fast when the bound on its
+    closing speed exceeds the depth allowed (``_bounds``); a side is first bounded by its owner's
+    longest arm (``body_arm``), so the queries of a slow side are not looked at one by one."""
+    move = np.linalg.norm(dx, axis=1)
+    spin = np.linalg.norm(phi, axis=1)
+    o, t, sh = sides.T
+    side_allow, side_speed = _bounds(o, t, sh, body_arm[o], x0, move, spin, thickness, shape_thickness, bound, world,
+                                     contact_depth)
+    fast_sides = np.flatnonzero(side_speed > side_allow)
+    empty3 = np.zeros((0, 3))
+    nothing = (np.zeros(0), np.zeros(0, np.int64), empty3, empty3, empty3, empty3, np.zeros(0), np.zeros(0))
+    if not len(fast_sides):
+        return nothing
+    first, counts = side_first[fast_sides], np.diff(side_first)[fast_sides]
+    rows = np.repeat(first - np.cumsum(counts) + counts, counts) + np.arange(counts.sum())
+    side = np.repeat(fast_sides, counts)
+    point, owner, target, shape = queries[rows].T
+    allow, speed = _bounds(owner, target, shape, arm[point], x0, move, spin, thickness, shape_thickness, bound, world,
+                           contact_depth)
+    fast = np.flatnonzero(speed > allow)
+    if not len(fast):
+        return nothing
+    point, owner, target, shape, allow, speed, side = (a[fast] for a in (point, owner, target, shape, allow, speed,
+                                                                          side))
+    hit, p, xo, xt, n, depth = advance_queries(geo, x0, q0, dx, phi, local[point], radius[point], owner, target, shape,
+                                               allow, speed, world, iterations, bisections, touch)
+    got = np.flatnonzero(np.isfinite(hit))
+    return hit[got], side[got], p[got], xo[got], xt[got], n[got], allow[got], depth[got]
