@@ -1,4 +1,5 @@
-"""Self-collision of cloth: its vertices against its own non-adjacent triangles.
+"""Self-collision of cloth: its vertices against its own non-adjacent triangles, and its edges
+against its own edges.
 
 Every substep, after the constraint iterations, each vertex of a surface with ``self_collision``
 on is kept ``self_distance`` away from that surface's triangles, except the ones it is part of
@@ -14,7 +15,16 @@ of a substep's motion and are kept while no vertex has moved half a skin since (
 so nothing can come within the distance unseen, however fast the frame; a cloth at rest finds
 them once.
 
-The kernels are ``backend.self_contact.find_pairs`` and ``project`` (see the numpy reference).
+Edge-edge: two edges that share no end (and were at least the distance apart at rest) are kept
+the distance apart on the side of each other they started the substep on, along their common
+normal, unless one passed the other's line round an end rather than through it; so two strips of
+cloth crossing like sticks, where no vertex ever comes near a triangle of the other, cannot pass
+through each other either. Their candidate pairs are found in the same grid of the triangles'
+boxes (a triangle's box holds its edges'), kept by the same Verlet list, and pushed in the same
+Gauss-Seidel passes (the edge pairs first in each pass, then the vertex-triangle ones).
+
+The kernels are ``backend.self_contact.find_pairs``, ``find_edge_pairs`` and ``project`` (see the
+numpy reference).
 """
 
 from __future__ import annotations
@@ -29,6 +39,8 @@ PASSES = 2
 # this skin (in self distances) when found. Until some vertex has moved half the skin (beyond
 # what all share), no other pair can have come within the distance, nor passed through.
 SKIN = 0.25
+# Edges kept apart from edges too (False only to measure what that costs, or what it prevents).
+EDGE_EDGE = True
 # Pairs closer than this many self distances at rest are never held apart (they could not be
 # without stretching the cloth).
 REST_APART = 1.0
@@ -80,10 +92,24 @@ def near_triangles(triangles: np.ndarray, vertices: np.ndarray) -> tuple[np.ndar
     return _csr(owner, inc_t[first + offset], nv, nt)
 
 
-class SelfContacts:
-    """The self-collision of every surface with ``self_collision`` on (see ``Model.surfaces``)."""
+def unique_edges(triangles: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The edges of the triangles (e, 2) (each once, lower particle first, in ascending order) and
+    each triangle's three edges (t, 3) into them."""
+    pairs = np.concatenate([triangles[:, [0, 1]], triangles[:, [1, 2]], triangles[:, [2, 0]]])
+    pairs = np.sort(pairs, axis=1)
+    edges, inverse = np.unique(pairs, axis=0, return_inverse=True)
+    nt = len(triangles)
+    tri_edges = np.stack([inverse[:nt], inverse[nt:2 * nt], inverse[2 * nt:]], axis=1)
+    return np.ascontiguousarray(edges, dtype=np.int64).reshape(-1, 2), \
+        np.ascontiguousarray(tri_edges, dtype=np.int64).reshape(-1, 3)
 
-    def __init__(self, model, backend) -> None:
+
+class SelfContacts:
+    """The self-collision of every surface with ``self_collision`` on (see ``Model.surfaces``).
+
+    edge_edge: whether edges are kept apart from edges too (default ``EDGE_EDGE``)."""
+
+    def __init__(self, model, backend, edge_edge: bool | None = None) -> None:
         self.model = model
         self.kernels = backend.self_contact
         s = model.surfaces
@@ -116,6 +142,26 @@ class SelfContacts:
                                                    len(self.triangles))
         self.pair_v = np.zeros(0, np.int64)
         self.pair_t = np.zeros(0, np.int64)
+        # Edge-edge: the edges of those triangles; an edge never collides with one sharing an end
+        # (the kernels skip those) nor with one closer than the distance to it at rest.
+        if EDGE_EDGE if edge_edge is None else edge_edge:
+            self.edges, self.tri_edges = unique_edges(self.triangles)
+        else:
+            self.edges, self.tri_edges = np.zeros((0, 2), np.int64), np.zeros((len(self.triangles), 3), np.int64)
+        self.edge_surface = (np.searchsorted(s.stop, self.edges[:, 0], side="right")).astype(np.int64)
+        ne = len(self.edges)
+        self.near_edge_start = np.zeros(ne + 1, np.int64)
+        self.near_edges = np.zeros(0, np.int64)
+        if ne:
+            # At rest (x = x_prev) the kernel's pairs are exactly those within the distance.
+            ea, eb = self.kernels.find_edge_pairs(rest, rest, self.triangles, self.tri_edges, self.edges,
+                                                  self.edge_surface, apart, self.near_edge_start, self.near_edges)
+            owner, other = np.concatenate([ea, eb]), np.concatenate([eb, ea])
+            self.near_edge_start, self.near_edges = _csr(owner, other, ne, ne)
+        self.pair_a = np.zeros(0, np.int64)
+        self.pair_b = np.zeros(0, np.int64)
+        self.pair_ed = np.zeros(0, np.float64)
+        self.pair_d = np.zeros(0, np.float64)
 
     def begin_frame(self, positions: np.ndarray, previous_positions: np.ndarray, frame_time: float,
                     substeps: int) -> None:
@@ -129,6 +175,12 @@ class SelfContacts:
         return self.kernels.find_pairs(x, x_prev, self.triangles, self.tri_surface, self.vertices,
                                        self.vert_surface, self.reach, self.near_start, self.near_tris)
 
+    def find_edge_pairs(self, x: np.ndarray, x_prev: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """The candidate (edge, edge) pairs of a substep from x_prev to x, into ``edges``, the
+        first below the second."""
+        return self.kernels.find_edge_pairs(x, x_prev, self.triangles, self.tri_edges, self.edges, self.edge_surface,
+                                            self.reach, self.near_edge_start, self.near_edges)
+
     def solve(self, x: np.ndarray, x_prev: np.ndarray, inverse_masses: np.ndarray) -> None:
         """Once per substep, after the constraint iterations: x_prev holds the positions at the
         start of the substep."""
@@ -138,8 +190,10 @@ class SelfContacts:
                                                                0.5 * float(self.skin.min())):
             self.pair_v, self.pair_t = self.find_pairs(x, x_prev)
             self.pair_d = self.distance[self.vert_surface[self.pair_v]]
+            if len(self.edges):
+                self.pair_a, self.pair_b = self.find_edge_pairs(x, x_prev)
+                self.pair_ed = self.distance[self.edge_surface[self.pair_a]]
             self.reference = x.copy()
-        if len(self.pair_v):
-            d = self.pair_d
+        if len(self.pair_v) or len(self.pair_a):
             self.kernels.project(x, x_prev, inverse_masses, self.friction, self.triangles, self.vertices, self.pair_v,
-                                 self.pair_t, d, PASSES)
+                                 self.pair_t, self.pair_d, self.edges, self.pair_a, self.pair_b, self.pair_ed, PASSES)

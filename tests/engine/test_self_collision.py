@@ -1,6 +1,12 @@
 """Self-collision: a cloth folding onto itself neither passes through itself nor ends closer to
 itself than its self distance; a flat sheet is left alone; both backends agree.
 
+Edge-edge: two strips of cloth dropped crosswise onto each other meet only edge against edge (no
+vertex comes near a triangle of the other strip); sampled every substep, no pair of edges passes
+through each other (their four ends' orientation flips while the two edges touch), where without
+edge-edge contacts the upper strip falls through. The folding sheet thrown shut fast and shaken
+ends with no crossing either, where vertex-triangle contacts alone let some edges through.
+
 The folding scene: a sheet whose first part lies flat and pinned, and whose other two parts are
 pages hinged at sharp creases, opened upwards (an N seen from the side). Both pages fall shut,
 the second onto the first: three layers. Sampled every substep (240 Hz, one substep a frame,
@@ -13,7 +19,8 @@ import pytest
 
 import jakobsen_engine as engine
 from jakobsen_engine import backend
-from jakobsen_engine.collision.self_contact import SelfContacts
+from jakobsen_engine.collision import self_contact
+from jakobsen_engine.collision.self_contact import SelfContacts, unique_edges
 from jakobsen_engine.geometry.primitives import grid
 
 RATE = 240  # samples (and substeps) per second
@@ -217,3 +224,219 @@ def test_the_grid_finds_every_pair_when_one_vertex_flies_off(kernel_backend):
     assert len(found[0][0]) > 200
     for a, b in zip(*found):
         np.testing.assert_array_equal(a, b)
+
+
+# -- edge-edge ----------------------------------------------------------------------------------
+
+
+def segment_distance(p0, p1, q0, q1):
+    """(k,) the distance of the nearest points of segments p0-p1 and q0-q1 (k, 3) each."""
+    d1, d2, r = p1 - p0, q1 - q0, p0 - q0
+
+    def dot(u, v):
+        return np.einsum("ij,ij->i", u, v)
+
+    a, e, f, c, b = dot(d1, d1), dot(d2, d2), dot(d2, r), dot(d1, r), dot(d1, d2)
+    den = a * e - b * b
+    with np.errstate(divide="ignore", invalid="ignore"):
+        s = np.clip(np.where(den > 1e-30, (b * f - c * e) / den, 0.0), 0.0, 1.0)
+        t = (b * s + f) / e
+        s = np.where(t < 0, np.clip(-c / a, 0, 1), np.where(t > 1, np.clip((b - c) / a, 0, 1), s))
+        t = np.clip(t, 0.0, 1.0)
+    return np.linalg.norm(r + s[:, None] * d1 - t[:, None] * d2, axis=1)
+
+
+def edge_pairs_apart(edges, rest, distance):
+    """Every pair of edges (p, 2) that self-collision keeps apart: sharing no end, and at least the
+    distance apart at rest (a sharp crease folds closer ones onto each other, and no distance
+    could be held between them without stretching the cloth)."""
+    i, j = np.triu_indices(len(edges), 1)
+    e = edges
+    apart = (e[i, 0] != e[j, 0]) & (e[i, 0] != e[j, 1]) & (e[i, 1] != e[j, 0]) & (e[i, 1] != e[j, 1])
+    i, j = i[apart], j[apart]
+    keep = segment_distance(rest[e[i, 0]], rest[e[i, 1]], rest[e[j, 0]], rest[e[j, 1]]) >= distance
+    return np.stack([i[keep], j[keep]], axis=1)
+
+
+def edge_crossings(x0, x1, edges, pairs, touch=1e-3):
+    """How many edge pairs passed through each other between positions x0 and x1 (each end moving
+    in a straight line): the orientation of their four ends flips, and where it is zero (taken as
+    linear over the step) the two edges are within ``touch`` of each other (not round an end)."""
+    a0, a1, b0, b1 = (edges[pairs[:, k // 2], k % 2] for k in range(4))
+
+    def orientation(x):
+        return np.einsum("ij,ij->i", x[b0] - x[a0], np.cross(x[a1] - x[a0], x[b1] - x[b0]))
+
+    v0, v1 = orientation(x0), orientation(x1)
+    k = np.flatnonzero(((v0 > 0) & (v1 < 0)) | ((v0 < 0) & (v1 > 0)))
+    f = (v0[k] / (v0[k] - v1[k]))[:, None]
+
+    def at(p):
+        return x0[p[k]] + f * (x1[p[k]] - x0[p[k]])
+
+    return int(np.count_nonzero(segment_distance(at(a0), at(a1), at(b0), at(b1)) < touch))
+
+
+def crossed_strips(width=0.02, n=6, step=0.1, height=0.1):
+    """Two strips of cloth, one quad wide, crossing at right angles: the lower along x at z 0, the
+    upper along y at ``height``. No vertex lies within 0.04 m of the other strip's triangles (the
+    crossing is in the middle of both middle quads), so only edges meet edges. Returns vertices,
+    quads, and the index of the upper strip's first vertex."""
+    s = (np.arange(n) - (n - 1) / 2) * step
+    lower = [[x, y, 0.0] for y in (-width / 2, width / 2) for x in s]
+    upper = [[x, y, height] for x in (-width / 2, width / 2) for y in s]
+    quads = [[i, i + 1, n + i + 1, n + i] for i in range(n - 1)]
+    faces = np.array(quads + [[2 * n + q for q in f] for f in quads])
+    return np.array(lower + upper), faces, 2 * n
+
+
+def upper_above_lower(x, n):
+    """Where a long edge of the upper strip crosses one of the lower's, seen from above: how far
+    above the lower's edge the upper's is (m)."""
+    out = []
+    for j in range(2):
+        for i in range(n - 1):
+            a0, a1 = j * n + i, j * n + i + 1
+            for k in range(2):
+                for m in range(n - 1):
+                    b0, b1 = 2 * n + k * n + m, 2 * n + k * n + m + 1
+                    p, r = x[a0, :2], x[a1, :2] - x[a0, :2]
+                    q, s = x[b0, :2], x[b1, :2] - x[b0, :2]
+                    den = r[0] * s[1] - r[1] * s[0]
+                    if den == 0.0:
+                        continue
+                    t = ((q - p)[0] * s[1] - (q - p)[1] * s[0]) / den
+                    u = ((q - p)[0] * r[1] - (q - p)[1] * r[0]) / den
+                    if 0 <= t <= 1 and 0 <= u <= 1:
+                        out.append(x[b0, 2] + u * (x[b1, 2] - x[b0, 2]) - (x[a0, 2] + t * (x[a1, 2] - x[a0, 2])))
+    return np.array(out)
+
+
+def drop_strips(speed, distance, seconds=0.6):
+    """The upper strip thrown down at ``speed`` onto the lower, whose ends are pinned; sampled every
+    substep. Returns (edge crossings, final positions, strip size n)."""
+    v, faces, first = crossed_strips()
+    n = first // 2
+    pin = np.zeros(len(v))
+    pin[[0, n - 1, n, 2 * n - 1]] = 1.0
+    builder = engine.ModelBuilder()
+    builder.add_cloth(v, faces, pin_weights=pin, self_collision=True, self_distance=distance, friction=0.5)
+    model = builder.finalize()
+    solver = engine.Solver(model, engine.SolverSettings(frame_rate=RATE, substeps=1, damping=1.0))
+    state = solver.make_state()
+    state.previous_positions[first:, 2] += speed / RATE
+    edges, _ = unique_edges(model.surfaces.triangles)
+    pairs = edge_pairs_apart(edges, v, distance)
+    crossings = 0
+    for _ in range(int(seconds * RATE)):
+        x0 = state.positions.copy()
+        solver.step_frame(state)
+        crossings += edge_crossings(x0, state.positions, edges, pairs)
+    return crossings, state.positions.copy(), n
+
+
+@pytest.mark.parametrize("speed", [0.5, 2.0, 5.0, 10.0])  # m/s: up to 4 cm a substep, twice the distance
+@pytest.mark.parametrize("distance", [0.005, 0.02])
+def test_crossed_strips_meet_edge_to_edge_and_never_pass_through(speed, distance):
+    crossings, x, n = drop_strips(speed, distance)
+    assert crossings == 0
+    # The upper strip lies across the lower one: above it wherever they cross, the distance apart
+    # (within 10%), and it drapes (its ends hang below the lower strip).
+    gap = upper_above_lower(x, n)
+    assert len(gap) >= 4
+    assert gap.min() > 0.9 * distance
+    assert np.all(gap < 1.5 * distance)
+    assert x[2 * n:, 2].min() < x[:2 * n, 2].min() - 0.03
+
+
+@pytest.mark.parametrize("speed", [0.5, 5.0])
+def test_without_edge_edge_the_upper_strip_falls_through(speed, monkeypatch):
+    monkeypatch.setattr(self_contact, "EDGE_EDGE", False)
+    crossings, x, n = drop_strips(speed, 0.01)
+    assert crossings > 4
+    assert upper_above_lower(x, n).max(initial=-1.0) < 0.0  # it ended under the lower strip
+
+
+def shaken_fold(distance, speed, seed, seconds=1.0):
+    """The folding sheet thrown shut: every free vertex starts at ``speed`` downwards plus a random
+    velocity of 0.3 ``speed`` (a shaken sheet, crumpling as it closes); sampled every substep.
+    Returns (edge crossings, final positions)."""
+    v, faces, pinned = n_fold(12, 9)
+    builder = engine.ModelBuilder()
+    builder.add_cloth(v, faces, pin_weights=pinned.astype(float), self_collision=True, self_distance=distance,
+                      friction=0.5)
+    model = builder.finalize()
+    solver = engine.Solver(model, engine.SolverSettings(frame_rate=RATE, substeps=1, damping=1.0))
+    state = solver.make_state()
+    rng = np.random.default_rng(seed)
+    velocity = np.array([0.0, 0.0, -speed]) + rng.normal(scale=0.3 * speed, size=v.shape)
+    state.previous_positions[~pinned] -= velocity[~pinned] / RATE
+    edges, _ = unique_edges(model.surfaces.triangles)
+    pairs = edge_pairs_apart(edges, v, distance)
+    crossings = 0
+    for _ in range(int(seconds * RATE)):
+        x0 = state.positions.copy()
+        solver.step_frame(state)
+        crossings += edge_crossings(x0, state.positions, edges, pairs)
+    return crossings, state.positions.copy()
+
+
+@pytest.mark.parametrize("seed", [0, 1])
+@pytest.mark.parametrize("speed, distance", [(2.0, 0.006), (3.0, 0.006), (3.0, 0.02)])
+def test_a_shaken_sheet_thrown_shut_has_no_crossing_edges(speed, distance, seed):
+    crossings, x = shaken_fold(distance, speed, seed)
+    assert crossings == 0
+    assert np.all(np.isfinite(x))
+
+
+def test_without_edge_edge_the_shaken_sheet_lets_edges_through(monkeypatch):
+    monkeypatch.setattr(self_contact, "EDGE_EDGE", False)
+    crossings, _ = shaken_fold(0.006, 3.0, 0)
+    assert crossings > 4
+
+
+@pytest.mark.skipif(backend.numba_problem() is not None, reason="numba cannot load here")
+@pytest.mark.parametrize("seed", range(3))
+@pytest.mark.parametrize("flier", [False, True])
+def test_the_edge_kernels_agree_on_a_crumpled_cloth(seed, flier, kernel_backend):
+    if kernel_backend != "numba":
+        pytest.skip("compares both backends itself")
+    rng = np.random.default_rng(170 + seed)
+    rest, faces, x, x_prev = crumpled_cloth(rng)
+    if flier:  # one vertex 100 m away: coarse cells, the same pairs
+        x[7] += (100.0, 0.0, 0.0)
+    builder = engine.ModelBuilder()
+    masses = np.where(rng.random(len(rest)) < 0.1, 0.0, 1.0)  # some pinned
+    builder.add_cloth(rest, faces, pin_weights=1.0 - masses, self_collision=True, self_distance=0.015, friction=0.4)
+    model = builder.finalize()
+    out = []
+    for name in ("numba", "numpy", "numba"):
+        contacts = SelfContacts(model, backend.select(name))
+        pa, pb = contacts.find_edge_pairs(x, x_prev)
+        moved = x.copy()
+        # The edge pairs alone (no vertex-triangle pairs), two passes.
+        none = np.zeros(0, np.int64)
+        contacts.kernels.project(moved, x_prev, model.inverse_masses, contacts.friction, contacts.triangles,
+                                 contacts.vertices, none, none, np.zeros(0), contacts.edges, pa, pb,
+                                 np.full(len(pa), 0.015), 2)
+        out.append((pa, pb, moved, contacts.near_edges))
+    (pa, pb, a, na), (qa, qb, b, nb), (ra, rb, c, nc) = out
+    assert len(pa) > 200  # a pile: many candidates
+    assert np.all(pa < pb)
+    np.testing.assert_array_equal(na, nb)
+    np.testing.assert_array_equal(pa, qa)
+    np.testing.assert_array_equal(pb, qb)
+    np.testing.assert_allclose(a, b, rtol=1e-12, atol=0)
+    np.testing.assert_array_equal(a, c)  # and the same bits on every run
+    assert np.abs(a - x).max() > 1e-3  # it pushed something
+    pinned = model.inverse_masses == 0
+    np.testing.assert_array_equal(a[pinned], x[pinned])
+    # The candidates are all the edge pairs within the reach at the end of the substep (and more).
+    edges = contacts.edges
+    i, j = np.triu_indices(len(edges), 1)
+    apart = ~np.any(edges[i][:, :, None] == edges[j][:, None, :], axis=(1, 2))
+    i, j = i[apart], j[apart]
+    close = segment_distance(x[edges[i, 0]], x[edges[i, 1]], x[edges[j, 0]], x[edges[j, 1]]) < 0.9 * contacts.reach[0]
+    near_rest = segment_distance(rest[edges[i, 0]], rest[edges[i, 1]], rest[edges[j, 0]], rest[edges[j, 1]]) < 0.015
+    want = set(zip(i[close & ~near_rest].tolist(), j[close & ~near_rest].tolist()))
+    assert want <= set(zip(pa.tolist(), pb.tolist()))

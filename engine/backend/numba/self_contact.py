@@ -5,6 +5,9 @@ with the same arguments and the same numbers.
 of cells (a triangle's box is entered in every cell it covers, a vertex looks in every cell its
 box covers), and lists each vertex's triangles in ascending order, as the reference does; the
 projection is the reference's Gauss-Seidel loop, pair by pair in that order, term by term.
+``find_edge_pairs`` looks in the same grid of the triangles' boxes (a triangle's box holds its
+three edges') and lists each edge's partners ascending, as the reference's brute force does. All
+serial: the same order, the same bits, every run.
 """
 
 from __future__ import annotations
@@ -246,12 +249,25 @@ def find_pairs(x, x_prev, tri, tri_surface, vert, vert_surface, reach, near_star
 
 
 @njit(**JIT)
-def project(x, x_prev, inverse_masses, friction, tri, vert, pair_v, pair_t, distance, passes):
+def project(x, x_prev, inverse_masses, friction, tri, vert, pair_v, pair_t, distance, edges, pair_a, pair_b,
+            edge_distance, passes):
     active = np.empty(pair_v.shape[0], np.int64)
     live = pair_v.shape[0]
     for k in range(live):
         active[k] = k
+    active_e = np.empty(pair_a.shape[0], np.int64)
+    live_e = pair_a.shape[0]
+    for k in range(live_e):
+        active_e[k] = k
     for _ in range(passes):
+        # The edge pairs first, then the vertex-triangle ones, in the same pass.
+        count_e = live_e
+        live_e = 0
+        for m in range(count_e):
+            k = active_e[m]
+            if _push_edges(x, x_prev, inverse_masses, friction, edges, pair_a[k], pair_b[k], edge_distance[k]):
+                active_e[live_e] = k
+                live_e += 1
         count = live
         live = 0
         for m in range(count):
@@ -447,3 +463,376 @@ def project(x, x_prev, inverse_masses, friction, tri, vert, pair_v, pair_t, dist
             x[ic, 0] += bc * wc * share * tx
             x[ic, 1] += bc * wc * share * ty
             x[ic, 2] += bc * wc * share * tz
+
+
+# -- edge-edge ----------------------------------------------------------------------------------
+
+# Edges more nearly parallel than this (the squared sine of the angle between them) have no side
+# to keep: their common normal turns over at the smallest motion. They are held apart by distance
+# alone (two parallel layers are held by their vertices against the triangles anyway).
+PARALLEL = 1e-3
+
+
+@njit(**JIT)
+def _segments(x, a0, a1, b0, b1):
+    """Segment (a0, a1) against (b0, b1) in x: the squared distance of their nearest points, the
+    vector between them (a's minus b's), their parameters (s along a, t along b), and whether the
+    lines' nearest points lie on both segments (then they are the segments' too)."""
+    d1x = x[a1, 0] - x[a0, 0]
+    d1y = x[a1, 1] - x[a0, 1]
+    d1z = x[a1, 2] - x[a0, 2]
+    d2x = x[b1, 0] - x[b0, 0]
+    d2y = x[b1, 1] - x[b0, 1]
+    d2z = x[b1, 2] - x[b0, 2]
+    rx = x[a0, 0] - x[b0, 0]
+    ry = x[a0, 1] - x[b0, 1]
+    rz = x[a0, 2] - x[b0, 2]
+    aa = d1x * d1x + d1y * d1y + d1z * d1z
+    ee = d2x * d2x + d2y * d2y + d2z * d2z
+    if not (aa > 0.0 and ee > 0.0):
+        return 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, False  # degenerate: kept, never pushed
+    ff = d2x * rx + d2y * ry + d2z * rz
+    cc = d1x * rx + d1y * ry + d1z * rz
+    bb = d1x * d2x + d1y * d2y + d1z * d2z
+    den = aa * ee - bb * bb
+    sl = (bb * ff - cc * ee) / den if den > 0.0 else 0.0
+    tl = (bb * sl + ff) / ee
+    inside = den > 0.0 and sl >= 0.0 and sl <= 1.0 and tl >= 0.0 and tl <= 1.0
+    s = min(max(sl, 0.0), 1.0)
+    t = (bb * s + ff) / ee
+    if t < 0.0:
+        t = 0.0
+        s = min(max(-cc / aa, 0.0), 1.0)
+    elif t > 1.0:
+        t = 1.0
+        s = min(max((bb - cc) / aa, 0.0), 1.0)
+    gx = rx + s * d1x - t * d2x
+    gy = ry + s * d1y - t * d2y
+    gz = rz + s * d1z - t * d2z
+    return gx * gx + gy * gy + gz * gz, gx, gy, gz, s, t, inside
+
+
+@njit(**JIT)
+def _crossed(x, x_prev, a0, a1, b0, b1):
+    """Whether edge b went from one side of edge a's line to the other over the substep, along
+    their common normal (the start's turned to today's orientation); nearly parallel: maybe."""
+    n0x, n0y, n0z, h0, p0 = _side(x_prev, a0, a1, b0, b1)
+    n1x, n1y, n1z, h1, p1 = _side(x, a0, a1, b0, b1)
+    if p0 or p1:
+        return True
+    if n0x * n1x + n0y * n1y + n0z * n1z < 0.0:
+        h0 = -h0
+    return (h0 > 0.0 and h1 < 0.0) or (h0 < 0.0 and h1 > 0.0) or h0 == 0.0 or h1 == 0.0
+
+
+@njit(**JIT)
+def _side(x, a0, a1, b0, b1):
+    """The common normal of edges a and b (a's direction cross b's, not unit), b's distance from
+    a's line along it times its length, and whether they are nearly parallel."""
+    d1x = x[a1, 0] - x[a0, 0]
+    d1y = x[a1, 1] - x[a0, 1]
+    d1z = x[a1, 2] - x[a0, 2]
+    d2x = x[b1, 0] - x[b0, 0]
+    d2y = x[b1, 1] - x[b0, 1]
+    d2z = x[b1, 2] - x[b0, 2]
+    nx = d1y * d2z - d1z * d2y
+    ny = d1z * d2x - d1x * d2z
+    nz = d1x * d2y - d1y * d2x
+    nn = nx * nx + ny * ny + nz * nz
+    aa = d1x * d1x + d1y * d1y + d1z * d1z
+    ee = d2x * d2x + d2y * d2y + d2z * d2z
+    h = (x[b0, 0] - x[a0, 0]) * nx + (x[b0, 1] - x[a0, 1]) * ny + (x[b0, 2] - x[a0, 2]) * nz
+    return nx, ny, nz, h, not nn > PARALLEL * aa * ee
+
+
+@njit(**JIT)
+def _grid(x, x_prev, tri, reach_max, qext_max):
+    """The hashed grid of the triangles' boxes over the substep: (tlo, thi, origin, cell, mask,
+    start, bucket); queries of boxes up to qext_max a side cover at most 9 cells a side."""
+    nt = tri.shape[0]
+    tlo = np.empty((nt, 3))
+    thi = np.empty((nt, 3))
+    origin = np.full(3, np.inf)
+    ext_sum = 0.0
+    ext_max = 0.0
+    for t in range(nt):
+        for a in range(3):
+            lo = np.inf
+            hi = -np.inf
+            for c in range(3):
+                p = tri[t, c]
+                lo = min(lo, x[p, a], x_prev[p, a])
+                hi = max(hi, x[p, a], x_prev[p, a])
+            tlo[t, a] = lo
+            thi[t, a] = hi
+            origin[a] = min(origin[a], lo - reach_max)
+        e = max(thi[t, 0] - tlo[t, 0], thi[t, 1] - tlo[t, 1], thi[t, 2] - tlo[t, 2])
+        ext_sum += e
+        ext_max = max(ext_max, e)
+    cell = max(ext_sum / max(nt, 1), ext_max / 8.0, qext_max / 8.0, 1e-9)
+    entries = 0
+    for t in range(nt):
+        entries += ((_cell(thi[t, 0], origin[0], cell) - _cell(tlo[t, 0], origin[0], cell) + 1)
+                    * (_cell(thi[t, 1], origin[1], cell) - _cell(tlo[t, 1], origin[1], cell) + 1)
+                    * (_cell(thi[t, 2], origin[2], cell) - _cell(tlo[t, 2], origin[2], cell) + 1))
+    size = 1
+    while size < 2 * entries:
+        size *= 2
+    mask = size - 1
+    start = np.zeros(size + 1, np.int64)
+    for t in range(nt):
+        for i in range(_cell(tlo[t, 0], origin[0], cell), _cell(thi[t, 0], origin[0], cell) + 1):
+            for j in range(_cell(tlo[t, 1], origin[1], cell), _cell(thi[t, 1], origin[1], cell) + 1):
+                for k in range(_cell(tlo[t, 2], origin[2], cell), _cell(thi[t, 2], origin[2], cell) + 1):
+                    start[_hash(i, j, k, mask) + 1] += 1
+    for b in range(size):
+        start[b + 1] += start[b]
+    fill = start[:size].copy()
+    bucket = np.empty(entries, np.int64)
+    for t in range(nt):
+        for i in range(_cell(tlo[t, 0], origin[0], cell), _cell(thi[t, 0], origin[0], cell) + 1):
+            for j in range(_cell(tlo[t, 1], origin[1], cell), _cell(thi[t, 1], origin[1], cell) + 1):
+                for k in range(_cell(tlo[t, 2], origin[2], cell), _cell(thi[t, 2], origin[2], cell) + 1):
+                    h = _hash(i, j, k, mask)
+                    bucket[fill[h]] = t
+                    fill[h] += 1
+    return tlo, thi, origin, cell, mask, start, bucket
+
+
+@njit(**JIT)
+def find_edge_pairs(x, x_prev, tri, tri_edges, edges, edge_surface, reach, near_start, near_edges):
+    ne = edges.shape[0]
+    pair_a = np.empty(0, np.int64)
+    pair_b = np.empty(0, np.int64)
+    for e in range(ne):
+        for c in range(2):
+            for a in range(3):
+                if not (math.isfinite(x[edges[e, c], a]) and math.isfinite(x_prev[edges[e, c], a])):
+                    return pair_a, pair_b  # the solver refuses the frame; nothing to find
+    if ne == 0 or tri.shape[0] == 0:
+        return pair_a, pair_b
+    elo = np.empty((ne, 3))
+    ehi = np.empty((ne, 3))
+    reach_max = 0.0
+    for s in range(reach.shape[0]):
+        reach_max = max(reach_max, reach[s])
+    qext_max = 0.0
+    for e in range(ne):
+        r = reach[edge_surface[e]]
+        for a in range(3):
+            lo = min(x[edges[e, 0], a], x_prev[edges[e, 0], a], x[edges[e, 1], a], x_prev[edges[e, 1], a])
+            hi = max(x[edges[e, 0], a], x_prev[edges[e, 0], a], x[edges[e, 1], a], x_prev[edges[e, 1], a])
+            elo[e, a] = lo
+            ehi[e, a] = hi
+            qext_max = max(qext_max, hi - lo + 2.0 * r)
+    tlo, thi, origin, cell, mask, start, bucket = _grid(x, x_prev, tri, reach_max, qext_max)
+    motion = np.zeros(x.shape[0])
+    for e in range(ne):
+        for c in range(2):
+            q = edges[e, c]
+            dx = x[q, 0] - x_prev[q, 0]
+            dy = x[q, 1] - x_prev[q, 1]
+            dz = x[q, 2] - x_prev[q, 2]
+            motion[q] = math.sqrt(dx * dx + dy * dy + dz * dz)
+    mark = np.full(ne, -1, np.int64)
+    seen = np.full(tri.shape[0], -1, np.int64)
+    found = np.empty(64, np.int64)
+    count = 0
+    for e in range(ne):
+        for m in range(near_start[e], near_start[e + 1]):
+            mark[near_edges[m]] = e
+        s = edge_surface[e]
+        r = reach[s]
+        reach2 = r * r
+        a0 = edges[e, 0]
+        a1 = edges[e, 1]
+        qlo0 = elo[e, 0] - r
+        qlo1 = elo[e, 1] - r
+        qlo2 = elo[e, 2] - r
+        qhi0 = ehi[e, 0] + r
+        qhi1 = ehi[e, 1] + r
+        qhi2 = ehi[e, 2] + r
+        first = count
+        for i in range(_cell(qlo0, origin[0], cell), _cell(qhi0, origin[0], cell) + 1):
+            for j in range(_cell(qlo1, origin[1], cell), _cell(qhi1, origin[1], cell) + 1):
+                for k in range(_cell(qlo2, origin[2], cell), _cell(qhi2, origin[2], cell) + 1):
+                    h = _hash(i, j, k, mask)
+                    for q in range(start[h], start[h + 1]):
+                        t = bucket[q]
+                        if seen[t] == e:
+                            continue
+                        seen[t] = e
+                        if not (qlo0 <= thi[t, 0] and tlo[t, 0] <= qhi0 and qlo1 <= thi[t, 1]
+                                and tlo[t, 1] <= qhi1 and qlo2 <= thi[t, 2] and tlo[t, 2] <= qhi2):
+                            continue
+                        for c in range(3):
+                            f = tri_edges[t, c]
+                            # Each pair once, from its lower edge; never an edge sharing a corner.
+                            if f <= e or mark[f] == e:
+                                continue
+                            mark[f] = e
+                            if edge_surface[f] != s:
+                                continue
+                            b0 = edges[f, 0]
+                            b1 = edges[f, 1]
+                            if b0 == a0 or b0 == a1 or b1 == a0 or b1 == a1:
+                                continue
+                            if not (qlo0 <= ehi[f, 0] and elo[f, 0] <= qhi0 and qlo1 <= ehi[f, 1]
+                                    and elo[f, 1] <= qhi1 and qlo2 <= ehi[f, 2] and elo[f, 2] <= qhi2):
+                                continue
+                            g1 = _segments(x, a0, a1, b0, b1)[0]
+                            if not g1 < reach2:
+                                g0 = _segments(x_prev, a0, a1, b0, b1)[0]
+                                if not g0 < reach2:
+                                    if not _crossed(x, x_prev, a0, a1, b0, b1):
+                                        continue
+                                    # Through each other's line: through each other only if
+                                    # they end no further apart than they moved.
+                                    mv = r + max(motion[a0], motion[a1]) + max(motion[b0], motion[b1])
+                                    if not g1 < mv * mv:
+                                        continue
+                            if count == found.shape[0]:
+                                found = _grow(found, count + 1)
+                            w = count
+                            while w > first and found[w - 1] > f:
+                                found[w] = found[w - 1]
+                                w -= 1
+                            found[w] = f
+                            count += 1
+        if count > pair_a.shape[0]:
+            pair_a = _grow(pair_a, count)
+        for w in range(first, count):
+            pair_a[w] = e
+    return pair_a[:count].copy(), found[:count].copy()
+
+
+@njit(**JIT)
+def _push_edges(x, x_prev, inverse_masses, friction, edges, ea, eb, d):
+    """Push edges ea and eb apart (see the reference); whether it pushed."""
+    a0 = edges[ea, 0]
+    a1 = edges[ea, 1]
+    b0 = edges[eb, 0]
+    b1 = edges[eb, 1]
+    wa0 = inverse_masses[a0]
+    wa1 = inverse_masses[a1]
+    wb0 = inverse_masses[b0]
+    wb1 = inverse_masses[b1]
+    if wa0 + wa1 + wb0 + wb1 == 0.0:
+        return False
+    g, gx, gy, gz, s, t, inside = _segments(x, a0, a1, b0, b1)
+    nx, ny, nz, hn, parallel = _side(x, a0, a1, b0, b1)
+    normal = False
+    h = 0.0
+    inv = 0.0
+    sgn = 1.0
+    if not parallel:
+        inv = 1.0 / math.sqrt(nx * nx + ny * ny + nz * nz)
+        h = hn * inv
+        # The side of a's line b was on at the start of the substep is the side it must end on.
+        mx, my, mz, side, parallel0 = _side(x_prev, a0, a1, b0, b1)
+        if parallel0:
+            side = 0.0
+        elif mx * nx + my * ny + mz * nz < 0.0:
+            side = -side  # the normal turned over: the start side in today's orientation
+        if (side > 0.0 and h < 0.0) or (side < 0.0 and h > 0.0):
+            # Through each other's line: through each other if, where the distance along the
+            # normal (linear over the substep) is zero, the lines' nearest points are on both
+            # edges; else round an end.
+            h0 = side / math.sqrt(mx * mx + my * my + mz * mz)
+            f = h0 / (h0 - h)
+            d1x = x_prev[a1, 0] + f * (x[a1, 0] - x_prev[a1, 0]) - (x_prev[a0, 0] + f * (x[a0, 0] - x_prev[a0, 0]))
+            d1y = x_prev[a1, 1] + f * (x[a1, 1] - x_prev[a1, 1]) - (x_prev[a0, 1] + f * (x[a0, 1] - x_prev[a0, 1]))
+            d1z = x_prev[a1, 2] + f * (x[a1, 2] - x_prev[a1, 2]) - (x_prev[a0, 2] + f * (x[a0, 2] - x_prev[a0, 2]))
+            d2x = x_prev[b1, 0] + f * (x[b1, 0] - x_prev[b1, 0]) - (x_prev[b0, 0] + f * (x[b0, 0] - x_prev[b0, 0]))
+            d2y = x_prev[b1, 1] + f * (x[b1, 1] - x_prev[b1, 1]) - (x_prev[b0, 1] + f * (x[b0, 1] - x_prev[b0, 1]))
+            d2z = x_prev[b1, 2] + f * (x[b1, 2] - x_prev[b1, 2]) - (x_prev[b0, 2] + f * (x[b0, 2] - x_prev[b0, 2]))
+            rx = x_prev[a0, 0] + f * (x[a0, 0] - x_prev[a0, 0]) - (x_prev[b0, 0] + f * (x[b0, 0] - x_prev[b0, 0]))
+            ry = x_prev[a0, 1] + f * (x[a0, 1] - x_prev[a0, 1]) - (x_prev[b0, 1] + f * (x[b0, 1] - x_prev[b0, 1]))
+            rz = x_prev[a0, 2] + f * (x[a0, 2] - x_prev[a0, 2]) - (x_prev[b0, 2] + f * (x[b0, 2] - x_prev[b0, 2]))
+            aa = d1x * d1x + d1y * d1y + d1z * d1z
+            ee = d2x * d2x + d2y * d2y + d2z * d2z
+            bb = d1x * d2x + d1y * d2y + d1z * d2z
+            ff = d2x * rx + d2y * ry + d2z * rz
+            cc = d1x * rx + d1y * ry + d1z * rz
+            den = aa * ee - bb * bb
+            through = False
+            if den > 0.0 and ee > 0.0:
+                sl = (bb * ff - cc * ee) / den
+                tl = (bb * sl + ff) / ee
+                through = sl >= -THROUGH and sl <= 1.0 + THROUGH and tl >= -THROUGH and tl <= 1.0 + THROUGH
+            if through:
+                sgn = 1.0 if side > 0.0 else -1.0
+            else:
+                sgn = 1.0 if h > 0.0 else -1.0
+        elif side != 0.0:
+            sgn = 1.0 if side > 0.0 else -1.0
+        else:
+            sgn = 1.0 if h >= 0.0 else -1.0
+        # Along the normal while the nearest points are inside both edges, or when b is on the
+        # wrong side of a's line (it came through): back to distance d on the side it came from.
+        normal = inside or sgn * h < 0.0
+    if normal:
+        if sgn * h >= d:
+            return False
+        c = sgn * h - d
+        ux = sgn * nx * inv
+        uy = sgn * ny * inv
+        uz = sgn * nz * inv
+    else:
+        # Beside each other (nearest points at an end): apart along the line between them.
+        if not (g < d * d and g > 0.0):
+            return False
+        dist = math.sqrt(g)
+        c = dist - d
+        ux = -gx / dist
+        uy = -gy / dist
+        uz = -gz / dist
+    ws = (1.0 - s) * (1.0 - s) * wa0 + s * s * wa1 + (1.0 - t) * (1.0 - t) * wb0 + t * t * wb1
+    if not ws > 0.0:
+        return False
+    dl = -c / ws
+    x[b0, 0] += (1.0 - t) * wb0 * dl * ux
+    x[b0, 1] += (1.0 - t) * wb0 * dl * uy
+    x[b0, 2] += (1.0 - t) * wb0 * dl * uz
+    x[b1, 0] += t * wb1 * dl * ux
+    x[b1, 1] += t * wb1 * dl * uy
+    x[b1, 2] += t * wb1 * dl * uz
+    x[a0, 0] -= (1.0 - s) * wa0 * dl * ux
+    x[a0, 1] -= (1.0 - s) * wa0 * dl * uy
+    x[a0, 2] -= (1.0 - s) * wa0 * dl * uz
+    x[a1, 0] -= s * wa1 * dl * ux
+    x[a1, 1] -= s * wa1 * dl * uy
+    x[a1, 2] -= s * wa1 * dl * uz
+    mu = friction[a0]
+    if not mu > 0.0:
+        return True
+    # Friction: b's point's motion over the substep relative to a's, across the normal, is
+    # stopped (static) or cut by mu times the push (sliding).
+    rx = ((1.0 - t) * (x[b0, 0] - x_prev[b0, 0]) + t * (x[b1, 0] - x_prev[b1, 0])) \
+        - ((1.0 - s) * (x[a0, 0] - x_prev[a0, 0]) + s * (x[a1, 0] - x_prev[a1, 0]))
+    ry = ((1.0 - t) * (x[b0, 1] - x_prev[b0, 1]) + t * (x[b1, 1] - x_prev[b1, 1])) \
+        - ((1.0 - s) * (x[a0, 1] - x_prev[a0, 1]) + s * (x[a1, 1] - x_prev[a1, 1]))
+    rz = ((1.0 - t) * (x[b0, 2] - x_prev[b0, 2]) + t * (x[b1, 2] - x_prev[b1, 2])) \
+        - ((1.0 - s) * (x[a0, 2] - x_prev[a0, 2]) + s * (x[a1, 2] - x_prev[a1, 2]))
+    rn = rx * ux + ry * uy + rz * uz
+    tx = rx - rn * ux
+    ty = ry - rn * uy
+    tz = rz - rn * uz
+    tt = math.sqrt(tx * tx + ty * ty + tz * tz)
+    if not tt > 0.0:
+        return True
+    limit = -mu * c
+    share = (limit / tt if tt > limit else 1.0) / ws
+    x[b0, 0] -= (1.0 - t) * wb0 * share * tx
+    x[b0, 1] -= (1.0 - t) * wb0 * share * ty
+    x[b0, 2] -= (1.0 - t) * wb0 * share * tz
+    x[b1, 0] -= t * wb1 * share * tx
+    x[b1, 1] -= t * wb1 * share * ty
+    x[b1, 2] -= t * wb1 * share * tz
+    x[a0, 0] += (1.0 - s) * wa0 * share * tx
+    x[a0, 1] += (1.0 - s) * wa0 * share * ty
+    x[a0, 2] += (1.0 - s) * wa0 * share * tz
+    x[a1, 0] += s * wa1 * share * tx
+    x[a1, 1] += s * wa1 * share * ty
+    x[a1, 2] += s * wa1 * share * tz
+    return True

@@ -19,8 +19,14 @@ The vertex and the triangle's corners move by their inverse masses (the corners 
 barycentric weights), and friction cuts their relative sliding. The loop is plain Python over
 floats, the compiled loop's arithmetic term by term, so both give the same bits.
 
+Edge pairs (``find_edge_pairs``, ``_push_edges``) are found and pushed the same way: an edge is
+kept ``distance`` from another on the side of its line (along their common normal) it started
+the substep on, unless it passed the line round an end; beside each other, away from the nearest
+points. ``project`` goes over the edge pairs first in every pass, then the vertex-triangle ones.
+
 Shapes: n particles, x, x_prev (n, 3) m; tri (t, 3) particle indices; vert (v,) the
-particles of the colliding surfaces; pairs (p,): pair_v into vert, pair_t into tri.
+particles of the colliding surfaces; pairs (p,): pair_v into vert, pair_t into tri; edges (e, 2)
+particle indices, tri_edges (t, 3) into edges; edge pairs (q,): pair_a < pair_b into edges.
 """
 
 from __future__ import annotations
@@ -134,10 +140,12 @@ def find_pairs(x, x_prev, tri, tri_surface, vert, vert_surface, reach, near_star
     return np.concatenate(found_v).astype(np.int64), np.concatenate(found_t).astype(np.int64)
 
 
-def project(x, x_prev, inverse_masses, friction, tri, vert, pair_v, pair_t, distance, passes):
+def project(x, x_prev, inverse_masses, friction, tri, vert, pair_v, pair_t, distance, edges, pair_a, pair_b,
+            edge_distance, passes):
     """Push the pairs apart in place on x (see the module's docstring); friction (n,) per particle
-    (the vertex's is used); distance (p,) m per pair."""
-    if not len(pair_v):
+    (the vertex's is used; an edge pair's, its first edge's first end's); distance (p,) m per pair;
+    edges (e, 2) particle indices, pair_a, pair_b (q,) into edges, edge_distance (q,) m."""
+    if not len(pair_v) and not len(pair_a):
         return
     xs = x.tolist()
     xp = x_prev.tolist()
@@ -148,9 +156,23 @@ def project(x, x_prev, inverse_masses, friction, tri, vert, pair_v, pair_t, dist
     pv = pair_v.tolist()
     pt = pair_t.tolist()
     dist_l = distance.tolist()
+    edges_l = edges.tolist()
+    pa = pair_a.tolist()
+    pb = pair_b.tolist()
+    edist_l = edge_distance.tolist()
     active = list(range(len(pv)))
     live = len(pv)
+    active_e = list(range(len(pa)))
+    live_e = len(pa)
     for _ in range(passes):
+        # The edge pairs first, then the vertex-triangle ones, in the same pass.
+        count_e = live_e
+        live_e = 0
+        for m in range(count_e):
+            k = active_e[m]
+            if _push_edges(xs, xp, w, mu_l, edges_l, pa[k], pb[k], edist_l[k]):
+                active_e[live_e] = k
+                live_e += 1
         count = live
         live = 0
         for m in range(count):
@@ -347,3 +369,308 @@ def project(x, x_prev, inverse_masses, friction, tri, vert, pair_v, pair_t, dist
             xs[ic][1] += bc * wc * share * ty
             xs[ic][2] += bc * wc * share * tz
     x[...] = xs
+
+
+# -- edge-edge ----------------------------------------------------------------------------------
+
+# Edges more nearly parallel than this (the squared sine of the angle between them) have no side
+# to keep: their common normal turns over at the smallest motion. They are held apart by distance
+# alone (two parallel layers are held by their vertices against the triangles anyway).
+PARALLEL = 1e-3
+
+
+def _segments_v(x, a0, a1, b0, b1):
+    """The squared distance of the nearest points of segments (a0, a1) and (b0, b1) (k,) each:
+    ``_segments``'s first value, array by array, the same operations."""
+    d1x, d1y, d1z = x[a1, 0] - x[a0, 0], x[a1, 1] - x[a0, 1], x[a1, 2] - x[a0, 2]
+    d2x, d2y, d2z = x[b1, 0] - x[b0, 0], x[b1, 1] - x[b0, 1], x[b1, 2] - x[b0, 2]
+    rx, ry, rz = x[a0, 0] - x[b0, 0], x[a0, 1] - x[b0, 1], x[a0, 2] - x[b0, 2]
+    aa = d1x * d1x + d1y * d1y + d1z * d1z
+    ee = d2x * d2x + d2y * d2y + d2z * d2z
+    ff = d2x * rx + d2y * ry + d2z * rz
+    cc = d1x * rx + d1y * ry + d1z * rz
+    bb = d1x * d2x + d1y * d2y + d1z * d2z
+    den = aa * ee - bb * bb
+    with np.errstate(divide="ignore", invalid="ignore"):
+        sl = np.where(den > 0.0, (bb * ff - cc * ee) / den, 0.0)
+        s = np.minimum(np.maximum(sl, 0.0), 1.0)
+        t = (bb * s + ff) / ee
+        low, high = t < 0.0, t > 1.0
+        s = np.where(low, np.minimum(np.maximum(-cc / aa, 0.0), 1.0),
+                     np.where(high, np.minimum(np.maximum((bb - cc) / aa, 0.0), 1.0), s))
+        t = np.where(low, 0.0, np.where(high, 1.0, t))
+        gx = rx + s * d1x - t * d2x
+        gy = ry + s * d1y - t * d2y
+        gz = rz + s * d1z - t * d2z
+    g = gx * gx + gy * gy + gz * gz
+    return np.where((aa > 0.0) & (ee > 0.0), g, 0.0)  # degenerate: kept
+
+
+def _side_v(x, a0, a1, b0, b1):
+    """``_side`` array by array."""
+    d1x, d1y, d1z = x[a1, 0] - x[a0, 0], x[a1, 1] - x[a0, 1], x[a1, 2] - x[a0, 2]
+    d2x, d2y, d2z = x[b1, 0] - x[b0, 0], x[b1, 1] - x[b0, 1], x[b1, 2] - x[b0, 2]
+    nx = d1y * d2z - d1z * d2y
+    ny = d1z * d2x - d1x * d2z
+    nz = d1x * d2y - d1y * d2x
+    nn = nx * nx + ny * ny + nz * nz
+    aa = d1x * d1x + d1y * d1y + d1z * d1z
+    ee = d2x * d2x + d2y * d2y + d2z * d2z
+    h = (x[b0, 0] - x[a0, 0]) * nx + (x[b0, 1] - x[a0, 1]) * ny + (x[b0, 2] - x[a0, 2]) * nz
+    return nx, ny, nz, h, ~(nn > PARALLEL * aa * ee)
+
+
+def _crossed_v(x, x_prev, a0, a1, b0, b1):
+    """Whether edge b went from one side of edge a's line to the other over the substep, along
+    their common normal (the start's turned to today's orientation); nearly parallel: maybe."""
+    n0x, n0y, n0z, h0, p0 = _side_v(x_prev, a0, a1, b0, b1)
+    n1x, n1y, n1z, h1, p1 = _side_v(x, a0, a1, b0, b1)
+    h0 = np.where(n0x * n1x + n0y * n1y + n0z * n1z < 0.0, -h0, h0)
+    return p0 | p1 | ((h0 > 0.0) & (h1 < 0.0)) | ((h0 < 0.0) & (h1 > 0.0)) | (h0 == 0.0) | (h1 == 0.0)
+
+
+def find_edge_pairs(x, x_prev, tri, tri_edges, edges, edge_surface, reach, near_start, near_edges):
+    """(pair_a, pair_b) int64, pair_a < pair_b: the candidate edge pairs of one substep, listed by
+    pair_a and each one's pair_b ascending. Edges a, b (indices into edges (e, 2)) are a pair when
+    a's box over the substep grown by its surface's reach overlaps b's box, they are on the same
+    surface, share no end, b is not among a's ``near_edges`` (those within the distance at rest),
+    and they are within the reach at the start or the end of the substep, or b went through a's
+    line (along their common normal) no further from a than they both moved. By brute force (the
+    compiled backend looks in the grid of the triangles' boxes, which hold their edges')."""
+    empty = np.zeros(0, np.int64), np.zeros(0, np.int64)
+    ne = len(edges)
+    if not np.all(np.isfinite(x[edges])) or not np.all(np.isfinite(x_prev[edges])):
+        return empty  # the solver refuses the frame; nothing to find
+    if ne == 0 or len(tri) == 0:
+        return empty
+    lo, hi = np.minimum(x, x_prev), np.maximum(x, x_prev)
+    elo, ehi = lo[edges].min(axis=1), hi[edges].max(axis=1)
+    r = reach[edge_surface]
+    qlo, qhi = elo - r[:, None], ehi + r[:, None]
+    near = np.sort(np.repeat(np.arange(ne, dtype=np.int64), np.diff(near_start)) * ne + near_edges)
+    dx, dy, dz = x[:, 0] - x_prev[:, 0], x[:, 1] - x_prev[:, 1], x[:, 2] - x_prev[:, 2]
+    motion = np.sqrt(dx * dx + dy * dy + dz * dz)
+    found_a, found_b = [], []
+    block = max(1, BLOCK_ENTRIES // ne)
+    for b in range(0, ne, block):
+        e = min(ne, b + block)
+        ok = (edge_surface[b:e, None] == edge_surface[None, :]) & (np.arange(b, e)[:, None] < np.arange(ne)[None, :])
+        for a in range(3):
+            ok &= (qlo[b:e, a, None] <= ehi[None, :, a]) & (elo[None, :, a] <= qhi[b:e, a, None])
+        for c in range(2):
+            for d in range(2):
+                ok &= edges[b:e, c, None] != edges[None, :, d]
+        ia, ib = np.nonzero(ok)
+        ia = ia + b
+        key = ia * ne + ib
+        pos = np.minimum(np.searchsorted(near, key), max(len(near) - 1, 0))
+        keep = near[pos] != key if len(near) else np.ones(len(key), bool)
+        ia, ib = ia[keep], ib[keep]
+        a0, a1, b0, b1 = edges[ia, 0], edges[ia, 1], edges[ib, 0], edges[ib, 1]
+        reach2 = r[ia] * r[ia]
+        g1 = _segments_v(x, a0, a1, b0, b1)
+        g0 = _segments_v(x_prev, a0, a1, b0, b1)
+        m = r[ia] + np.maximum(motion[a0], motion[a1]) + np.maximum(motion[b0], motion[b1])
+        through = _crossed_v(x, x_prev, a0, a1, b0, b1) & (g1 < m * m)
+        keep = (g1 < reach2) | (g0 < reach2) | through
+        found_a.append(ia[keep])
+        found_b.append(ib[keep])
+    return np.concatenate(found_a).astype(np.int64), np.concatenate(found_b).astype(np.int64)
+
+
+def _segments(xs, a0, a1, b0, b1):
+    """Segment (a0, a1) against (b0, b1) in xs (a list of [x, y, z]): the squared distance of
+    their nearest points, the vector between them (a's minus b's), their parameters (s along a,
+    t along b), and whether the lines' nearest points lie on both segments (then they are the
+    segments' too)."""
+    d1x = xs[a1][0] - xs[a0][0]
+    d1y = xs[a1][1] - xs[a0][1]
+    d1z = xs[a1][2] - xs[a0][2]
+    d2x = xs[b1][0] - xs[b0][0]
+    d2y = xs[b1][1] - xs[b0][1]
+    d2z = xs[b1][2] - xs[b0][2]
+    rx = xs[a0][0] - xs[b0][0]
+    ry = xs[a0][1] - xs[b0][1]
+    rz = xs[a0][2] - xs[b0][2]
+    aa = d1x * d1x + d1y * d1y + d1z * d1z
+    ee = d2x * d2x + d2y * d2y + d2z * d2z
+    if not (aa > 0.0 and ee > 0.0):
+        return 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, False  # degenerate: kept, never pushed
+    ff = d2x * rx + d2y * ry + d2z * rz
+    cc = d1x * rx + d1y * ry + d1z * rz
+    bb = d1x * d2x + d1y * d2y + d1z * d2z
+    den = aa * ee - bb * bb
+    sl = (bb * ff - cc * ee) / den if den > 0.0 else 0.0
+    tl = (bb * sl + ff) / ee
+    inside = den > 0.0 and sl >= 0.0 and sl <= 1.0 and tl >= 0.0 and tl <= 1.0
+    s = min(max(sl, 0.0), 1.0)
+    t = (bb * s + ff) / ee
+    if t < 0.0:
+        t = 0.0
+        s = min(max(-cc / aa, 0.0), 1.0)
+    elif t > 1.0:
+        t = 1.0
+        s = min(max((bb - cc) / aa, 0.0), 1.0)
+    gx = rx + s * d1x - t * d2x
+    gy = ry + s * d1y - t * d2y
+    gz = rz + s * d1z - t * d2z
+    return gx * gx + gy * gy + gz * gz, gx, gy, gz, s, t, inside
+
+
+def _side(xs, a0, a1, b0, b1):
+    """The common normal of edges a and b (a's direction cross b's, not unit), b's distance from
+    a's line along it times its length, and whether they are nearly parallel."""
+    d1x = xs[a1][0] - xs[a0][0]
+    d1y = xs[a1][1] - xs[a0][1]
+    d1z = xs[a1][2] - xs[a0][2]
+    d2x = xs[b1][0] - xs[b0][0]
+    d2y = xs[b1][1] - xs[b0][1]
+    d2z = xs[b1][2] - xs[b0][2]
+    nx = d1y * d2z - d1z * d2y
+    ny = d1z * d2x - d1x * d2z
+    nz = d1x * d2y - d1y * d2x
+    nn = nx * nx + ny * ny + nz * nz
+    aa = d1x * d1x + d1y * d1y + d1z * d1z
+    ee = d2x * d2x + d2y * d2y + d2z * d2z
+    h = (xs[b0][0] - xs[a0][0]) * nx + (xs[b0][1] - xs[a0][1]) * ny + (xs[b0][2] - xs[a0][2]) * nz
+    return nx, ny, nz, h, not nn > PARALLEL * aa * ee
+
+
+def _push_edges(xs, xp, w, mu_l, edges_l, ea, eb, d):
+    """Push edges ea and eb apart, in place on xs; whether it pushed.
+
+    Edge b must end the substep on the side of a's line (along their common normal) it started
+    on, unless it passed that line round an end of either edge rather than through the other
+    edge (where the distance along the normal, linear over the substep, is zero, the lines'
+    nearest points are beyond an end): so two edges cannot pass through each other, however far
+    they moved. While the nearest points lie inside both edges, or b is on the wrong side, they
+    go to ``d`` apart along the normal; beside each other (nearest points at an end), to ``d``
+    apart along the line between those points. The four ends move by their inverse masses and
+    their weights along the edges; friction cuts the relative sliding of the two points."""
+    a0 = edges_l[ea][0]
+    a1 = edges_l[ea][1]
+    b0 = edges_l[eb][0]
+    b1 = edges_l[eb][1]
+    wa0 = w[a0]
+    wa1 = w[a1]
+    wb0 = w[b0]
+    wb1 = w[b1]
+    if wa0 + wa1 + wb0 + wb1 == 0.0:
+        return False
+    g, gx, gy, gz, s, t, inside = _segments(xs, a0, a1, b0, b1)
+    nx, ny, nz, hn, parallel = _side(xs, a0, a1, b0, b1)
+    normal = False
+    h = 0.0
+    inv = 0.0
+    sgn = 1.0
+    if not parallel:
+        inv = 1.0 / math.sqrt(nx * nx + ny * ny + nz * nz)
+        h = hn * inv
+        # The side of a's line b was on at the start of the substep is the side it must end on.
+        mx, my, mz, side, parallel0 = _side(xp, a0, a1, b0, b1)
+        if parallel0:
+            side = 0.0
+        elif mx * nx + my * ny + mz * nz < 0.0:
+            side = -side  # the normal turned over: the start side in today's orientation
+        if (side > 0.0 and h < 0.0) or (side < 0.0 and h > 0.0):
+            # Through each other's line: through each other if, where the distance along the
+            # normal (linear over the substep) is zero, the lines' nearest points are on both
+            # edges; else round an end.
+            h0 = side / math.sqrt(mx * mx + my * my + mz * mz)
+            f = h0 / (h0 - h)
+            d1x = xp[a1][0] + f * (xs[a1][0] - xp[a1][0]) - (xp[a0][0] + f * (xs[a0][0] - xp[a0][0]))
+            d1y = xp[a1][1] + f * (xs[a1][1] - xp[a1][1]) - (xp[a0][1] + f * (xs[a0][1] - xp[a0][1]))
+            d1z = xp[a1][2] + f * (xs[a1][2] - xp[a1][2]) - (xp[a0][2] + f * (xs[a0][2] - xp[a0][2]))
+            d2x = xp[b1][0] + f * (xs[b1][0] - xp[b1][0]) - (xp[b0][0] + f * (xs[b0][0] - xp[b0][0]))
+            d2y = xp[b1][1] + f * (xs[b1][1] - xp[b1][1]) - (xp[b0][1] + f * (xs[b0][1] - xp[b0][1]))
+            d2z = xp[b1][2] + f * (xs[b1][2] - xp[b1][2]) - (xp[b0][2] + f * (xs[b0][2] - xp[b0][2]))
+            rx = xp[a0][0] + f * (xs[a0][0] - xp[a0][0]) - (xp[b0][0] + f * (xs[b0][0] - xp[b0][0]))
+            ry = xp[a0][1] + f * (xs[a0][1] - xp[a0][1]) - (xp[b0][1] + f * (xs[b0][1] - xp[b0][1]))
+            rz = xp[a0][2] + f * (xs[a0][2] - xp[a0][2]) - (xp[b0][2] + f * (xs[b0][2] - xp[b0][2]))
+            aa = d1x * d1x + d1y * d1y + d1z * d1z
+            ee = d2x * d2x + d2y * d2y + d2z * d2z
+            bb = d1x * d2x + d1y * d2y + d1z * d2z
+            ff = d2x * rx + d2y * ry + d2z * rz
+            cc = d1x * rx + d1y * ry + d1z * rz
+            den = aa * ee - bb * bb
+            through = False
+            if den > 0.0 and ee > 0.0:
+                sl = (bb * ff - cc * ee) / den
+                tl = (bb * sl + ff) / ee
+                through = sl >= -THROUGH and sl <= 1.0 + THROUGH and tl >= -THROUGH and tl <= 1.0 + THROUGH
+            if through:
+                sgn = 1.0 if side > 0.0 else -1.0
+            else:
+                sgn = 1.0 if h > 0.0 else -1.0
+        elif side != 0.0:
+            sgn = 1.0 if side > 0.0 else -1.0
+        else:
+            sgn = 1.0 if h >= 0.0 else -1.0
+        # Along the normal while the nearest points are inside both edges, or when b is on the
+        # wrong side of a's line (it came through): back to distance d on the side it came from.
+        normal = inside or sgn * h < 0.0
+    if normal:
+        if sgn * h >= d:
+            return False
+        c = sgn * h - d
+        ux = sgn * nx * inv
+        uy = sgn * ny * inv
+        uz = sgn * nz * inv
+    else:
+        # Beside each other (nearest points at an end): apart along the line between them.
+        if not (g < d * d and g > 0.0):
+            return False
+        dist = math.sqrt(g)
+        c = dist - d
+        ux = -gx / dist
+        uy = -gy / dist
+        uz = -gz / dist
+    ws = (1.0 - s) * (1.0 - s) * wa0 + s * s * wa1 + (1.0 - t) * (1.0 - t) * wb0 + t * t * wb1
+    if not ws > 0.0:
+        return False
+    dl = -c / ws
+    xs[b0][0] += (1.0 - t) * wb0 * dl * ux
+    xs[b0][1] += (1.0 - t) * wb0 * dl * uy
+    xs[b0][2] += (1.0 - t) * wb0 * dl * uz
+    xs[b1][0] += t * wb1 * dl * ux
+    xs[b1][1] += t * wb1 * dl * uy
+    xs[b1][2] += t * wb1 * dl * uz
+    xs[a0][0] -= (1.0 - s) * wa0 * dl * ux
+    xs[a0][1] -= (1.0 - s) * wa0 * dl * uy
+    xs[a0][2] -= (1.0 - s) * wa0 * dl * uz
+    xs[a1][0] -= s * wa1 * dl * ux
+    xs[a1][1] -= s * wa1 * dl * uy
+    xs[a1][2] -= s * wa1 * dl * uz
+    mu = mu_l[a0]
+    if not mu > 0.0:
+        return True
+    # Friction: b's point's motion over the substep relative to a's, across the normal, is
+    # stopped (static) or cut by mu times the push (sliding).
+    rx = ((1.0 - t) * (xs[b0][0] - xp[b0][0]) + t * (xs[b1][0] - xp[b1][0])) \
+        - ((1.0 - s) * (xs[a0][0] - xp[a0][0]) + s * (xs[a1][0] - xp[a1][0]))
+    ry = ((1.0 - t) * (xs[b0][1] - xp[b0][1]) + t * (xs[b1][1] - xp[b1][1])) \
+        - ((1.0 - s) * (xs[a0][1] - xp[a0][1]) + s * (xs[a1][1] - xp[a1][1]))
+    rz = ((1.0 - t) * (xs[b0][2] - xp[b0][2]) + t * (xs[b1][2] - xp[b1][2])) \
+        - ((1.0 - s) * (xs[a0][2] - xp[a0][2]) + s * (xs[a1][2] - xp[a1][2]))
+    rn = rx * ux + ry * uy + rz * uz
+    tx = rx - rn * ux
+    ty = ry - rn * uy
+    tz = rz - rn * uz
+    tt = math.sqrt(tx * tx + ty * ty + tz * tz)
+    if not tt > 0.0:
+        return True
+    limit = -mu * c
+    share = (limit / tt if tt > limit else 1.0) / ws
+    xs[b0][0] -= (1.0 - t) * wb0 * share * tx
+    xs[b0][1] -= (1.0 - t) * wb0 * share * ty
+    xs[b0][2] -= (1.0 - t) * wb0 * share * tz
+    xs[b1][0] -= t * wb1 * share * tx
+    xs[b1][1] -= t * wb1 * share * ty
+    xs[b1][2] -= t * wb1 * share * tz
+    xs[a0][0] += (1.0 - s) * wa0 * share * tx
+    xs[a0][1] += (1.0 - s) * wa0 * share * ty
+    xs[a0][2] += (1.0 - s) * wa0 * share * tz
+    xs[a1][0] += s * wa1 * share * tx
+    xs[a1][1] += s * wa1 * share * ty
+    xs[a1][2] += s * wa1 * share * tz
+    return True
