@@ -31,6 +31,11 @@ class SolverSettings:
     numpy), "numba" or "numpy": which kernels step it (``engine.backend``); the same numbers.
     energy_guard: stop a frame in which bodies that nothing drives gained energy (see
     ``solver.energy``) with a JakobsenError.
+    global_solve: before the sweeps, solve the stretch sticks (and any equal stick soft enough)
+    of the substep together (conjugate gradients, warm-started from the last substep's
+    multipliers; ``solver.GLOBAL_REDUCTION``), so that a cloth's stretch converges and it sags
+    the same at any substep count (issue 11 test 4); off by default for now (it costs 5-20 times
+    the sweeps, and not every test of the rest passes with it yet).
     """
 
     frame_rate: float = 24.0
@@ -45,6 +50,7 @@ class SolverSettings:
     contact_iterations: int = 4
     backend: str = "auto"
     energy_guard: bool = True
+    global_solve: bool = False
 
     def validate(self) -> None:
         """Raise JakobsenError (its ``setting`` the field's name) for a setting out of range."""
@@ -72,6 +78,9 @@ class SolverSettings:
                 check_vector(getattr(self, name), name, "solver settings", limit=limit, unit=unit)
             except JakobsenError as error:
                 raise JakobsenError(str(error), setting=name) from None
+        if not isinstance(self.global_solve, (bool, np.bool_)):
+            raise JakobsenError(f"solver settings: global_solve must be True or False, got {self.global_solve!r}",
+                                setting="global_solve")
         if not isinstance(self.energy_guard, (bool, np.bool_)):
             raise JakobsenError(f"solver settings: energy_guard must be True or False, got {self.energy_guard!r}",
                                 setting="energy_guard")

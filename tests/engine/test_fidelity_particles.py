@@ -190,7 +190,7 @@ def test_sweeps_along_the_starting_directions_agree_on_both_backends(seed, threa
         assert np.abs(plain[0] - out[1][0]).max() > 1e-6  # and the starting directions mattered
 
 
-def hanging_sag(n: int, stiffness: float, density: float, substeps: int, iterations):
+def hanging_sag(n: int, stiffness: float, density: float, substeps: int, iterations, global_solve=False):
     """How far (m) the lowest vertex of a 1 m square curtain of n x n vertices, pinned along its
     top edge, hangs below where it started, once it has come to rest; and its fastest vertex's
     speed then, m/s."""
@@ -201,7 +201,8 @@ def hanging_sag(n: int, stiffness: float, density: float, substeps: int, iterati
     b = engine.ModelBuilder()
     b.add_cloth(v, f, pin_weights=(v[:, 2] > -1e-9).astype(float), stretch_stiffness=stiffness,
                 shear_stiffness=stiffness, bend_stiffness=0.01, density=density)
-    solver = engine.Solver(b.finalize(), engine.SolverSettings(substeps=substeps, iterations=iterations, damping=8.0))
+    solver = engine.Solver(b.finalize(), engine.SolverSettings(substeps=substeps, iterations=iterations, damping=8.0,
+                                                                        global_solve=global_solve))
     state = solver.make_state()
     for _ in range(24 * 4):
         solver.step_frame(state)
@@ -211,6 +212,7 @@ def hanging_sag(n: int, stiffness: float, density: float, substeps: int, iterati
 @pytest.mark.parametrize("n, stiffness, density", [(11, 0.5, 0.2), (11, 5.0, 0.2), (11, 5.0, 1.0), (16, 5.0, 0.5),
                                                    (21, 5.0, 0.2)])
 def test_on_auto_iterations_a_soft_curtain_sags_the_same_at_5_10_and_20_substeps(n, stiffness, density):
+    # (The global solve, SolverSettings.global_solve, does it at one iteration: see below.)
     # The stretch stiffness (N per unit strain) sets the sag; one sweep a substep leaves the
     # stretch unconverged, an extra compliance that shrinks with the substep (21 x 21 at 5 N:
     # 40, 14 and 7.8 mm at 5, 10 and 20 substeps). On auto the solver sweeps until an iteration
@@ -235,3 +237,66 @@ def test_iterations_on_auto_are_accepted_and_other_words_refused():
         with pytest.raises(engine.JakobsenError, match="iterations") as error:
             engine.SolverSettings(iterations=bad).validate()
         assert error.value.setting == "iterations"
+
+
+def settled_sag(n: int, stiffness: float, substeps: int, frames: int, global_solve=True):
+    # (global_solve: the setting is off by default for now; see SolverSettings)
+    """How far (m) the middle of the free (bottom) edge of a 1 m square curtain of n x n vertices
+    (0.2 kg/m^2), pinned along its top edge, hangs below its unstretched place after ``frames``
+    frames at one iteration (the default), started at rest near its sag (each column stretched
+    under the weight below it as if its stretch sticks alone held it; the settings' damping of
+    8/s settles the rest); and its fastest vertex's speed then, m/s."""
+    from jakobsen_engine.geometry.primitives import grid
+
+    density = 0.2
+    v, f = grid(n, n, 1.0)
+    v = np.stack([v[:, 0], np.zeros(len(v)), v[:, 1] - 0.5], axis=1)
+    b = engine.ModelBuilder()
+    b.add_cloth(v, f, pin_weights=(v[:, 2] > -1e-9).astype(float), stretch_stiffness=stiffness,
+                shear_stiffness=stiffness, bend_stiffness=0.01, density=density)
+    solver = engine.Solver(b.finalize(), engine.SolverSettings(substeps=substeps, damping=8.0,
+                                                               global_solve=global_solve))
+    state = solver.make_state()
+    depth = -v[:, 2]  # 0 at the pins, 1 m at the free edge
+    column_weight = density * G / (n - 1)  # N per m of height on one column's sticks
+    start = v.copy()
+    start[:, 2] -= column_weight / stiffness * (depth - 0.5 * depth * depth)
+    state.positions[...] = start
+    state.previous_positions[...] = start
+    for _ in range(frames):
+        solver.step_frame(state)
+    middle = int(np.argmin(np.abs(v[:, 0]) + np.abs(v[:, 2] + 1.0)))
+    return v[middle, 2] - state.positions[middle, 2], float(np.abs(solver.velocities(state)).max())
+
+
+# (size, stiffness N per unit strain): 11 x 11 soft to nearly inextensible; 33 x 33 soft and
+# stiff; 65 x 65 stiff (the hardest to converge; 4225 vertices). Not yet (strict xfail, so that
+# they are noticed when they pass): 33 x 33 at 100 N (0.306 / 0.305 / 0.295 mm, 3.7%: its shear
+# sticks are too stiff for the global solve's warm start and too soft to leave out); 65 x 65 at
+# 5 N is not at rest at 5 substeps after 2 s (24.9 mm then, 10.3 at 10 and 20; not run here).
+CURTAINS = [(11, 5.0), (11, 100.0), (11, 1e4), (33, 5.0), (33, 1e4), (65, 1e4),
+            pytest.param(33, 100.0, marks=pytest.mark.xfail(strict=True, reason="shear between the regimes"))]
+
+
+@pytest.mark.parametrize("n, stiffness", CURTAINS)
+def test_with_the_global_solve_a_curtain_sags_the_same_at_5_10_and_20_substeps_at_one_iteration(n, stiffness,
+                                                                                                  kernel_backend):
+    # Issue 11 test 4. XPBD makes the stretch stiffness (N per unit strain) set the sag at any
+    # substep count only if each substep's solve converges; one Gauss-Seidel sweep left an
+    # extra compliance of about h^2 / m (33 x 33 at 5 N: 89, 26 and 8.9 mm at 5, 10 and 20
+    # substeps). The global solve (conjugate gradients on the stretch sticks, warm-started from
+    # the last substep's multipliers, whose rest is the converged XPBD rest) converges it: the
+    # sags of the free edge's middle agree within 3%, at rest, at one iteration a substep.
+    if kernel_backend == "numpy" and n > 11:
+        pytest.skip("the numpy reference is too slow for this here; the kernel tests hold it to numba's numbers")
+    sags = []
+    for substeps in (5, 10, 20):
+        sag, speed = settled_sag(n, stiffness, substeps, 48)
+        assert speed < 1e-3  # at rest
+        sags.append(sag)
+    sags = np.array(sags)
+    assert sags.min() > 0.0
+    assert (sags.max() - sags.min()) / sags.mean() < 0.03
+    if n == 33:  # the sweeps alone at 5 substeps: softer than the stiffness says
+        old, _ = settled_sag(n, stiffness, 5, 48, global_solve=False)
+        assert old > 1.5 * sags.max()

@@ -234,3 +234,44 @@ def test_the_pair_colouring_agrees_and_no_movable_body_is_twice_in_a_colour(rng)
         members = pairs[order_np[bounds_np[c]:bounds_np[c + 1]]].ravel()
         members = members[movable[members]]
         assert len(members) == len(np.unique(members))
+
+
+def test_the_global_stick_solve_agrees(rng):
+    # solve_sticks (the conjugate gradients of the equal sticks, from warm multipliers) on a
+    # random net near rest, some sticks not taking part (another kind, or not members), both
+    # stopping rules (a few iterations; a reduction): the same bits, the same iteration count.
+    n, m = 300, 900
+    seed = int(rng.integers(1 << 30))
+
+    def args(reduction, iterations):
+        r = np.random.default_rng(seed)
+        start = r.normal(size=(n, 3))
+        inv = np.where(r.random(n) < 0.1, 0.0, r.random(n) + 0.5)
+        i = r.integers(0, n, m)
+        j = (i + 1 + r.integers(0, n - 1, m)) % n
+        keep = (inv[i] > 0) | (inv[j] > 0)
+        i, j = i[keep], j[keep]
+        count = len(i)
+        colour = colour_sticks(i, j, inv > 0)
+        order = np.argsort(colour, kind="stable")
+        i, j, colour = i[order], j[order], colour[order]
+        offsets = np.searchsorted(colour, np.arange(colour.max() + 2))
+        x = start + r.normal(scale=0.01, size=(n, 3)) * (inv > 0)[:, None]
+        rest = np.linalg.norm(start[j] - start[i], axis=1) * np.where(r.random(count) < 0.8, 1.0, 1.05)
+        alpha = np.where(r.random(count) < 0.3, 0.0, r.random(count))
+        member = (r.random(count) < 0.9) & (r.integers(0, 4, count) == 0) | (r.random(count) < 0.5)
+        lam = r.normal(scale=1e-3, size=count)
+        return [x, start, i, j, inv[i], inv[j], rest, alpha, member, lam, offsets, reduction, 1e-12, iterations]
+
+    for reduction, iterations in ((0.0, 5), (1e-3, 200)):
+        out = []
+        for name in ("numba", "numpy"):
+            a = args(reduction, iterations)
+            out.append((a, backend.select(name).particles.solve_sticks(*a)))
+        (a, it_a), (b, it_b) = out
+        assert it_a == it_b and it_a > 0
+        assert_same(a, b)
+        assert np.abs(a[0] - args(reduction, iterations)[0]).max() > 1e-4  # it moved them
+        again = args(reduction, iterations)
+        backend.select("numba").particles.solve_sticks(*again)
+        assert_same(a, again)  # deterministic

@@ -263,3 +263,123 @@ def respond_to_contacts(x, x_prev, k, corr, depth, surface_disp, accel, mu, e, h
         x_prev[p, 0] = p0 + n0 * dp
         x_prev[p, 1] = p1 + n1 * dp
         x_prev[p, 2] = p2 + n2 * dp
+
+
+@njit(**JIT)
+def _stick_moves(v, idx, i, j, w_i, w_j, e, y):
+    # W N v into y (3, n) over the sticks idx that take part: the particle moves that
+    # multipliers v make (numpy's ``moves``; the others' moves are zeros).
+    y[:] = 0.0
+    for k in range(idx.shape[0]):
+        s = idx[k]
+        si = v[s] * w_i[s]
+        sj = v[s] * w_j[s]
+        pi = i[s]
+        pj = j[s]
+        for d in range(3):
+            y[d, pi] -= si * e[d, s]
+            y[d, pj] += sj * e[d, s]
+
+
+@njit(**JIT)
+def _stick_product(v, idx, i, j, e, alpha, y, q):
+    for k in range(idx.shape[0]):
+        s = idx[k]
+        pi = i[s]
+        pj = j[s]
+        q[s] = (y[0, pj] - y[0, pi]) * e[0, s] + (y[1, pj] - y[1, pi]) * e[1, s] \
+            + (y[2, pj] - y[2, pi]) * e[2, s] + alpha[s] * v[s]
+
+
+@njit(**JIT)
+def solve_sticks(x, x_start, i, j, w_i, w_j, rest, alpha, member, lam, colour_offsets, reduction, floor,
+                 max_iterations):
+    """numpy's solve_sticks (see there): the same conjugate gradients, sums in stick order (the
+    sticks that take no part add zeros there, skipped here)."""
+    m = i.shape[0]
+    n = x.shape[0]
+    e = np.zeros((3, m))
+    idx = np.empty(m, dtype=np.int64)
+    count = 0
+    cons = np.zeros(m)
+    diag = np.ones(m)
+    for s in range(m):
+        pi = i[s]
+        pj = j[s]
+        ex = x_start[pj, 0] - x_start[pi, 0]
+        ey = x_start[pj, 1] - x_start[pi, 1]
+        ez = x_start[pj, 2] - x_start[pi, 2]
+        length0 = math.sqrt(ex * ex + ey * ey + ez * ez)
+        dx = x[pj, 0] - x[pi, 0]
+        dy = x[pj, 1] - x[pi, 1]
+        dz = x[pj, 2] - x[pi, 2]
+        length = math.sqrt(dx * dx + dy * dy + dz * dz)
+        L = rest[s]
+        cosine = (dx * ex + dy * ey + dz * ez) / (max(length, 1e-12) * max(length0, 1e-12))
+        if cosine < 0.5 or abs(length0 - L) > SHAKE_STRAIN * L:
+            ex = dx
+            ey = dy
+            ez = dz
+            length0 = length
+        if member[s] and length0 > 1e-12 and w_i[s] + w_j[s] + alpha[s] > 0.0:
+            idx[count] = s
+            count += 1
+            inv = 1.0 / max(length0, 1e-12)
+            e[0, s] = ex * inv
+            e[1, s] = ey * inv
+            e[2, s] = ez * inv
+            cons[s] = length - L
+            diag[s] = w_i[s] + w_j[s] + alpha[s]
+        else:
+            lam[s] = 0.0
+    idx = idx[:count]
+    y = np.empty((3, n))
+    q = np.zeros(m)
+    _stick_moves(lam, idx, i, j, w_i, w_j, e, y)
+    _stick_product(lam, idx, i, j, e, alpha, y, q)
+    r = np.zeros(m)
+    z = np.zeros(m)
+    p = np.zeros(m)
+    worst = 0.0
+    rz = 0.0
+    for k in range(count):
+        s = idx[k]
+        r[s] = -cons[s] - q[s]
+        worst = max(worst, abs(r[s]))
+        z[s] = r[s] / diag[s]
+        p[s] = z[s]
+        rz += r[s] * z[s]
+    tol = max(reduction * worst, floor)
+    it = 0
+    while it < max_iterations and worst > tol:
+        _stick_moves(p, idx, i, j, w_i, w_j, e, y)
+        _stick_product(p, idx, i, j, e, alpha, y, q)
+        pq = 0.0
+        for k in range(count):
+            s = idx[k]
+            pq += p[s] * q[s]
+        if not pq > 0.0:
+            break
+        step = rz / pq
+        worst = 0.0
+        rz_next = 0.0
+        for k in range(count):
+            s = idx[k]
+            lam[s] += step * p[s]
+            r[s] -= step * q[s]
+            worst = max(worst, abs(r[s]))
+            z[s] = r[s] / diag[s]
+            rz_next += r[s] * z[s]
+        beta = rz_next / rz
+        for k in range(count):
+            s = idx[k]
+            p[s] = z[s] + beta * p[s]
+        rz = rz_next
+        it += 1
+    if count:
+        _stick_moves(lam, idx, i, j, w_i, w_j, e, y)
+        for pp in range(n):
+            x[pp, 0] += y[0, pp]
+            x[pp, 1] += y[1, pp]
+            x[pp, 2] += y[2, pp]
+    return it

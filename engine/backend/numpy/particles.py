@@ -158,3 +158,88 @@ def respond_to_contacts(x, x_prev, k, corr, depth, surface_disp, accel, mu, e, h
     pk += n * (rel_n - target_n)[:, None]
     x[k] = xk
     x_prev[k] = pk
+
+
+def _sum_in_order(a):
+    """sum(a) added left to right, as numba's loop adds it (``np.sum`` adds pairwise)."""
+    return float(np.cumsum(a)[-1]) if len(a) else 0.0
+
+
+def solve_sticks(x, x_start, i, j, w_i, w_j, rest, alpha, member, lam, colour_offsets, reduction, floor,
+                 max_iterations):
+    """A global solve of the equal-length sticks' XPBD system for the substep, in place on x and
+    lam; returns the conjugate-gradient iterations it took.
+
+    Linearised along each stick's unit direction e at the substep's start (x_start), the
+    multipliers that make every stick hold C + alpha lam = 0 after the moves W N lam solve
+    (N^T W N + alpha) lam = -C(x), N the (n, m) matrix of +-e. Preconditioned conjugate
+    gradients (Jacobi: w_i + w_j + alpha) from lam as given (the last substep's: warm), until the
+    largest residual (m) is at most max(reduction times the first one, floor), or
+    max_iterations; then x += W N lam. Sticks of another kind (at least, at most, broken) take no
+    part and their lam is zeroed. Sums are added in stick order (``_sum_in_order``), scatters
+    colour by colour in stick order, as numba's loops do: the same numbers.
+    """
+    m = len(i)
+    act = member.copy()
+    ex, ey, ez = x_start[j, 0] - x_start[i, 0], x_start[j, 1] - x_start[i, 1], x_start[j, 2] - x_start[i, 2]
+    length0 = np.sqrt(ex * ex + ey * ey + ez * ez)
+    dx, dy, dz = x[j, 0] - x[i, 0], x[j, 1] - x[i, 1], x[j, 2] - x[i, 2]
+    length = np.sqrt(dx * dx + dy * dy + dz * dz)
+    # project_sticks' rule: along the start direction unless the stick turned or was strained
+    cosine = (dx * ex + dy * ey + dz * ez) / (np.maximum(length, 1e-12) * np.maximum(length0, 1e-12))
+    turned = (cosine < 0.5) | (np.abs(length0 - rest) > SHAKE_STRAIN * rest)
+    ex, ey, ez = np.where(turned, dx, ex), np.where(turned, dy, ey), np.where(turned, dz, ez)
+    length0 = np.where(turned, length, length0)
+    act &= (length0 > 1e-12) & (w_i + w_j + alpha > 0.0)
+    inv = np.where(act, 1.0 / np.maximum(length0, 1e-12), 0.0)
+    ex, ey, ez = ex * inv, ey * inv, ez * inv
+    cons = np.where(act, length - rest, 0.0)
+    lam[~act] = 0.0
+    diag = np.where(act, w_i + w_j + alpha, 1.0)
+    n = len(x)
+
+    def moves(v):
+        # W N v: the particle moves that multipliers v make, per axis
+        y = np.zeros((3, n))
+        yx, yy, yz = y
+        for c in range(len(colour_offsets) - 1):
+            a, b = colour_offsets[c], colour_offsets[c + 1]
+            ii, jj = i[a:b], j[a:b]
+            si, sj = v[a:b] * w_i[a:b], v[a:b] * w_j[a:b]
+            for p, d in ((yx, ex[a:b]), (yy, ey[a:b]), (yz, ez[a:b])):
+                p[ii] -= si * d
+                p[jj] += sj * d
+        return y
+
+    def product(v):
+        yx, yy, yz = moves(v)
+        q = (yx[j] - yx[i]) * ex + (yy[j] - yy[i]) * ey + (yz[j] - yz[i]) * ez + alpha * v
+        return np.where(act, q, 0.0)
+
+    r = np.where(act, -cons - product(lam), 0.0)
+    worst = float(np.max(np.abs(r), initial=0.0))
+    tol = max(reduction * worst, floor)
+    z = r / diag
+    p = z.copy()
+    rz = _sum_in_order(r * z)
+    it = 0
+    while it < max_iterations and worst > tol:
+        q = product(p)
+        pq = _sum_in_order(p * q)
+        if not pq > 0.0:
+            break
+        step = rz / pq
+        lam += step * p
+        r -= step * q
+        worst = float(np.max(np.abs(r), initial=0.0))
+        z = r / diag
+        rz_next = _sum_in_order(r * z)
+        p = z + (rz_next / rz) * p
+        rz = rz_next
+        it += 1
+    if m:
+        yx, yy, yz = moves(lam)
+        x[:, 0] += yx
+        x[:, 1] += yy
+        x[:, 2] += yz
+    return it
