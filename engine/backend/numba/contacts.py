@@ -34,6 +34,10 @@ from .vec import add, cross, dot, get3, get4, inv_inertia_times, mul, norm, qmul
 JIT = dict(cache=True, nogil=True, error_model="numpy")
 # Small helpers called per feature are inlined: a call passes the whole shape table (geo).
 INLINE = dict(JIT, inline="always")
+# Helpers called per point, without reference counting (see distance.JIT): counting the shape
+# table's 22 arrays on every call cost microseconds. (Not for a function that makes an array, or
+# calls one that does, such as mesh_vertices_near: numba refuses those without it.)
+HELPER = dict(JIT, _nrt=False)
 # The distance dispatch inlined here too (the same function): as a call it costs far more than a
 # plane or a box test itself.
 distance = njit(**INLINE)(_distances.distance.py_func)
@@ -302,7 +306,7 @@ def find_contacts(geo, x, q, pairs, points, point_start, point_radius, point_mat
     return c
 
 
-@njit(**JIT)
+@njit(**HELPER)
 def particle_sweep(geo, s, s0, s1, s2, e0, e1, e2, r):
     """Continuous collision of a particle against shape s (a mesh, box, hull or sphere), in the
     shape's frame: from its start s (where it was one substep ago, in the shape's pose of then)
