@@ -307,8 +307,11 @@ class BakeJob:
             baking.finite_for_blender(m, f"'{name}'", f"its pose on frame {frame or sm.frame_start}")
         return out
 
-    def finish(self, elapsed: float | None = None) -> str:
+    def finish(self, elapsed: float | None = None, only: set[str] | None = None) -> str:
         """Write the bake (replacing each object's previous one); returns a one-line summary.
+        ``only``: the names (as at the start, ``name_at_start``) of the objects to write; the
+        others are left as they are (a per-object Bake from Cache). It may be called again for
+        others: the frames stay until the job is dropped.
 
         Everything that can fail is done before the scene changes: the objects are found (a
         renamed one by its uid), every value is checked storable, and PC2 files are written beside
@@ -320,13 +323,15 @@ class BakeJob:
         sm = self._sm
         deformables, bodies = [], []
         for d in sm.deformables:
+            if only is not None and d.object_name not in only:
+                continue
             obj = self._object(d.object_name)
             if obj is None:
                 self.warnings.append(f"'{d.object_name}' was deleted during the bake; nothing written for it")
             else:
                 deformables.append((obj, d, self.results(d.object_name)))
         for b in sm.bodies:
-            if not b.keyed:
+            if not b.keyed or (only is not None and b.object_name not in only):
                 continue
             obj = self._object(b.object_name)
             if obj is None:
@@ -416,6 +421,11 @@ class BakeJob:
             if split is not None:
                 out[d.object_name] = (split, positions)
         return out
+
+    def name_at_start(self, obj) -> str | None:
+        """The name ``obj`` had when the job started (it may have been renamed since); None if it
+        does not take part."""
+        return next((name for name, uid in self._uids.items() if uid == obj.session_uid), None)
 
     def _object(self, name: str):
         """The taking-part object that was called ``name`` when the job started (renamed or not)."""

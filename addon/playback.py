@@ -32,6 +32,7 @@ from typing import Any, cast
 import bpy
 import numpy as np
 from bpy.app.handlers import persistent
+from bpy.props import StringProperty
 from bpy.types import Operator
 
 from . import baking, previews
@@ -107,11 +108,12 @@ def fingerprint(scene, view_layer) -> str:
                     scene.jakobsen.frame_range()]
     _values(scene.jakobsen, values)
     digest.update(repr(values).encode())
-    for obj in sorted(view_layer.objects, key=lambda o: o.name):
+    # (By session_uid, not name: a rename changes nothing the simulation reads.)
+    for obj in sorted(view_layer.objects, key=lambda o: o.session_uid):
         field = obj.field is not None and obj.field.type != 'NONE'
         if not (takes_part(obj) or field):
             continue
-        values = [obj.name, obj.type, obj.parent.name if obj.parent else None]
+        values = [obj.session_uid, obj.type, obj.parent.session_uid if obj.parent else None]
         if takes_part(obj):
             _values(obj.jakobsen, values)
         if field:
@@ -152,6 +154,9 @@ class PlaybackCache:
         self.seen_frame: int | None = None  # the frame last handled
         self._tris: dict[str, tuple[np.ndarray | None, np.ndarray]] = {}
         self._shown = False
+        # Objects (names as at the start) baked from this cache one at a time: they show their
+        # bake, so the cache neither draws nor hides them any more.
+        self.written: set[str] = set()
 
     @property
     def key(self) -> str:
@@ -196,6 +201,7 @@ class PlaybackCache:
         job.start(context)
         self.job = job
         self.states = {job._frame: copy.deepcopy(job._state)}
+        self.written = set()
         self.outdated, self.outdated_at, self.needs_new_solver = False, None, False
         self.fingerprint = fingerprint(scene, context.view_layer)
         self.message = ""
@@ -265,11 +271,11 @@ class PlaybackCache:
         sm = job._sm
         out = {}
         for d in sm.deformables:
-            if d.object_name in self._tris:
+            if d.object_name in self._tris and d.object_name not in self.written:
                 out[d.object_name] = (state.positions[d.particles], self._tris[d.object_name][1])
         k = frame - sm.frame_start
         for name, poses in job._poses.items():
-            if name in self._tris and k < len(poses):
+            if name in self._tris and name not in self.written and k < len(poses):
                 local, tris = self._tris[name]
                 if local is None:  # (only a deforming object's entry has none; those are drawn above)
                     continue
@@ -285,12 +291,29 @@ class PlaybackCache:
                 self._shown = False
             return
         if not self._shown:
-            objects = [bpy.data.objects[name] for name in self._tris if name in bpy.data.objects]
+            objects = [obj for obj in (self._job._object(name) for name in self._tris if name not in self.written)
+                       if obj is not None]
             previews.show(self.key, lambda: self.geometry(self._frame()), hide=objects,
                           view_layer=context.view_layer)
             self._shown = True
         else:
             previews._redraw()
+
+    def objects(self) -> list[str]:
+        """The names (as at the start) of the objects the cache can bake: cloths, soft bodies and the
+        rigid bodies the solver moves."""
+        return list(self._tris)
+
+    def redraw_without(self, context, written=(), unwritten=()) -> None:
+        """Objects were baked from the cache (``written``) or their bake freed (``unwritten``): draw
+        and hide again what the cache stands for now. The bake is the cache's own output, not an
+        edit of what the simulation reads, so the cache is not outdated by it."""
+        self.written |= set(written)
+        self.written -= set(unwritten)
+        previews.release(self.key)
+        self._shown = False
+        self.fingerprint = fingerprint(context.scene, context.view_layer)
+        self.show(context, context.scene.frame_current)
 
     def _frame(self) -> int | None:
         scene = bpy.data.scenes.get(self.scene_name)
@@ -387,17 +410,14 @@ def _context_for(scene):
 
 _guard = [False]
 
-# Blender 5.2 and 5.3 crash (SIGSEGV) when an object's view-layer visibility changes inside a
-# frame_change_post handler, which is how a cached frame hides the object it stands for. Until
-# that is done another way, playback simulates only where it is safe (4.2 to 5.0); the panel says so.
-SUPPORTED = tuple(bpy.app.version) < (5, 1, 0)
-UNSUPPORTED = (f"Simulate on Playback is off on Blender {bpy.app.version_string} for now (it crashes Blender "
-               "5.2+ when a frame is shown); use Bake")
-
-
+# The frame is shown (and computed) before Blender evaluates it: frame_change_pre, not _post.
+# Showing a cached frame hides the object it stands for (its view-layer hide flag), and Blender 5.2
+# and 5.3 crash (SIGSEGV, after the handler returns) when that flag changes in frame_change_post;
+# in frame_change_pre it is part of the frame's own evaluation, on every version. Nothing here
+# needs the new frame evaluated: the animation the solver follows was sampled when the cache started.
 @persistent
-def _frame_change_post(scene, depsgraph=None) -> None:
-    if _guard[0] or is_busy() or not scene.jakobsen.use_simulate_on_playback or not SUPPORTED:
+def _frame_change_pre(scene, depsgraph=None) -> None:
+    if _guard[0] or is_busy() or not scene.jakobsen.use_simulate_on_playback:
         return
     from .operators.bake import bake_running
 
@@ -502,7 +522,7 @@ def toggled(scene) -> None:
     if not scene.jakobsen.use_simulate_on_playback:
         free(scene.name)
         return
-    _frame_change_post(scene)
+    _frame_change_pre(scene)
 
 
 # -- operators --------------------------------------------------------------------------------------
@@ -513,6 +533,16 @@ class JAKOBSEN_OT_bake_from_cache(Operator):
     bl_idname = "jakobsen.bake_from_cache"
     bl_label = "Bake from Cache"
     bl_options = {'REGISTER', 'UNDO'}
+
+    object_name: StringProperty(  # type: ignore[valid-type]
+        name="Object", description="Only this object's bake (the others stay cached); empty: every object")
+
+    @classmethod
+    def description(cls, context, properties):
+        if properties.object_name:
+            return (f"Write the cached frames of '{properties.object_name}' as its bake; the other objects stay "
+                    "cached (they were simulated together)")
+        return cls.__doc__
 
     @classmethod
     def poll(cls, context):
@@ -528,8 +558,9 @@ class JAKOBSEN_OT_bake_from_cache(Operator):
         return True
 
     def execute(self, context):
-        cache = cache_of(context.scene)
-        check_edits(context.scene, context.view_layer, context.scene.frame_current)
+        scene = context.scene
+        cache = cache_of(scene)
+        check_edits(scene, context.view_layer, scene.frame_current)
         if cache.outdated:
             self.report({'ERROR'}, f"The cache is outdated (edited on frame {cache.outdated_at}): Free Cache and play "
                                    "again from the first frame, or Bake")
@@ -539,16 +570,33 @@ class JAKOBSEN_OT_bake_from_cache(Operator):
                                    f"{cache.frame_start}-{cache.frame_end}: play to frame {cache.frame_end} first, "
                                    "or Bake")
             return {'CANCELLED'}
+        only = None
+        if self.object_name:
+            obj = bpy.data.objects.get(self.object_name)
+            name = cache.job.name_at_start(obj) if obj is not None else None
+            if name is None or name not in cache.objects():
+                self.report({'ERROR'}, f"'{self.object_name}' is not in the cache (only cloths, soft bodies and "
+                                       "moving rigid bodies that took part when it started are)")
+                return {'CANCELLED'}
+            only = {name}
+        else:
+            only = set(cache.objects()) - cache.written
         previews.release(cache.key)
         cache._shown = False
+        _guard[0] = True  # (the bake's own writes are not edits for the handlers to see)
         try:
-            summary = cache.job.finish()
+            summary = cache.job.finish(only=only)
         except Exception as error:
             self.report({'ERROR'}, f"Could not write the bake: {describe_failure(error)}")
             return {'CANCELLED'}
+        finally:
+            _guard[0] = False
         for warning in cache.job.warnings:
             self.report({'WARNING'}, warning)
-        free(context.scene.name)
+        if set(cache.objects()) <= cache.written | only:
+            free(scene.name)  # every object is baked: nothing is left to draw from the cache
+        else:
+            cache.redraw_without(context, written=only)
         self.report({'INFO'}, summary.replace("Baked", "Baked from the cache", 1))
         return {'FINISHED'}
 
@@ -577,7 +625,7 @@ class JAKOBSEN_OT_free_cache(Operator):
 
 classes = (JAKOBSEN_OT_bake_from_cache, JAKOBSEN_OT_free_cache)
 
-_HANDLERS = (("frame_change_post", _frame_change_post), ("depsgraph_update_post", _depsgraph_update_post),
+_HANDLERS = (("frame_change_pre", _frame_change_pre), ("depsgraph_update_post", _depsgraph_update_post),
              ("undo_post", _depsgraph_update_post), ("redo_post", _depsgraph_update_post),
              ("load_pre", _load_pre), ("load_post", _load_post))
 

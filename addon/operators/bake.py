@@ -19,6 +19,7 @@ from __future__ import annotations
 import time
 
 import bpy
+from bpy.props import StringProperty
 from bpy.types import Operator
 
 from .. import baking, playback
@@ -242,6 +243,15 @@ class JAKOBSEN_OT_free_bake(Operator):
     bl_label = "Free Bake"
     bl_options = {'REGISTER', 'UNDO'}
 
+    object_name: StringProperty(  # type: ignore[valid-type]
+        name="Object", description="Only this object's bake; empty: every object's in the scene")
+
+    @classmethod
+    def description(cls, context, properties):
+        if properties.object_name:
+            return f"Remove the baked animation of '{properties.object_name}' and put back what was there before"
+        return cls.__doc__
+
     @classmethod
     def poll(cls, context):
         if bake_running() is not None:  # the running bake writes when it ends
@@ -250,11 +260,34 @@ class JAKOBSEN_OT_free_bake(Operator):
         return context.scene is not None
 
     def execute(self, context):
-        freed = [obj.name for obj in baking.baked_objects(context.scene) if baking.free_bake(obj)]
+        scene = context.scene
+        if self.object_name:
+            obj = bpy.data.objects.get(self.object_name)
+            if obj is None:
+                self.report({'ERROR'}, f"No object '{self.object_name}' to free the bake of")
+                return {'CANCELLED'}
+            if playback.cache_of(scene) is not None:  # (an edit made before this is still an edit)
+                playback.check_edits(scene, context.view_layer, scene.frame_current)
+            if not baking.free_bake(obj):
+                self.report({'INFO'}, f"Nothing to free: '{obj.name}' has no Jakobsen bake")
+                return {'CANCELLED'}
+            # A bake written from the playback cache, freed: the cache shows that object again.
+            cache = playback.cache_of(scene)
+            name = cache.job.name_at_start(obj) if cache is not None and cache.job is not None else None
+            if name is not None and name in cache.written:
+                cache.redraw_without(context, unwritten={name})
+            self.report({'INFO'}, f"Freed the bake of {obj.name}")
+            return {'FINISHED'}
+        if playback.cache_of(scene) is not None:
+            playback.check_edits(scene, context.view_layer, scene.frame_current)
+        freed = [obj.name for obj in baking.baked_objects(scene) if baking.free_bake(obj)]
         freed += [f"the mesh '{name}' of a deleted object" for name in baking.free_orphans()]
         if not freed:
             self.report({'INFO'}, "Nothing to free: no object in the scene has a Jakobsen bake")
             return {'CANCELLED'}
+        cache = playback.cache_of(scene)
+        if cache is not None and cache.job is not None and cache.written:
+            cache.redraw_without(context, unwritten=set(cache.written))
         self.report({'INFO'}, f"Freed the bake of {', '.join(freed)}")
         return {'FINISHED'}
 

@@ -1,6 +1,8 @@
 """The Physics tab: ``PHYSICS_PT_jakobsen`` (take part, and as what) and one sub-panel per role,
 each shown only for objects of that role, laid out like Blender's own physics panels."""
 
+import textwrap
+
 from bpy.types import Panel
 
 from jakobsen_engine.constraints import kinds as connector_kinds
@@ -483,6 +485,52 @@ FIELD_UNITS = {
 }
 
 
+class PHYSICS_PT_jakobsen_cache(JakobsenPhysicsPanel, Panel):
+    """Like the Cache panel of Blender's Cloth: this object's part of the playback cache and of
+    the bake, with buttons for this object and for all. (The objects are simulated together, so
+    the cache is the scene's; baking one object from it leaves the others cached.)"""
+
+    bl_label = "Cache"
+    bl_parent_id = "PHYSICS_PT_jakobsen"
+    bl_options = {'DEFAULT_CLOSED'}
+    roles = ('RIGID_BODY', 'CLOTH', 'SOFT_BODY')
+
+    def draw(self, context):
+        from .. import baking, playback
+        from .scene import cache_info
+
+        layout = self.layout
+        ob, scene = context.object, context.scene
+        start, end = scene.jakobsen.frame_range()
+        cache = playback.cache_of(scene)
+        name = cache.job.name_at_start(ob) if cache is not None and cache.job is not None else None
+        baked = baking.record_of(ob) is not None
+        col = layout.column(align=True)
+        col.label(text=f"Frames {start} - {end}")
+        if baked:
+            col.label(text="This object: baked", icon='CHECKMARK')
+        elif name is not None and name in cache.objects():
+            col.label(text=f"This object: cached to frame {cache.last_frame}", icon='FILE_CACHE')
+        else:
+            col.label(text="This object: not cached" + (" (Simulate on Playback is off)"
+                                                          * (not scene.jakobsen.use_simulate_on_playback)))
+        for line in cache_info(scene):
+            for part in textwrap.wrap(line, 40):
+                col.label(text=part)
+        flow = layout.grid_flow(row_major=True, columns=2, even_columns=True, align=True)
+        sub = flow.row()
+        sub.enabled = name is not None and name in cache.objects() and name not in cache.written
+        sub.operator("jakobsen.bake_from_cache", text="Bake from Cache").object_name = ob.name
+        sub = flow.row()
+        sub.enabled = baked
+        sub.operator("jakobsen.free_bake", text="Free Bake").object_name = ob.name
+        flow = layout.grid_flow(row_major=True, columns=2, even_columns=True, align=True)
+        flow.operator("jakobsen.bake", text="Bake All")
+        flow.operator("jakobsen.free_bake", text="Free All Bakes")
+        flow.operator("jakobsen.bake_from_cache", text="All from Cache")
+        flow.operator("jakobsen.free_cache", text="Free Cache")
+
+
 class PHYSICS_PT_jakobsen_field(Panel):
     """On a force-field object (an Empty or a mesh): how a Jakobsen bake reads the field (its
     units), whether or not the object takes part itself."""
@@ -526,5 +574,6 @@ classes = preset_classes + (
     PHYSICS_PT_jakobsen_connector,
     PHYSICS_PT_jakobsen_spring,
     PHYSICS_PT_jakobsen_motor,
+    PHYSICS_PT_jakobsen_cache,
     PHYSICS_PT_jakobsen_field,
 )

@@ -48,8 +48,6 @@ def cache_info(scene) -> list[str]:
     from ..operators.bake import bake_running
 
     lines = []
-    if scene.jakobsen.use_simulate_on_playback and not playback.SUPPORTED:
-        return [playback.UNSUPPORTED]
     if bake_running() is not None:
         lines.append("Baking... (Esc to cancel)")
     cache = playback.cache_of(scene)

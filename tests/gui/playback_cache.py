@@ -37,12 +37,12 @@ def shot(name):
     subprocess.run(["import", "-window", "root", f"/out/{name}.png"], check=False)
 
 
-def panel_shot(name):
+def panel_shot(name, scrolls=40):
     """The Properties editor alone, scrolled down to the cache panel (its default width)."""
     win, props = area_of('PROPERTIES')
     region = next(r for r in props.regions if r.type == 'WINDOW')
     with bpy.context.temp_override(window=win, area=props, region=region):
-        for _ in range(40):
+        for _ in range(scrolls):
             bpy.ops.view2d.scroll_down(deltay=60)
     bpy.ops.wm.redraw_timer(type='DRAW_WIN_SWAP', iterations=1)
     top = win.height - (props.y + props.height)
@@ -123,9 +123,18 @@ def after_edit():
     cache = playback.cache_of(scene)
     RESULT["replayed_frames"] = cache.frames_cached
     RESULT["replayed_outdated"] = cache.outdated
-    with bpy.context.temp_override(window=win, area=props):
-        RESULT["bake_from_cache"] = sorted(bpy.ops.jakobsen.bake_from_cache())
     flag = bpy.data.objects["Flag"]
+    # The object's own Cache panel (Physics tab), opened, before and after its Bake from Cache.
+    props.spaces.active.context = 'PHYSICS'
+    bpy.context.view_layer.objects.active = flag
+    from jakobsen_physics.ui.physics import PHYSICS_PT_jakobsen_cache
+    PHYSICS_PT_jakobsen_cache.bl_options = set()  # (open: a screenshot cannot click it open)
+    bpy.utils.unregister_class(PHYSICS_PT_jakobsen_cache)
+    bpy.utils.register_class(PHYSICS_PT_jakobsen_cache)
+    panel_shot("object_cache_panel", 400)
+    with bpy.context.temp_override(window=win, area=props):
+        RESULT["bake_from_cache"] = sorted(bpy.ops.jakobsen.bake_from_cache(object_name="Flag"))
+    panel_shot("object_cache_panel_baked", 400)
     RESULT["shape_keys"] = len(flag.data.shape_keys.key_blocks) if flag.data.shape_keys else None
     RESULT["record"] = baking.record_of(flag) is not None
     RESULT["hidden_after"] = flag.hide_get()
