@@ -512,8 +512,9 @@ class PHYSICS_PT_jakobsen_cache(JakobsenPhysicsPanel, Panel):
         elif name is not None and name in cache.objects():
             col.label(text=f"This object: cached to frame {cache.last_frame}", icon='FILE_CACHE')
         else:
-            col.label(text="This object: not cached" + (" (Simulate on Playback is off)"
-                                                          * (not scene.jakobsen.use_simulate_on_playback)))
+            col.label(text="This object: not cached")
+            if not scene.jakobsen.use_simulate_on_playback:  # (a line of its own: it fits the width)
+                col.label(text="Simulate on Playback is off")
         for line in cache_info(scene):
             for part in textwrap.wrap(line, 40):
                 col.label(text=part)
