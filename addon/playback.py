@@ -572,7 +572,6 @@ class JAKOBSEN_OT_bake_from_cache(Operator):
                                    f"{cache.frame_start}-{cache.frame_end}: play to frame {cache.frame_end} first, "
                                    "or Bake")
             return {'CANCELLED'}
-        only = None
         if self.object_name:
             obj = bpy.data.objects.get(self.object_name)
             name = cache.job.name_at_start(obj) if obj is not None else None
