@@ -536,7 +536,7 @@ class JAKOBSEN_OT_bake_from_cache(Operator):
     bl_label = "Bake from Cache"
     bl_options = {'REGISTER', 'UNDO'}
 
-    object_name: StringProperty(  # type: ignore[valid-type]
+    object_name: StringProperty(
         name="Object", description="Only this object's bake (the others stay cached); empty: every object")
 
     @classmethod

@@ -243,7 +243,7 @@ class JAKOBSEN_OT_free_bake(Operator):
     bl_label = "Free Bake"
     bl_options = {'REGISTER', 'UNDO'}
 
-    object_name: StringProperty(  # type: ignore[valid-type]
+    object_name: StringProperty(
         name="Object", description="Only this object's bake; empty: every object's in the scene")
 
     @classmethod

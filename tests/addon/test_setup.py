@@ -122,8 +122,9 @@ def test_physics_panels_show_only_what_applies(blender, helpers):
     assert _panel_polls(mesh) == ["PHYSICS_PT_jakobsen"]
     assert _panel_polls(camera) == []
     mesh.jakobsen.enabled = True
-    expected = {'RIGID_BODY': ["body"], 'CLOTH': ["cloth"], 'SOFT_BODY': ["soft_body", "cloth"],
-                'COLLIDER': ["collider"]}
+    # Simulated objects end with their Cache panel (as Blender's Cloth does); a collider has none.
+    expected = {'RIGID_BODY': ["body", "cache"], 'CLOTH': ["cloth", "cache"],
+                'SOFT_BODY': ["soft_body", "cloth", "cache"], 'COLLIDER': ["collider"]}
     for role, panels in expected.items():
         mesh.jakobsen.type = role
         assert _panel_polls(mesh) == ["PHYSICS_PT_jakobsen"] + [f"PHYSICS_PT_jakobsen_{p}" for p in panels]

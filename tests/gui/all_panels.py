@@ -7,8 +7,8 @@ a soft body, a rigid body (its Vehicle sub-panel header), a collider (Shape Mesh
 connector type (all ten, each joining its own pair of rigid bodies), a spring, a motor and a Wind
 force field. With the Outliner above the Properties editor closed (the editor keeps its default
 width and grows tall), it screenshots the editor cropped, scrolled to the top and to the end, for
-each role (OUT/panel_<role>[_top].png: _top only when it differs, OUT/panel_connector_<type>.png), the object's Cache panel
-(opened as tests/gui/playback_cache.py does), the Scene tab's panels, the 3D View's sidebar
+each role (OUT/panel_<role>[_top].png: _top only when it differs, OUT/panel_connector_<type>.png),
+the object's Cache panel (opened as tests/gui/playback_cache.py does), the Scene tab's panels, the 3D View's sidebar
 (Jakobsen tab, with a vehicle selected) and the 3D View with the overlay on, framed on all
 connectors, springs and motors (OUT/overlay_all_connectors.png). The overlay's draw errors, its
 draw count and the lines its geometry function gives for each connector type (or the error it

@@ -129,8 +129,8 @@ def contact_rows(x, q, origin, inv_mass, inv_inertia, ints, local_a, local_b, no
 
 @njit(**JIT)
 def prepare_contacts(x, q, x_prev, q_prev, inv_mass, inv_inertia, v_before, w_before, accel, dynamic, ints, local_a,
-                     local_b, normal, count, anchor_keys, anchor_residual, anchor, J, M, base, wn, wt, lam, lam_t, stuck,
-                     factored, speed_before, gap_start, accel_n):
+                     local_b, normal, count, anchor_keys, anchor_residual, anchor, J, M, base, wn, wt, lam, lam_t,
+                     stuck, factored, speed_before, gap_start, accel_n):
     """A substep's contacts made ready to solve: anchors, rows, cleared impulses, and the normal
     speed, separation and relative acceleration at the substep's start (see the numpy reference)."""
     kept = anchor_keys.shape[0]

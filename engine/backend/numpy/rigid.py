@@ -100,8 +100,8 @@ def contact_rows(x, q, origin, inv_mass, inv_inertia, ints, local_a, local_b, no
 
 
 def prepare_contacts(x, q, x_prev, q_prev, inv_mass, inv_inertia, v_before, w_before, accel, dynamic, ints, local_a,
-                     local_b, normal, count, anchor_keys, anchor_residual, anchor, J, M, base, wn, wt, lam, lam_t, stuck,
-                     factored, speed_before, gap_start, accel_n):
+                     local_b, normal, count, anchor_keys, anchor_residual, anchor, J, M, base, wn, wt, lam, lam_t,
+                     stuck, factored, speed_before, gap_start, accel_n):
     """A substep's contacts 0:count made ready to solve (see ``RigidStepper.find_contacts``): their
     friction anchors (B's frame: where A's point was at the substep's start, carried by A's
     motion to first order, less the slip ``anchor_residual`` a contact of the same key, among the
