@@ -35,6 +35,7 @@ import numpy as np
 from . import baking, previews, scene_to_model, tearing
 from .previews import find_object
 from jakobsen_engine import JakobsenError, Solver, State, backend
+from jakobsen_engine.geometry.reproducible import matmul
 
 # How many jobs are reading the scene or moving its frame now (``start``, ``follow_frames``, the
 # clean-up): frame changes meanwhile are the job's, not the user's, and the simulate-on-playback
@@ -337,7 +338,7 @@ class BakeJob:
             if obj is None:
                 self.warnings.append(f"'{b.object_name}' was deleted during the bake; nothing written for it")
             else:
-                bodies.append((obj, b, b.to_basis @ self.body_results(b.object_name)))
+                bodies.append((obj, b, matmul(b.to_basis, self.body_results(b.object_name))))
         torn = self._torn_meshes(deformables)
         deformables = [(obj, d, torn[d.object_name][1] if d.object_name in torn else local)
                        for obj, d, local in deformables]

@@ -30,6 +30,7 @@ from mathutils import Matrix
 
 from . import actions, tearing
 from jakobsen_engine import JakobsenError
+from jakobsen_engine.geometry.reproducible import rotation_polar
 from .files import cannot_write
 
 RECORD = "jakobsen_bake"
@@ -321,10 +322,17 @@ def rotations_of(matrices: np.ndarray, scale) -> np.ndarray:
     factor (the nearest rotation) removes the rounding of float32 matrices. Normalising M's columns
     instead would keep a mirror in R, which no rotation can show: the body baked flipped."""
     m = np.asarray(matrices, dtype=np.float64)[:, :3, :3] / np.asarray(scale, dtype=np.float64)[None, None, :]
-    u, _, vt = np.linalg.svd(m)
-    flip = np.linalg.det(u @ vt) < 0
-    u[flip, :, 2] *= -1.0  # a reflection left over (a mirror the scale does not account for)
-    return u @ vt
+    out = np.empty_like(m)
+    turned = np.linalg.det(m) > 0.0
+    # Without LAPACK where it can (the bits of its SVD change with the numpy release: see
+    # ``jakobsen_engine.geometry.reproducible``); Newton's polar needs a positive determinant.
+    out[turned] = rotation_polar(m[turned])
+    if not np.all(turned):
+        u, _, vt = np.linalg.svd(m[~turned])
+        flip = np.linalg.det(u @ vt) < 0
+        u[flip, :, 2] *= -1.0  # a reflection left over (a mirror the scale does not account for)
+        out[~turned] = u @ vt
+    return out
 
 
 def write_transform_keys(obj, frame_start: int, matrices: np.ndarray, rest: dict | None = None,

@@ -53,6 +53,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from jakobsen_engine import JakobsenError, Model, ModelBuilder, SolverSettings
+from jakobsen_engine.geometry.reproducible import matmul
 
 from . import baking
 from .blender_io.checks import ROLE_NAMES, check_numbers, describe, label, role_settings
@@ -119,7 +120,7 @@ class SceneModel:
         out = {}
         for b in self.bodies:
             if b.keyed:
-                out[b.object_name] = rigid(rotation(rotations[b.index]), translations[b.index]) @ b.rest_matrix
+                out[b.object_name] = matmul(rigid(rotation(rotations[b.index]), translations[b.index]), b.rest_matrix)
         return out
 
     def local_positions(self, binding: DeformableBinding, positions: np.ndarray, frame: int) -> np.ndarray:

@@ -20,6 +20,7 @@ import numpy as np
 
 from .errors import JakobsenError
 from .geometry import quaternions as quat
+from .geometry.reproducible import arccos
 
 
 @dataclass(frozen=True)
@@ -110,7 +111,7 @@ def slerp(q0: np.ndarray, q1: np.ndarray, a: np.ndarray) -> np.ndarray:
     dot = np.sum(q0 * q1, axis=1)
     q1 = np.where((dot < 0.0)[:, None], -q1, q1)
     dot = np.minimum(np.abs(dot), 1.0)
-    theta = np.arccos(dot)
+    theta = arccos(dot)  # (not np.arccos: see ``geometry.reproducible``)
     small = theta < 1e-6
     s = np.sin(np.where(small, 1.0, theta))
     w0 = np.where(small, 1.0 - a, np.sin((1.0 - a) * theta) / s)

@@ -47,6 +47,7 @@ from ..constraints import kinds as connector_kinds
 from ..constraints.common import check_ends, values_at
 from ..errors import JakobsenError
 from ..geometry import quaternions as quat
+from ..geometry.reproducible import arctan2
 
 
 class Lin(IntEnum):
@@ -307,10 +308,10 @@ def swing_twist(fa, fb):
     za, zb = quat.rotate(fa, ez), quat.rotate(fb, ez)
     c = quat.cross(za, zb)
     s = np.linalg.norm(c, axis=-1)
-    swing = np.arctan2(s, np.einsum("ki,ki->k", za, zb))
+    swing = arctan2(s, np.einsum("ki,ki->k", za, zb))  # (not np.arctan2: see ``geometry.reproducible``)
     axis = c / np.maximum(s, 1e-300)[:, None] * (s > 1e-12)[:, None]
     r = quat.multiply(quat.conjugate(fa), fb)
-    twist = _wrap(2.0 * np.arctan2(r[:, 3], r[:, 0]))
+    twist = _wrap(2.0 * arctan2(r[:, 3], r[:, 0]))
     return swing, axis, twist, za, zb
 
 

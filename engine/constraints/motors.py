@@ -24,6 +24,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from ..geometry import quaternions as quat
+from ..geometry.reproducible import arctan2
 from ..constraints.common import check_ends, values_at
 from ..checks import FLOAT32_MAX, MAX_ANGULAR_SPEED, MAX_SPEED
 from ..errors import JakobsenError
@@ -164,7 +165,7 @@ def motor_positions(motors: Motors, x, q):
     turned = quat.multiply(rel, quat.conjugate(motors.rest_relative))  # in B's frame
     axis_b = quat.rotate(quat.conjugate(q[b]), n)
     s = np.einsum("ki,ki->k", turned[:, 1:], axis_b)
-    angle = (2.0 * np.arctan2(s, turned[:, 0]) + np.pi) % (2 * np.pi) - np.pi
+    angle = (2.0 * arctan2(s, turned[:, 0]) + np.pi) % (2 * np.pi) - np.pi
     offset = quat.rotate(quat.conjugate(q[b]), x[a] - x[b]) - motors.rest_offset
     moved = np.einsum("ki,ki->k", offset, axis_b)
     return n, np.where(motors.linear, moved, angle)

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..geometry import quaternions as quat
+from ..geometry.reproducible import expm1
 from ..constraints.common import check_ends
 from ..checks import FLOAT32_MAX, MAX_COORDINATE, check_range
 from ..errors import JakobsenError
@@ -256,7 +257,7 @@ def apply_springs(springs: Springs, x, q, v, w, inv_mass, inv_inertia, h: float,
         j = np.where(explicit[sel], -kk * stretch[sel] * h,
                      -h * kk * (stretch[sel] + h * ahead) / (1.0 + h * h * kk * we))
         seen = np.where(explicit[sel], u, ahead + we * j)
-        j -= seen * -np.expm1(-c[sel] * h * we) / np.maximum(we, 1e-300)
+        j -= seen * -expm1(-c[sel] * h * we) / np.maximum(we, 1e-300)
         return np.where(we > 0.0, j, 0.0)
 
     def angular_impulse(sel, rel_w):
@@ -274,7 +275,7 @@ def apply_springs(springs: Springs, x, q, v, w, inv_mass, inv_inertia, h: float,
         speed = np.linalg.norm(seen, axis=1)
         axis = seen / np.maximum(speed, 1e-300)[:, None]
         w_axis = np.einsum("ki,kij,kj->k", axis, W, axis)
-        return impulse - (speed * -np.expm1(-ca[sel] * h * w_axis) / np.maximum(w_axis, 1e-300))[:, None] * axis
+        return impulse - (speed * -expm1(-ca[sel] * h * w_axis) / np.maximum(w_axis, 1e-300))[:, None] * axis
 
     def parting(sel):
         return np.einsum("ki,ki->k", n[sel], v[b[sel]] + quat.cross(w[b[sel]], r2[sel])

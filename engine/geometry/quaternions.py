@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from .reproducible import arctan2
+
 
 def cross(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     """Cross products of (..., 3) arrays; several times cheaper than np.cross on small arrays."""
@@ -111,7 +113,7 @@ def log_rotation(q: np.ndarray) -> np.ndarray:
     q = q * np.where(q[..., :1] < 0, -1.0, 1.0)
     v = q[..., 1:]
     s = np.linalg.norm(v, axis=-1, keepdims=True)
-    angle = 2.0 * np.arctan2(s, q[..., :1])
+    angle = 2.0 * arctan2(s, q[..., :1])  # (not np.arctan2: see ``reproducible``)
     scale = np.where(s > 1e-12, angle / np.maximum(s, 1e-300), 2.0)
     return v * scale
 

@@ -20,6 +20,8 @@ from ..constraints.motors import apply_motor_forces, drive_limits, motor_speeds
 from ..constraints.springs import update_springs
 from ..forces import fields as forces
 from ..geometry import quaternions as quat
+from ..geometry import reproducible
+from ..geometry.reproducible import matmul, psd_lstsq
 from ..model import BodyState, Model
 from ..vehicles.control import VehicleState, drive_vehicles
 
@@ -122,8 +124,8 @@ class RigidStepper:
         self.inertia = np.vstack([bodies.inertia, np.ones((1, 3))])
         self.accel = np.zeros((count + 1, 3))
         self.accel[:count] = gravity
-        self.lin_decay = np.append(np.exp(-bodies.linear_damping * h), 1.0)
-        self.ang_decay = np.append(np.exp(-bodies.angular_damping * h), 1.0)
+        self.lin_decay = np.append(reproducible.exp(-bodies.linear_damping * h), 1.0)
+        self.ang_decay = np.append(reproducible.exp(-bodies.angular_damping * h), 1.0)
         self.point_start = np.searchsorted(bodies.point_body, np.arange(count + 1)).astype(np.int64)
         self.points = np.ascontiguousarray(bodies.point_local)
         self.point_radius = np.ascontiguousarray(bodies.point_radius)
@@ -637,16 +639,16 @@ class RigidStepper:
             J[swap] = np.concatenate([J[swap][..., 6:], J[swap][..., :6]], axis=-1)
             M[swap] = np.concatenate([M[swap][..., 6:], M[swap][..., :6]], axis=-1)
             J, M = J.reshape(-1, 12), M.reshape(-1, 12)
-            rel = J @ np.concatenate([vw[a], vw[b]])
+            rel = matmul(J, np.concatenate([vw[a], vw[b]]))  # (not @ nor np.linalg: see ``reproducible``)
             want = -rel
             want[0::3] += target[c_all[ks]]
             # The impulse formula for all of them held (least squares: a face's corners repeat
             # each other's rows, and share alike)...
-            step = np.linalg.lstsq(J @ M.T, want, rcond=1e-10)[0].reshape(-1, 3)
+            step = psd_lstsq(matmul(J, M.T), want, rcond=1e-10).reshape(-1, 3)
             sticks = np.all(step[:, 0] >= 0.0) and np.all(
                 np.hypot(*(slid[ks] + step[:, 1:]).T) <= mu[ks] * (pushed[ks] + step[:, 0]) * (1.0 + 1e-9))
             if sticks:
-                change = step.ravel() @ M
+                change = matmul(step.ravel(), M)
                 vw[a] += change[:6]
                 vw[b] += change[6:]
                 vw[world] = 0.0
@@ -659,11 +661,11 @@ class RigidStepper:
                 for i, k in enumerate(ks):
                     Jk, Mk = J[3 * i:3 * i + 3], M[3 * i:3 * i + 3]
                     vel = np.concatenate([vw[a], vw[b]])
-                    rel = Jk @ vel
+                    rel = matmul(Jk, vel)
                     dn = max((target[c_all[k]] - rel[0]) / rows.wn[k], -normal[i])
                     normal[i] += dn
                     change = dn * Mk[0]
-                    rel = rel + change @ Jk.T
+                    rel = rel + matmul(change, Jk.T)
                     w0, w1, w2 = rows.wt[k]
                     det = w0 * w2 - w1 * w1
                     if det > 0.0:

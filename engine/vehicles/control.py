@@ -31,6 +31,7 @@ import numpy as np
 from ..backend.numpy.rigid import world_inverse_inertia
 from ..constraints.common import values_at
 from ..geometry import quaternions as quat
+from ..geometry.reproducible import arctan2
 from .vehicle import DRIFT_GRIP, HANDBRAKE, INTEGRAL, RESPONSE, Vehicle
 
 # Path following: below this speed (m/s) the steering acts as at it.
@@ -173,7 +174,7 @@ def _steer_wheels(car: Vehicle, angle: float, steer) -> None:
         s = math.copysign(1.0, angle)
         base = car.longitudinal[steered] - car.rear_x
         radius = float(np.mean(base)) / math.tan(abs(angle))
-        angles = s * np.arctan2(base, radius - s * car.lateral[steered])
+        angles = s * arctan2(base, radius - s * car.lateral[steered])  # (see ``geometry.reproducible``)
     else:
         angles = np.full(len(steered), angle)
     steer[car.joints[steered]] = car.steer_sign[steered] * angles

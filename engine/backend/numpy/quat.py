@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from ...geometry.quaternions import conjugate, cross, multiply, rotate
+from ...geometry.reproducible import arctan2
 
 
 def rotate_back(q, v):
@@ -27,7 +28,7 @@ def log_rotation(q):
     q = q * np.where(q[..., :1] < 0.0, -1.0, 1.0)
     v = q[..., 1:]
     s = np.sqrt(v[..., 0] * v[..., 0] + v[..., 1] * v[..., 1] + v[..., 2] * v[..., 2])
-    angle = 2.0 * np.arctan2(s, q[..., 0])
+    angle = 2.0 * arctan2(s, q[..., 0])  # math.atan2, as the compiled kernels (``geometry.reproducible``)
     scale = np.where(s > 1e-12, angle / np.maximum(s, 1e-300), 2.0)
     return v * scale[..., None]
 
