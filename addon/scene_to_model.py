@@ -54,6 +54,7 @@ import numpy as np
 
 from jakobsen_engine import JakobsenError, Model, ModelBuilder, SolverSettings
 from jakobsen_engine.geometry.reproducible import matmul
+from jakobsen_engine.geometry import quaternions as quat
 
 from . import baking
 from .blender_io.checks import ROLE_NAMES, check_numbers, describe, label, role_settings
@@ -65,7 +66,6 @@ from .mapping.fields import add_force_field
 from .mapping.vehicles import add_vehicles
 from .mapping.vehicles import animated_settings as vehicle_settings
 from .properties import types_for
-from .translate.transforms import rigid, rotation
 
 DEFORMING = ('CLOTH', 'SOFT_BODY')
 
@@ -116,12 +116,20 @@ class SceneModel:
     def body_matrices(self, translations: np.ndarray, rotations: np.ndarray) -> dict[str, np.ndarray]:
         """matrix_world (4, 4) of every keyed body, from the solver's ``body_poses``: translation
         (B, 3) and rotation quaternion (B, 4) w x y z, the motion from the rest pose to now,
-        composed with the object's rest matrix (so its scale stays as it was)."""
-        out = {}
-        for b in self.bodies:
-            if b.keyed:
-                out[b.object_name] = matmul(rigid(rotation(rotations[b.index]), translations[b.index]), b.rest_matrix)
-        return out
+        composed with the object's rest matrix (so its scale stays as it was). All bodies in one
+        product each frame, and none through BLAS (see ``geometry.reproducible``)."""
+        keyed = [b for b in self.bodies if b.keyed]
+        if not keyed:
+            return {}
+        k = np.array([b.index for b in keyed], dtype=np.int64)
+        q = rotations[k]
+        q = q / np.sqrt(q[:, 0] * q[:, 0] + q[:, 1] * q[:, 1] + q[:, 2] * q[:, 2] + q[:, 3] * q[:, 3])[:, None]
+        motion = np.zeros((len(keyed), 4, 4))
+        motion[:, :3, :3] = quat.to_matrix(q)
+        motion[:, :3, 3] = translations[k]
+        motion[:, 3, 3] = 1.0
+        out = matmul(motion, np.stack([b.rest_matrix for b in keyed]))
+        return {b.object_name: out[n] for n, b in enumerate(keyed)}
 
     def local_positions(self, binding: DeformableBinding, positions: np.ndarray, frame: int) -> np.ndarray:
         """A deformable's world positions (n, 3) on ``frame`` -> its object space (float64; what

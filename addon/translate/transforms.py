@@ -35,14 +35,5 @@ def rigid(r: np.ndarray, t: np.ndarray) -> np.ndarray:
     return m
 
 
-def rotation(q: np.ndarray) -> np.ndarray:
-    w, x, y, z = q / np.linalg.norm(q)
-    return np.array([
-        [1 - 2 * (y * y + z * z), 2 * (x * y - w * z), 2 * (x * z + w * y)],
-        [2 * (x * y + w * z), 1 - 2 * (x * x + z * z), 2 * (y * z - w * x)],
-        [2 * (x * z - w * y), 2 * (y * z + w * x), 1 - 2 * (x * x + y * y)],
-    ])
-
-
 def world(local: np.ndarray, m: np.ndarray) -> np.ndarray:
     return local @ m[:3, :3].T + m[:3, 3]
