@@ -2,9 +2,10 @@
 
 A ``SpaceView3D`` draw handler (``POST_VIEW``, Blender's ``gpu`` module, the built-in
 ``POLYLINE_UNIFORM_COLOR`` shader) draws, for every enabled Empty of the view layer:
-- a connector's Z (blue) and X (red) axes, a slider's or twist slider's Linear Limit (the range
-  along Z, with end ticks), a hinge's Angular Limit (an arc about Z from X), a wheel
-  suspension's travel along Z;
+- a connector's Z (blue) and X (red) axes and its limits (white): a slider's or twist slider's
+  Linear Limit (the range along Z, with end ticks), a hinge's or twist slider's Angular Limit (an
+  arc about Z from X), a ragdoll's cone and twist range, a cardan's Cone Limit, the plane a planar
+  connector keeps to, a box connector's box, a wheel suspension's travel along Z;
 - a motor's axis (yellow), with an arc arrow round it showing which way a positive speed turns
   (right-handed) or, for a linear motor, an arrowhead along it;
 - a spring as a line between the points it holds (green);
@@ -101,6 +102,44 @@ def _arc(centre, u, v, radius: float, start: float, end: float) -> list:
     return [centre + radius * (math.cos(a) * u + math.sin(a) * v) for a in angles]
 
 
+def _angle_arc(lines: Lines, o, x, y, radius: float, low: float, high: float) -> None:
+    """An angular range about Z from X (a hinge's, a twist's): the arc and the two radii that end it."""
+    arc = _arc(o, x, y, radius, low, high)
+    lines.polyline("limit", arc)
+    lines.add("limit", o, arc[0])
+    lines.add("limit", o, arc[-1])
+
+
+def _range(lines: Lines, o, axis, low: float, high: float, tick) -> None:
+    """A linear range along ``axis`` (in metres, as the panel's), with ticks across its ends."""
+    lo, hi = o + low * axis, o + high * axis
+    lines.add("limit", lo, hi)
+    for end in (lo, hi):
+        lines.add("limit", end - tick, end + tick)
+
+
+def _cone(lines: Lines, o, x, y, z, length: float, angle: float) -> None:
+    """The cone of directions within ``angle`` of Z: its rim, ``length`` from the apex, and four of
+    its sides. Past 90 degrees it opens backwards, as the limit does."""
+    centre, radius = o + length * math.cos(angle) * z, length * math.sin(angle)
+    rim = _arc(centre, x, y, radius, 0.0, 2.0 * math.pi)
+    lines.polyline("limit", rim)
+    for side in (x, y, -x, -y):
+        lines.add("limit", o, centre + radius * side)
+
+
+def _box(lines: Lines, o, x, y, z, lower, upper) -> None:
+    """The box the Box connector's origin may move in: its twelve edges."""
+    axes = (x, y, z)
+    # Corner k takes the upper bound along axis i where bit i of k is set; an edge joins two corners
+    # that differ in one bit.
+    corner = [o + sum((upper if (k >> i) & 1 else lower)[i] * axes[i] for i in range(3)) for k in range(8)]
+    for k in range(8):
+        for i in range(3):
+            if not (k >> i) & 1:
+                lines.add("limit", corner[k], corner[k | (1 << i)])
+
+
 def _connector(lines: Lines, obj) -> None:
     c = obj.jakobsen.connector
     o, x, y, z, size = _frame(obj)
@@ -108,20 +147,22 @@ def _connector(lines: Lines, obj) -> None:
     lines.arrow("x", o, o + size * x, z)
     kind = c.connector_type
     if kind in ('SLIDER', 'TWIST_SLIDER') and c.use_linear_limit:
-        lo, hi = o + c.distance_min * z, o + c.distance_max * z
-        lines.add("limit", lo, hi)
-        for end in (lo, hi):
-            lines.add("limit", end - 0.25 * size * x, end + 0.25 * size * x)
-    elif kind == 'HINGE' and c.use_angular_limit:
-        arc = _arc(o, x, y, 0.6 * size, c.angle_min, c.angle_max)
-        lines.polyline("limit", arc)
-        lines.add("limit", o, arc[0])
-        lines.add("limit", o, arc[-1])
+        _range(lines, o, z, c.distance_min, c.distance_max, 0.25 * size * x)
+    if kind in ('HINGE', 'TWIST_SLIDER') and c.use_angular_limit:
+        _angle_arc(lines, o, x, y, 0.6 * size, c.angle_min, c.angle_max)
+    if kind == 'RAGDOLL' or (kind == 'CARDAN' and c.use_cone_limit):
+        _cone(lines, o, x, y, z, 0.8 * size, c.cone_angle)
+    if kind == 'RAGDOLL':
+        _angle_arc(lines, o, x, y, 0.45 * size, -c.twist_angle, c.twist_angle)
+    elif kind == 'PLANAR':
+        # The plane it moves in: a square in the Empty's XY.
+        half = 0.6 * size
+        square = [o + half * (sx * x + sy * y) for sx, sy in ((1, 1), (-1, 1), (-1, -1), (1, -1), (1, 1))]
+        lines.polyline("limit", square)
+    elif kind == 'BOX':
+        _box(lines, o, x, y, z, tuple(c.box_lower), tuple(c.box_upper))
     elif kind == 'WHEEL_SUSPENSION' and wheel_chassis(obj) is None:
-        lo, hi = o + c.suspension_lower * z, o + c.suspension_upper * z
-        lines.add("limit", lo, hi)
-        for end in (lo, hi):
-            lines.add("limit", end - 0.2 * size * y, end + 0.2 * size * y)
+        _range(lines, o, z, c.suspension_lower, c.suspension_upper, 0.2 * size * y)
 
 
 def _motor(lines: Lines, obj) -> None:
@@ -248,8 +289,9 @@ def register() -> None:
     global _handler
     add_property(bpy.types.WindowManager, "jakobsen_show_axes", BoolProperty(
         name="Show Axes", default=True, update=_redraw,
-        description="Draw the axes of connectors and motors (which way each turns), springs, slider and "
-                    "hinge limits, and each vehicle's forward direction and wheel axles in the 3D View"))
+        description="Draw the axes of connectors and motors (which way each turns), springs, the "
+                    "connectors' limits (ranges, arcs, cones, boxes), and each vehicle's forward direction and "
+                    "wheel axles in the 3D View"))
     if not bpy.app.background and _handler is None:  # headless Blender has no GPU to draw with
         _handler = bpy.types.SpaceView3D.draw_handler_add(_draw, (), 'WINDOW', 'POST_VIEW')
 

@@ -34,7 +34,11 @@ class VIEW3D_PT_jakobsen(Panel):
         layout.separator()
         ob = context.object
         if ob is not None and ob.jakobsen.enabled:
-            layout.prop(ob.jakobsen, "type", text=ob.name)
+            # The name on its own line and the type below it at full width: side by side, at the
+            # sidebar's default width, both were cut ("Rigid Bo...").
+            col = layout.column(align=True)
+            col.label(text=ob.name, icon='OBJECT_DATA')
+            col.prop(ob.jakobsen, "type", text="")
         draw_bake_buttons(layout, context.scene)
         scene = context.scene
         col = layout.column(align=True)

@@ -346,3 +346,84 @@ def test_the_overlay_draws_a_slider_range_a_spring_and_a_vehicles_forward_arrow_
         assert (axle[0] + axle[1]) / 2 == pytest.approx(np.array(connector.matrix_world.translation))
     slider.jakobsen.enabled = False  # what does not take part is not drawn
     assert len(overlay.overlay_lines(bpy.context.view_layer.objects).segments("limit")) < len(limit)
+
+
+def _angle_between(a, b) -> float:
+    return math.acos(max(-1.0, min(1.0, float(_direction((np.zeros(3), a)) @ _direction((np.zeros(3), b))))))
+
+
+@pytest.mark.parametrize("rotation, cone, twist", [((0.0, 0.0, 0.0), 0.3, 0.2), ((0.0, math.pi / 2, 0.0), 1.2, 1.0),
+                                                   ((0.4, -0.7, 1.9), 2.0, 0.05)])
+def test_the_overlay_draws_a_ragdolls_cone_and_twist_and_a_cardans_cone_only_when_limited(blender, rotation, cone,
+                                                                                         twist):
+    from mathutils import Euler
+
+    body = _cube("Body", location=(0.0, 0.0, 0.0))
+    origin = np.array([1.0, -2.0, 0.5])
+    ragdoll = _enable(_empty("Shoulder", tuple(origin), rotation), 'CONNECTOR', connector_type='RAGDOLL',
+                      object_b=body, cone_angle=cone, twist_angle=twist)
+    ragdoll.empty_display_size = 0.5
+    bpy.context.view_layer.update()
+    r = np.array(Euler(rotation).to_matrix())
+    limit = overlay.overlay_lines(bpy.context.view_layer.objects).segments("limit")
+    points = limit.reshape(-1, 3) - origin
+    far = points[np.linalg.norm(points, axis=1) > 0.3]  # the cone's rim and sides' ends, 0.4 from the apex
+    assert len(far) >= 24
+    assert np.linalg.norm(far, axis=1) == pytest.approx(0.4)
+    assert [_angle_between(p, r[:, 2]) for p in far] == pytest.approx([cone] * len(far), abs=1e-6)
+    # The twist range: an arc about Z from -twist to +twist, from X, 0.225 from the origin.
+    arc = points[np.abs(np.linalg.norm(points, axis=1) - 0.225) < 1e-6]
+    twists = sorted(math.atan2(p @ r[:, 1], p @ r[:, 0]) for p in arc)
+    assert twists[0] == pytest.approx(-twist) and twists[-1] == pytest.approx(twist)
+    assert len(arc) >= 4 and all(abs(p @ r[:, 2]) < 1e-6 for p in arc)
+
+    cardan = _enable(_empty("Joint", (4.0, 0.0, 0.0), rotation), 'CONNECTOR', connector_type='CARDAN',
+                     object_b=body, cone_angle=cone)
+    cardan.empty_display_size = 0.5
+    ragdoll.jakobsen.enabled = False
+    bpy.context.view_layer.update()
+    assert len(overlay.overlay_lines(bpy.context.view_layer.objects).segments("limit")) == 0
+    cardan.jakobsen.connector.use_cone_limit = True
+    points = overlay.overlay_lines(bpy.context.view_layer.objects).segments("limit").reshape(-1, 3) - [4.0, 0, 0]
+    far = points[np.linalg.norm(points, axis=1) > 0.3]
+    assert [_angle_between(p, r[:, 2]) for p in far] == pytest.approx([cone] * len(far), abs=1e-6)
+
+
+@pytest.mark.parametrize("rotation", [(0.0, 0.0, 0.0), (0.4, -0.7, 1.9)])
+def test_the_overlay_draws_a_box_connectors_box_and_a_twist_sliders_range_and_arc(blender, rotation):
+    from mathutils import Euler
+
+    body = _cube("Body", location=(0.0, 0.0, 0.0))
+    origin = np.array([0.0, 3.0, 1.0])
+    lower, upper = np.array([-0.2, -0.5, 0.0]), np.array([0.4, 0.1, 0.3])
+    _enable(_empty("Box", tuple(origin), rotation), 'CONNECTOR', connector_type='BOX', object_b=body,
+            box_lower=tuple(lower), box_upper=tuple(upper))
+    bpy.context.view_layer.update()
+    r = np.array(Euler(rotation).to_matrix())
+    edges = overlay.overlay_lines(bpy.context.view_layer.objects).segments("limit")
+    assert len(edges) == 12
+    local = (edges.reshape(-1, 3) - origin) @ r  # in the Empty's axes
+    corners = {tuple(np.round(p, 5)) for p in local}  # (matrix_world is single precision)
+    assert len(corners) == 8
+    assert local.min(axis=0) == pytest.approx(lower, abs=1e-6) and local.max(axis=0) == pytest.approx(upper, abs=1e-6)
+    for a, b in (edges - origin) @ r:  # each edge runs along one of the Empty's axes
+        assert np.count_nonzero(np.abs(b - a) > 1e-5) == 1
+
+    bpy.data.objects["Box"].jakobsen.enabled = False
+    _enable(_empty("Screw", tuple(origin), rotation), 'CONNECTOR', connector_type='TWIST_SLIDER', object_b=body,
+            use_linear_limit=True, distance_min=-0.1, distance_max=0.6, use_angular_limit=True,
+            angle_min=-1.0, angle_max=2.5)
+    bpy.context.view_layer.update()
+    limit = overlay.overlay_lines(bpy.context.view_layer.objects).segments("limit")
+    assert any(np.allclose(s, [origin - 0.1 * r[:, 2], origin + 0.6 * r[:, 2]], atol=1e-6) for s in limit)
+    ends = [limit[-2][1] - origin, limit[-1][1] - origin]  # the arc's closing radii
+    for end, angle in zip(ends, (-1.0, 2.5)):
+        assert math.atan2(end @ r[:, 1], end @ r[:, 0]) == pytest.approx(angle)
+
+
+def test_the_sidebar_shows_the_active_objects_name_and_role_each_at_full_width(blender):
+    """Side by side on one row the name and the role were both cut at the default width."""
+    crate = _cube("A Crate With A Long Name")
+    drawn = _draw(ui.sidebar.VIEW3D_PT_jakobsen, crate)
+    assert "A Crate With A Long Name" in drawn.texts
+    assert ("", crate.jakobsen, "type", "inline") in drawn.shown
