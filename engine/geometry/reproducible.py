@@ -15,6 +15,9 @@ the same bits in every numpy. Not so:
 - ``@``, np.dot, np.linalg.*: the BLAS and LAPACK numpy is built with (OpenBLAS, another version
   in each numpy's wheels): np.linalg.lstsq gave another last bit for the same 3 x 3 system.
   Here: sums of products added in order, and a pivoted Cholesky.
+
+arctan2 is hot (the fast-body sweep, every substep): where numba imports it is a compiled loop
+over the same C atan2 (``backend/numba/elementwise.py``, the same bits), else the Python loop.
 """
 
 from __future__ import annotations
@@ -49,9 +52,37 @@ def _map(f, *args) -> np.ndarray:
     return np.fromiter(values, np.float64, count=arrays[0].size).reshape(shape)
 
 
-def arctan2(y, x) -> np.ndarray:
-    """np.arctan2(y, x) by math.atan2, element by element."""
+def _compiled_atan2():
+    """The compiled loop (``backend/numba/elementwise.atan2_into``), or None where numba does not
+    load (then the Python loop, which gives the same bits). Looked up once, at the first call (so
+    importing the engine does not import numba)."""
+    global _atan2_into
+    if _atan2_into is None:
+        try:
+            from ..backend.numba.elementwise import atan2_into
+        except Exception:  # ImportError, or numba/llvmlite broken in this Python
+            atan2_into = False
+        _atan2_into = atan2_into
+    return _atan2_into or None
+
+
+_atan2_into = None
+
+
+def arctan2_python(y, x) -> np.ndarray:
+    """np.arctan2(y, x) by math.atan2, element by element, in Python (the fallback)."""
     return _map(math.atan2, y, x)
+
+
+def arctan2(y, x) -> np.ndarray:
+    """np.arctan2(y, x) by math.atan2 (the C library's atan2), element by element."""
+    compiled = _compiled_atan2()
+    if compiled is None:
+        return arctan2_python(y, x)
+    yb, xb = np.broadcast_arrays(np.asarray(y, dtype=np.float64), np.asarray(x, dtype=np.float64))
+    out = np.empty(yb.shape)
+    compiled(np.ascontiguousarray(yb).ravel(), np.ascontiguousarray(xb).ravel(), out.reshape(-1))
+    return out
 
 
 def exp(v) -> np.ndarray:

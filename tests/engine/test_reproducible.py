@@ -4,6 +4,8 @@ mirrored or far-from-rotation matrices included."""
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import pytest
 
@@ -25,6 +27,45 @@ def test_elementwise_functions_match_numpys_to_an_ulp_or_two():
     np.testing.assert_allclose(rp.arccos(c), np.arccos(c), rtol=4e-16)
     assert np.isnan(rp.arccos(np.array([1.0 + 1e-12, -2.0]))).all()
     assert rp.arctan2(np.zeros((2, 3, 1)), np.ones((1, 4))).shape == (2, 3, 4)  # numpy's broadcasting
+
+
+def _atan2_arguments():
+    """Random pairs over the whole range, and every pair of the edge values: signed zeros,
+    infinities, nan, subnormals, the extremes, either sign."""
+    y, x = RNG.normal(size=(2, 20000)) * 10.0 ** RNG.uniform(-320, 308, size=(2, 20000))
+    edges = np.array([0.0, 5e-324, 1e-310, 2.2250738585072014e-308, 1e-300, 1e-20, 0.5, 1.0, 3.0, 1e20, 1e300,
+                      np.finfo(float).max, np.inf, np.nan])
+    edges = np.concatenate([edges, -edges])
+    return np.concatenate([y, np.repeat(edges, len(edges))]), np.concatenate([x, np.tile(edges, len(edges))])
+
+
+def test_compiled_arctan2_is_math_atan2_bit_for_bit():
+    """The compiled loop (where numba loads) gives math.atan2's bits for every argument (nan where
+    it gives nan), in any shape numpy's broadcasting allows."""
+    pytest.importorskip("numba")
+    assert rp._compiled_atan2() is not None
+    y, x = _atan2_arguments()
+    got, want = rp.arctan2(y, x), np.array([math.atan2(a, b) for a, b in zip(y.tolist(), x.tolist())])
+    assert np.array_equal(np.isnan(got), np.isnan(want))
+    ok = ~np.isnan(want)
+    assert np.array_equal(got[ok].view(np.int64), want[ok].view(np.int64))
+    assert np.array_equal(np.signbit(got[ok]), np.signbit(want[ok]))  # (implied; the signed zeros say it)
+    grid = rp.arctan2(y[:12].reshape(3, 1, 4), x[:8].reshape(2, 4))
+    assert grid.shape == (3, 2, 4)
+    assert np.array_equal(grid.view(np.int64), rp.arctan2_python(y[:12].reshape(3, 1, 4), x[:8].reshape(2, 4))
+                          .view(np.int64))
+    assert rp.arctan2(1.0, -1.0).shape == () and float(rp.arctan2(1.0, -1.0)) == math.atan2(1.0, -1.0)
+    assert rp.arctan2(np.zeros(0), np.zeros(0)).shape == (0,)
+
+
+def test_arctan2_without_numba_is_the_python_loop(monkeypatch):
+    """Where numba does not load, arctan2 falls back to math.atan2 one by one (the same bits)."""
+    monkeypatch.setattr(rp, "_atan2_into", False)
+    assert rp._compiled_atan2() is None
+    y, x = _atan2_arguments()
+    got = rp.arctan2(y[:500], x[:500])
+    want = np.array([math.atan2(a, b) for a, b in zip(y[:500].tolist(), x[:500].tolist())])
+    assert np.array_equal(got.view(np.int64), want.view(np.int64))  # (the random pairs: no nan among them)
 
 
 @pytest.mark.parametrize("shapes", [((3,), (3,)), ((4, 3), (3,)), ((3,), (3, 5)), ((4, 3), (3, 5)),
