@@ -34,9 +34,10 @@ from .vec import add, cross, dot, get3, get4, inv_inertia_times, mul, norm, qmul
 JIT = dict(cache=True, nogil=True, error_model="numpy")
 # Small helpers called per feature are inlined: a call passes the whole shape table (geo).
 INLINE = dict(JIT, inline="always")
-# Helpers called per point, without reference counting (see distance.JIT): counting the shape
-# table's 22 arrays on every call cost microseconds. (Not for a function that makes an array, or
-# calls one that does, such as mesh_vertices_near: numba refuses those without it.)
+# Helpers called per point or per side of a pair, without reference counting (see distance.JIT):
+# counting the shape table's 22 arrays on every call cost microseconds (a pile of 1,000 boxes
+# makes some 20,000 sides a substep). Not for a function that makes an array: numba refuses those
+# without it (so the mesh vertices a wheel meets are gathered into buffers find_contacts makes).
 HELPER = dict(JIT, _nrt=False)
 # The distance dispatch inlined here too (the same function): as a call it costs far more than a
 # plane or a box test itself.
@@ -97,11 +98,11 @@ def _test_point(geo, s, spos, srot, prefer, p_world, radius, margin):
     return rotate(srot, (n0, n1, n2)), depth - margin, depth > 0.0
 
 
-@njit(**JIT)
+@njit(**HELPER)
 def _side(geo, x, q, o, t, s, world, points, point_start, point_radius, point_material, body_shape,
-          bound, margin, friction_o, restitution_o, key_stride, target_key, out, c, cap, placed):
+          bound, margin, friction_o, restitution_o, key_stride, target_key, out, c, cap, placed, mark, found):
     """The contacts of owner body o's features against shape s (of body t, or the world);
-    placed (P, 3): every sample point in the world."""
+    placed (P, 3): every sample point in the world; mark, found: ``mesh_vertices_into``'s buffers."""
     spos, srot = _shape_pose(geo, s, x, q)
     xo = get3(x, o)
     prefer = rotate_back(srot, sub(xo, spos))
@@ -133,16 +134,18 @@ def _side(geo, x, q, o, t, s, world, points, point_start, point_radius, point_ma
                            (points.shape[0] + o * SUPPORT_SLOTS) * key_stride + target_key, key_stride)
         if geo[0][s] == MESH:
             c = _mesh_vertices_in_cylinder(geo, x, q, o, t, s, so, world, spos, srot, m, friction, restitution, out,
-                                           c, cap)
+                                           c, cap, mark, found)
     return c
 
 
-@njit(**JIT)
-def mesh_vertices_near(geo, mesh, c0, c1, c2, reach, within=math.inf):
+@njit(**HELPER)
+def mesh_vertices_into(geo, mesh, c0, c1, c2, reach, within, mark, found):
     """The vertices (sorted, unique) of the triangles registered in the cells of mesh ``mesh``
     that a box of half-size ``reach`` round (c0, c1, c2) (the mesh's frame) touches; with
-    ``within``, only those no farther than that from (c0, c1, c2) (the rest are never collected:
-    a wheel's cells hold some 600 corners, of which a few dozen are near it)."""
+    ``within`` (inf: all), only those no farther than that from (c0, c1, c2) (the rest are never
+    collected: a wheel's cells hold some 600 corners, of which a few dozen are near it). Written to
+    found[:count] (returns count); mark (V,), zero for every vertex, keeps each once (and is zero
+    again on return); both as long as the shape table's vertices, so they cannot overflow."""
     vertices = geo[13]
     within2 = within * within
     cell_size = geo[6][mesh]
@@ -152,7 +155,6 @@ def mesh_vertices_near(geo, mesh, c0, c1, c2, reach, within=math.inf):
     lo1, hi1 = int(math.floor((c1 - reach) / cell_size)), int(math.floor((c1 + reach) / cell_size))
     lo2, hi2 = int(math.floor((c2 - reach) / cell_size)), int(math.floor((c2 + reach) / cell_size))
     count = 0
-    found = np.empty(64, np.int64)
     for i in range(lo0, hi0 + 1):
         for j in range(lo1, hi1 + 1):
             for k in range(lo2, hi2 + 1):
@@ -162,23 +164,41 @@ def mesh_vertices_near(geo, mesh, c0, c1, c2, reach, within=math.inf):
                 for e in range(ptr[lo], ptr[lo + 1]):
                     for corner in range(3):
                         v = triangles[tris[e], corner]
+                        if mark[v]:
+                            continue
                         if within2 < math.inf:
                             d0 = vertices[v, 0] - c0
                             d1 = vertices[v, 1] - c1
                             d2 = vertices[v, 2] - c2
                             if d0 * d0 + d1 * d1 + d2 * d2 > within2:
                                 continue
-                        if count == found.shape[0]:
-                            grown = np.empty(2 * count, np.int64)
-                            grown[:count] = found
-                            found = grown
+                        mark[v] = 1
                         found[count] = v
                         count += 1
-    return np.unique(found[:count])
+    # Sorted (insertion: a few dozen), and the marks cleared for the next call.
+    for a in range(count):
+        mark[found[a]] = 0
+        v = found[a]
+        b = a - 1
+        while b >= 0 and found[b] > v:
+            found[b + 1] = found[b]
+            b -= 1
+        found[b + 1] = v
+    return count
 
 
 @njit(**JIT)
-def _mesh_vertices_in_cylinder(geo, x, q, o, t, s, so, world, spos, srot, m, friction, restitution, out, c, cap):
+def mesh_vertices_near(geo, mesh, c0, c1, c2, reach, within=math.inf):
+    """``mesh_vertices_into`` as an array (its own buffers)."""
+    n = geo[13].shape[0]
+    found = np.empty(n, np.int64)
+    count = mesh_vertices_into(geo, mesh, c0, c1, c2, reach, within, np.zeros(n, np.uint8), found)
+    return found[:count].copy()
+
+
+@njit(**HELPER)
+def _mesh_vertices_in_cylinder(geo, x, q, o, t, s, so, world, spos, srot, m, friction, restitution, out, c, cap,
+                               mark, found):
     """The vertices of mesh shape s within the margin of cylinder so (body o), each a contact
     whose point on o is the cylinder's surface nearest the vertex (key -1: no friction anchor
     carried over, the vertex being no point of o)."""
@@ -190,7 +210,10 @@ def _mesh_vertices_in_cylinder(geo, x, q, o, t, s, so, world, spos, srot, m, fri
     # A vertex farther than reach from the centre is more than the margin outside the cylinder
     # (its distance routine is exact outside), so it makes no contact: not collected at all
     # (with a hair of slack, so rounding cannot drop one that would).
-    for v in mesh_vertices_near(geo, geo[5][s], centre[0], centre[1], centre[2], reach, reach * (1.0 + 1e-6)):
+    count = mesh_vertices_into(geo, geo[5][s], centre[0], centre[1], centre[2], reach, reach * (1.0 + 1e-6), mark,
+                               found)
+    for i in range(count):
+        v = found[i]
         vw = add(spos, rotate(srot, get3(vertices, v)))
         local = rotate_back(crot, sub(vw, cpos))
         n0, n1, n2, depth = _distances.cylinder(radius, half, local[0], local[1], local[2], 0.0, 0.0, 0.0, 0.0, False)
@@ -228,7 +251,7 @@ def _may_touch(geo, x, o, t, s, world, point_start, point_radius, body_shape, bo
     return False
 
 
-@njit(**JIT)
+@njit(**HELPER)
 def _cylinder_side(geo, x, q, o, t, s, so, world, spos, srot, prefer, m, friction, restitution, out, c, cap,
                    key0, key_stride):
     """A cylinder's support points against shape s: per cap, its rim point deepest along the
@@ -289,6 +312,9 @@ def find_contacts(geo, x, q, pairs, points, point_start, point_radius, point_mat
             xo, qo = get3(x, o), get4(q, o)
             for p in range(point_start[o], point_start[o + 1]):
                 placed[p, 0], placed[p, 1], placed[p, 2] = add(xo, rotate(qo, get3(points, p)))
+    # The buffers of the mesh vertices a cylinder meets (see mesh_vertices_into).
+    mark = np.zeros(geo[13].shape[0], np.uint8)
+    found = np.empty(geo[13].shape[0], np.int64)
     c = 0
     for k in range(pairs.shape[0]):
         pair_first[k] = c
@@ -296,12 +322,13 @@ def find_contacts(geo, x, q, pairs, points, point_start, point_radius, point_mat
         target_key = b if b < world else world + 1 + s
         if _may_touch(geo, x, a, b, s, world, point_start, point_radius, body_shape, bound, margin, placed):
             c = _side(geo, x, q, a, b, s, world, points, point_start, point_radius, point_material, body_shape, bound,
-                      margin, body_friction[a], body_restitution[a], key_stride, target_key, out, c, cap, placed)
+                      margin, body_friction[a], body_restitution[a], key_stride, target_key, out, c, cap, placed, mark,
+                      found)
         if b < world and body_shape[a] >= 0 and _may_touch(geo, x, b, a, body_shape[a], world, point_start,
                                                            point_radius, body_shape, bound, margin, placed):
             c = _side(geo, x, q, b, a, body_shape[a], world, points, point_start, point_radius, point_material,
                       body_shape, bound, margin, body_friction[b], body_restitution[b], key_stride, a, out, c, cap,
-                      placed)
+                      placed, mark, found)
     pair_first[pairs.shape[0]] = c
     return c
 
