@@ -440,3 +440,52 @@ def test_the_edge_kernels_agree_on_a_crumpled_cloth(seed, flier, kernel_backend)
     near_rest = segment_distance(rest[edges[i, 0]], rest[edges[i, 1]], rest[edges[j, 0]], rest[edges[j, 1]]) < 0.015
     want = set(zip(i[close & ~near_rest].tolist(), j[close & ~near_rest].tolist()))
     assert want <= set(zip(pa.tolist(), pb.tolist()))
+
+
+def sliding_layers(n, layers, gap, motion):
+    """``layers`` flat n x n sheets (1 m square) stacked ``gap`` apart in z, as one cloth, each
+    moved ``motion`` (m) in its own plane over one substep, the upper ones the other way round."""
+    v, faces = grid(n, n, 1.0)
+    rest = np.concatenate([v + (0.0, 0.0, k * gap) for k in range(layers)])
+    faces = np.concatenate([faces + k * len(v) for k in range(layers)])
+    turn = 2.0 * np.pi * np.arange(layers) / max(layers, 1) + 0.3
+    step = motion * np.stack([np.cos(turn), np.sin(turn), np.zeros(layers)], axis=1)
+    x_prev = rest.copy()
+    x = rest + np.repeat(step, len(v), axis=0)
+    return rest, faces, x, x_prev
+
+
+@pytest.mark.parametrize("n", [9, 17])  # edges 12.5 and 6.25 cm
+@pytest.mark.parametrize("distance", [0.01, 0.04])
+@pytest.mark.parametrize("motion", [0.05, 0.3])  # m in one substep: a few reaches, or many edges
+@pytest.mark.parametrize("layers", [1, 2])
+def test_flat_sheets_sliding_in_their_planes_have_no_edge_candidates_beyond_the_reach(n, distance, motion,
+                                                                                      layers):
+    # An edge moving in the plane of another never crosses its line (their common normal has no
+    # length along it), nor does an edge parallel to another: neither can pass through, so the
+    # only candidate pairs are those within the reach at the start or the end of the substep.
+    # Taking coplanar or parallel pairs as "maybe crossed" made every pair within the motion of
+    # each other a candidate: a flat sheet sliding fast held thousands, for nothing.
+    gap = 1.5 * distance  # the second layer beyond the reach (1.25 distances) of the first
+    rest, faces, x, x_prev = sliding_layers(n, layers, gap, motion)
+    builder = engine.ModelBuilder()
+    builder.add_cloth(rest, faces, self_collision=True, self_distance=distance)
+    contacts = SelfContacts(builder.finalize(), backend.select("auto"))
+    pa, pb = contacts.find_edge_pairs(x, x_prev)
+    found = set(zip(pa.tolist(), pb.tolist()))
+    edges = contacts.edges
+    i, j = np.triu_indices(len(edges), 1)
+    apart = ~np.any(edges[i][:, :, None] == edges[j][:, None, :], axis=(1, 2))
+    i, j = i[apart], j[apart]
+    near_rest = segment_distance(rest[edges[i, 0]], rest[edges[i, 1]], rest[edges[j, 0]], rest[edges[j, 1]]) \
+        < distance
+    i, j = i[~near_rest], j[~near_rest]
+    gap0, gap1 = (segment_distance(p[edges[i, 0]], p[edges[i, 1]], p[edges[j, 0]], p[edges[j, 1]])
+                  for p in (x_prev, x))
+    reach = contacts.reach[0]
+    near = np.minimum(gap0, gap1)
+    # Every pair within the reach is a candidate, and none beyond it (a hair's margin either way
+    # for the rounding of the two distance routines).
+    assert set(zip(i[near < 0.999 * reach].tolist(), j[near < 0.999 * reach].tolist())) <= found
+    assert found <= set(zip(i[near < 1.001 * reach].tolist(), j[near < 1.001 * reach].tolist()))
+

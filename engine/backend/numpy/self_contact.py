@@ -422,11 +422,13 @@ def _side_v(x, a0, a1, b0, b1):
 
 def _crossed_v(x, x_prev, a0, a1, b0, b1):
     """Whether edge b went from one side of edge a's line to the other over the substep, along
-    their common normal (the start's turned to today's orientation); nearly parallel: maybe."""
+    their common normal (the start's turned to today's orientation). Nearly parallel edges have
+    no side (``_push_edges`` holds them by distance alone, within the reach), nor do edges lying
+    in one plane (a flat sheet: their distance along the normal is zero)."""
     n0x, n0y, n0z, h0, p0 = _side_v(x_prev, a0, a1, b0, b1)
     n1x, n1y, n1z, h1, p1 = _side_v(x, a0, a1, b0, b1)
     h0 = np.where(n0x * n1x + n0y * n1y + n0z * n1z < 0.0, -h0, h0)
-    return p0 | p1 | ((h0 > 0.0) & (h1 < 0.0)) | ((h0 < 0.0) & (h1 > 0.0)) | (h0 == 0.0) | (h1 == 0.0)
+    return ~p0 & ~p1 & (((h0 > 0.0) & (h1 < 0.0)) | ((h0 < 0.0) & (h1 > 0.0)))
 
 
 def find_edge_pairs(x, x_prev, tri, tri_edges, edges, edge_surface, reach, near_start, near_edges):
