@@ -29,7 +29,7 @@ import math
 import numpy as np
 
 from ..backend.numpy.rigid import world_inverse_inertia
-from ..constraints.common import values_at
+from ..errors import JakobsenError
 from ..geometry import quaternions as quat
 from ..geometry.reproducible import arctan2
 from .vehicle import DRIFT_GRIP, HANDBRAKE, INTEGRAL, RESPONSE, Vehicle
@@ -62,7 +62,12 @@ class VehicleState:
 
 
 def _value(setting, t: float, where: str, what: str) -> float:
-    return float(values_at((setting,), t, (where,), what)[0])
+    """A setting (a number or a function of t) at t (as ``values_at``, without its array: six a
+    substep per vehicle)."""
+    v = float(setting(t)) if callable(setting) else float(setting)
+    if not math.isfinite(v):
+        raise JakobsenError(f"{where}: {what} at t = {t:g} s is not finite")
+    return v
 
 
 def drive_vehicles(vehicles: tuple, state: VehicleState, t: float, h: float, gravity: float, x, q, v, w,
@@ -76,14 +81,19 @@ def drive_vehicles(vehicles: tuple, state: VehicleState, t: float, h: float, gra
 
 def _drive(car: Vehicle, k: int, state: VehicleState, t, h, gravity, x, q, v, w, inv_mass, inv_inertia, steer,
            effort, friction) -> None:
+    # (Few, large array operations: this runs every substep and was a sixth of the car example's
+    # time as one small operation after another. Each is elementwise, so the same bits as one by one.)
     where = f"vehicle '{car.name}'"
     c = car.chassis
     qc = q[c]
-    forward = quat.rotate(qc, car.forward_local)
-    left = quat.rotate(qc, car.left_local)
-    up = quat.rotate(qc, car.up_local)
-    speed = float(v[c] @ forward)
     wheels = car.wheels
+    n = len(wheels)
+    # The chassis' forward, left and up and each wheel's axle, in the world: one rotation.
+    turned = quat.rotate(np.concatenate([np.repeat(qc[None], 3, axis=0), q[wheels]]),
+                         np.concatenate([car.forward_local[None], car.left_local[None], car.up_local[None],
+                                         car.axle_local]))
+    forward, left, up, axles = turned[0], turned[1], turned[2], turned[3:]
+    speed = float(v[c] @ forward)
 
     # -- what the driver asks for --
     target = _value(car.target_speed, t, where, "the target speed")
@@ -99,12 +109,14 @@ def _drive(car: Vehicle, k: int, state: VehicleState, t, h, gravity, x, q, v, w,
     brake = max(_value(car.brake, t, where, "the brake"), braking)
     available = _value(car.throttle, t, where, "the throttle") * _value(car.motor_torque, t, where,
                                                                           "the motor torque") * (1.0 - brake)
-    axles = quat.rotate(q[wheels], car.axle_local)
-    spin = np.einsum("ki,ki->k", w[wheels] - w[c], axles)  # forward rolling is positive
     driven = np.flatnonzero(car.driven)
-    rot_w = quat.to_matrix(q[wheels])
-    i_wheel = world_inverse_inertia(rot_w, inv_inertia[wheels])
+    # The chassis' world inverse inertia (and the wheels'), only when something needs it.
+    i_chassis = None
     if len(driven) and available > 0.0:
+        spin = np.einsum("ki,ki->k", w[wheels] - w[c], axles)  # forward rolling is positive
+        both = np.append(wheels, c)
+        inertias = world_inverse_inertia(quat.to_matrix(q[both]), inv_inertia[both])
+        i_wheel, i_chassis = inertias[:n], inertias[n]
         r = float(np.mean(car.radius[driven]))
         inertia = car.mass * r * r
         gain = inertia / RESPONSE
@@ -115,22 +127,20 @@ def _drive(car: Vehicle, k: int, state: VehicleState, t, h, gravity, x, q, v, w,
             state.integral[k] = min(max(state.integral[k] + gain * (target - speed) / r * h / INTEGRAL,
                                         -available), available)
         total = min(max(gain * wheel_error + state.integral[k], -available), available)
-        groups = np.unique(car.axle[driven])
-        torque = np.zeros(len(wheels))
-        for g in groups:
-            members = driven[car.axle[driven] == g]
-            torque[members] = total / len(groups) / len(members)
+        axle_of = car.axle[driven].tolist()
+        groups = len(set(axle_of))
+        torque = np.zeros(n)
+        for member, g in zip(driven.tolist(), axle_of):
+            torque[member] = total / groups / axle_of.count(g)
         if car.traction_control:
             # A driven wheel turning more than SLIP (plus SLIP_SPEED at its rim) faster than the
             # ground passes under it has lost its grip: its torque fades out over as much again,
             # so one wheel that lets go does not spin up and take the open differential's torque.
-            rolling = np.cross(axles, up)  # each wheel's own forward
+            rolling = quat.cross(axles, up)  # each wheel's own forward
             ground = np.einsum("ki,ki->k", v[wheels], rolling) / car.radius
             slack = SLIP * np.abs(ground) + SLIP_SPEED / car.radius
             excess = np.where(torque >= 0.0, spin - ground, ground - spin) - slack
             torque *= np.clip(1.0 - excess / slack, 0.0, 1.0)
-        rot_c = quat.to_matrix(qc)
-        i_chassis = world_inverse_inertia(rot_c, inv_inertia[c])
         impulse = (torque * h)[:, None] * axles  # (W, 3) angular impulses on the wheels
         w[wheels] += np.einsum("kij,kj->ki", i_wheel, impulse)
         w[c] -= i_chassis @ impulse.sum(axis=0)
@@ -139,7 +149,7 @@ def _drive(car: Vehicle, k: int, state: VehicleState, t, h, gravity, x, q, v, w,
     # -- brakes and rolling resistance --
     handbrake = _value(car.handbrake, t, where, "the handbrake")
     rear = car.axle > 0
-    load = car.mass * gravity / len(wheels)
+    load = car.mass * gravity / n
     effort[car.brakes] = car.brake_torque * (brake + np.where(rear, HANDBRAKE * handbrake, 0.0)) \
         + car.rolling_resistance * load * car.radius
 
@@ -153,15 +163,15 @@ def _drive(car: Vehicle, k: int, state: VehicleState, t, h, gravity, x, q, v, w,
         pivots = x[c] + quat.rotate(qc[None], car.pivot_local)
         axes = quat.rotate(qc[None], car.travel_axis_local)
         travel = np.einsum("ki,ki->k", x[wheels] - pivots, axes)
-        rot_c = quat.to_matrix(qc)
-        i_chassis = world_inverse_inertia(rot_c, inv_inertia[c])
+        if i_chassis is None:
+            i_chassis = world_inverse_inertia(quat.to_matrix(qc), inv_inertia[c])
         for (lw, rw), stiffness in zip(car.roll_pairs, car.roll_stiffness):
             force = stiffness * (travel[lw] - travel[rw])  # pushes the higher wheel down, the other up
             for m, sign in ((lw, -1.0), (rw, 1.0)):
                 p = sign * force * h * axes[m]
                 v[wheels[m]] += inv_mass[wheels[m]] * p
                 v[c] -= inv_mass[c] * p
-                w[c] -= i_chassis @ np.cross(pivots[m] - x[c], p)
+                w[c] -= i_chassis @ quat.cross(pivots[m] - x[c], p)
 
 
 def _steer_wheels(car: Vehicle, angle: float, steer) -> None:
