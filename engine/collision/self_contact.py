@@ -23,8 +23,8 @@ through each other either. Their candidate pairs are found in the same grid of t
 boxes (a triangle's box holds its edges'), kept by the same Verlet list, and pushed in the same
 Gauss-Seidel passes (the edge pairs first in each pass, then the vertex-triangle ones).
 
-The kernels are ``backend.self_contact.find_pairs``, ``find_edge_pairs`` and ``project`` (see the
-numpy reference).
+The kernels are ``backend.self_contact.find_pairs``, ``find_edge_pairs`` (both at once:
+``find_all_pairs``, one grid for the two) and ``project`` (see the numpy reference).
 """
 
 from __future__ import annotations
@@ -188,11 +188,16 @@ class SelfContacts:
             return
         if self.reference is None or self.kernels.moved_beyond(x, self.reference, self.vertices,
                                                                0.5 * float(self.skin.min())):
-            self.pair_v, self.pair_t = self.find_pairs(x, x_prev)
-            self.pair_d = self.distance[self.vert_surface[self.pair_v]]
             if len(self.edges):
-                self.pair_a, self.pair_b = self.find_edge_pairs(x, x_prev)
+                # Both kinds from one grid of the triangles' boxes (the compiled backend's).
+                self.pair_v, self.pair_t, self.pair_a, self.pair_b = self.kernels.find_all_pairs(
+                    x, x_prev, self.triangles, self.tri_surface, self.vertices, self.vert_surface, self.tri_edges,
+                    self.edges, self.edge_surface, self.reach, self.near_start, self.near_tris,
+                    self.near_edge_start, self.near_edges)
                 self.pair_ed = self.distance[self.edge_surface[self.pair_a]]
+            else:
+                self.pair_v, self.pair_t = self.find_pairs(x, x_prev)
+            self.pair_d = self.distance[self.vert_surface[self.pair_v]]
             self.reference = x.copy()
         if len(self.pair_v) or len(self.pair_a):
             self.kernels.project(x, x_prev, inverse_masses, self.friction, self.triangles, self.vertices, self.pair_v,

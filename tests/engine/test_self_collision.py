@@ -489,3 +489,30 @@ def test_flat_sheets_sliding_in_their_planes_have_no_edge_candidates_beyond_the_
     assert set(zip(i[near < 0.999 * reach].tolist(), j[near < 0.999 * reach].tolist())) <= found
     assert found <= set(zip(i[near < 1.001 * reach].tolist(), j[near < 1.001 * reach].tolist()))
 
+
+@pytest.mark.skipif(backend.numba_problem() is not None, reason="numba cannot load here")
+@pytest.mark.parametrize("flier", [False, True])
+def test_both_kinds_of_pairs_from_one_grid_are_those_found_apart(flier, kernel_backend):
+    # find_all_pairs builds one grid of the triangles' boxes for both queries (its cells sized
+    # for the larger); the pairs do not depend on the cells, so they are the same lists, on both
+    # backends, as find_pairs and find_edge_pairs give one by one.
+    if kernel_backend != "numba":
+        pytest.skip("compares both backends itself")
+    rng = np.random.default_rng(270)
+    rest, faces, x, x_prev = crumpled_cloth(rng)
+    if flier:  # one vertex 100 m away: coarse cells
+        x[7] += (100.0, 0.0, 0.0)
+    builder = engine.ModelBuilder()
+    builder.add_cloth(rest, faces, self_collision=True, self_distance=0.015)
+    model = builder.finalize()
+    lists = []
+    for name in ("numba", "numpy"):
+        c = SelfContacts(model, backend.select(name))
+        lists.append(c.find_pairs(x, x_prev) + c.find_edge_pairs(x, x_prev))
+        lists.append(c.kernels.find_all_pairs(x, x_prev, c.triangles, c.tri_surface, c.vertices, c.vert_surface,
+                                              c.tri_edges, c.edges, c.edge_surface, c.reach, c.near_start,
+                                              c.near_tris, c.near_edge_start, c.near_edges))
+    assert len(lists[0][0]) > 200 and len(lists[0][2]) > 200
+    for other in lists[1:]:
+        for a, b in zip(lists[0], other):
+            np.testing.assert_array_equal(a, b)

@@ -6,8 +6,9 @@ of cells (a triangle's box is entered in every cell it covers, a vertex looks in
 box covers), and lists each vertex's triangles in ascending order, as the reference does; the
 projection is the reference's Gauss-Seidel loop, pair by pair in that order, term by term.
 ``find_edge_pairs`` looks in the same grid of the triangles' boxes (a triangle's box holds its
-three edges') and lists each edge's partners ascending, as the reference's brute force does. All
-serial: the same order, the same bits, every run.
+three edges') and lists each edge's partners ascending, as the reference's brute force does;
+``find_all_pairs`` builds that grid once for both (the pairs do not depend on the cells, only the
+time does). All serial: the same order, the same bits, every run.
 """
 
 from __future__ import annotations
@@ -119,36 +120,20 @@ def moved_beyond(x, reference, vert, limit):
 
 
 @njit(**JIT)
-def find_pairs(x, x_prev, tri, tri_surface, vert, vert_surface, reach, near_start, near_tris):
-    nt = tri.shape[0]
-    nv = vert.shape[0]
-    pair_v = np.empty(0, np.int64)
-    pair_t = np.empty(0, np.int64)
-    for k in range(nv):
+def _finite(x, x_prev, vert):
+    for k in range(vert.shape[0]):
         for a in range(3):
             if not (math.isfinite(x[vert[k], a]) and math.isfinite(x_prev[vert[k], a])):
-                return pair_v, pair_t  # the solver refuses the frame; nothing to find
-    tlo = np.empty((nt, 3))
-    thi = np.empty((nt, 3))
+                return False
+    return True
+
+
+@njit(**JIT)
+def _vertex_boxes(x, x_prev, vert, vert_surface, reach):
+    """Each vertex's box over the substep grown by its surface's reach, and the largest side."""
+    nv = vert.shape[0]
     vlo = np.empty((nv, 3))
     vhi = np.empty((nv, 3))
-    origin = np.full(3, np.inf)
-    ext_sum = 0.0
-    ext_max = 0.0
-    for t in range(nt):
-        for a in range(3):
-            lo = np.inf
-            hi = -np.inf
-            for c in range(3):
-                p = tri[t, c]
-                lo = min(lo, x[p, a], x_prev[p, a])
-                hi = max(hi, x[p, a], x_prev[p, a])
-            tlo[t, a] = lo
-            thi[t, a] = hi
-            origin[a] = min(origin[a], lo)
-        e = max(thi[t, 0] - tlo[t, 0], thi[t, 1] - tlo[t, 1], thi[t, 2] - tlo[t, 2])
-        ext_sum += e
-        ext_max = max(ext_max, e)
     vext_max = 0.0
     for k in range(nv):
         p = vert[k]
@@ -156,39 +141,58 @@ def find_pairs(x, x_prev, tri, tri_surface, vert, vert_surface, reach, near_star
         for a in range(3):
             vlo[k, a] = min(x[p, a], x_prev[p, a]) - r
             vhi[k, a] = max(x[p, a], x_prev[p, a]) + r
-            origin[a] = min(origin[a], vlo[k, a])
         vext_max = max(vext_max, vhi[k, 0] - vlo[k, 0], vhi[k, 1] - vlo[k, 1], vhi[k, 2] - vlo[k, 2])
-    if nt == 0 or nv == 0:
-        return pair_v, pair_t
-    # Cells about a triangle's box; no box covers more than 9 of them a side, however far
-    # one vertex flew.
-    cell = max(ext_sum / nt, ext_max / 8.0, vext_max / 8.0, 1e-9)
-    entries = 0
-    for t in range(nt):
-        entries += ((_cell(thi[t, 0], origin[0], cell) - _cell(tlo[t, 0], origin[0], cell) + 1)
-                    * (_cell(thi[t, 1], origin[1], cell) - _cell(tlo[t, 1], origin[1], cell) + 1)
-                    * (_cell(thi[t, 2], origin[2], cell) - _cell(tlo[t, 2], origin[2], cell) + 1))
-    size = 1
-    while size < 2 * entries:
-        size *= 2
-    mask = size - 1
-    start = np.zeros(size + 1, np.int64)
-    for t in range(nt):
-        for i in range(_cell(tlo[t, 0], origin[0], cell), _cell(thi[t, 0], origin[0], cell) + 1):
-            for j in range(_cell(tlo[t, 1], origin[1], cell), _cell(thi[t, 1], origin[1], cell) + 1):
-                for k in range(_cell(tlo[t, 2], origin[2], cell), _cell(thi[t, 2], origin[2], cell) + 1):
-                    start[_hash(i, j, k, mask) + 1] += 1
-    for b in range(size):
-        start[b + 1] += start[b]
-    fill = start[:size].copy()
-    bucket = np.empty(entries, np.int64)
-    for t in range(nt):
-        for i in range(_cell(tlo[t, 0], origin[0], cell), _cell(thi[t, 0], origin[0], cell) + 1):
-            for j in range(_cell(tlo[t, 1], origin[1], cell), _cell(thi[t, 1], origin[1], cell) + 1):
-                for k in range(_cell(tlo[t, 2], origin[2], cell), _cell(thi[t, 2], origin[2], cell) + 1):
-                    h = _hash(i, j, k, mask)
-                    bucket[fill[h]] = t
-                    fill[h] += 1
+    return vlo, vhi, vext_max
+
+
+@njit(**JIT)
+def find_pairs(x, x_prev, tri, tri_surface, vert, vert_surface, reach, near_start, near_tris):
+    if not _finite(x, x_prev, vert):
+        return np.empty(0, np.int64), np.empty(0, np.int64)  # the solver refuses the frame; nothing to find
+    if tri.shape[0] == 0 or vert.shape[0] == 0:
+        return np.empty(0, np.int64), np.empty(0, np.int64)
+    vlo, vhi, vext_max = _vertex_boxes(x, x_prev, vert, vert_surface, reach)
+    tlo, thi, origin, cell, mask, start, bucket = _grid(x, x_prev, tri, _largest(reach), vext_max)
+    return _vertex_pairs(x, x_prev, tri, tri_surface, vert, vert_surface, reach, near_start, near_tris, vlo, vhi,
+                         tlo, thi, origin, cell, mask, start, bucket)
+
+
+@njit(**JIT)
+def find_all_pairs(x, x_prev, tri, tri_surface, vert, vert_surface, tri_edges, edges, edge_surface, reach,
+                   near_start, near_tris, near_edge_start, near_edges):
+    """``find_pairs`` and ``find_edge_pairs`` of one substep from one grid of the triangles' boxes
+    (cells sized for both queries: the pairs do not depend on the cells)."""
+    none = np.empty(0, np.int64)
+    if not _finite(x, x_prev, vert):
+        return none, none, none, none  # the solver refuses the frame; nothing to find
+    if tri.shape[0] == 0 or vert.shape[0] == 0:
+        return none, none, none, none
+    vlo, vhi, vext_max = _vertex_boxes(x, x_prev, vert, vert_surface, reach)
+    elo, ehi, qext_max = _edge_boxes(x, x_prev, edges, edge_surface, reach)
+    tlo, thi, origin, cell, mask, start, bucket = _grid(x, x_prev, tri, _largest(reach), max(vext_max, qext_max))
+    pair_v, pair_t = _vertex_pairs(x, x_prev, tri, tri_surface, vert, vert_surface, reach, near_start, near_tris,
+                                   vlo, vhi, tlo, thi, origin, cell, mask, start, bucket)
+    if edges.shape[0] == 0:
+        return pair_v, pair_t, none, none
+    pair_a, pair_b = _edge_pairs(x, x_prev, tri, tri_edges, edges, edge_surface, reach, near_edge_start, near_edges,
+                                 elo, ehi, tlo, thi, origin, cell, mask, start, bucket)
+    return pair_v, pair_t, pair_a, pair_b
+
+
+@njit(**JIT)
+def _largest(reach):
+    r = 0.0
+    for s in range(reach.shape[0]):
+        r = max(r, reach[s])
+    return r
+
+
+@njit(**JIT)
+def _vertex_pairs(x, x_prev, tri, tri_surface, vert, vert_surface, reach, near_start, near_tris, vlo, vhi,
+                  tlo, thi, origin, cell, mask, start, bucket):
+    nt = tri.shape[0]
+    nv = vert.shape[0]
+    pair_v = np.empty(0, np.int64)
     motion = np.zeros(x.shape[0])
     for k in range(nv):
         q = vert[k]
@@ -602,22 +606,12 @@ def _grid(x, x_prev, tri, reach_max, qext_max):
 
 
 @njit(**JIT)
-def find_edge_pairs(x, x_prev, tri, tri_edges, edges, edge_surface, reach, near_start, near_edges):
+def _edge_boxes(x, x_prev, edges, edge_surface, reach):
+    """Each edge's box over the substep (not grown), and the largest side of one grown by its
+    surface's reach."""
     ne = edges.shape[0]
-    pair_a = np.empty(0, np.int64)
-    pair_b = np.empty(0, np.int64)
-    for e in range(ne):
-        for c in range(2):
-            for a in range(3):
-                if not (math.isfinite(x[edges[e, c], a]) and math.isfinite(x_prev[edges[e, c], a])):
-                    return pair_a, pair_b  # the solver refuses the frame; nothing to find
-    if ne == 0 or tri.shape[0] == 0:
-        return pair_a, pair_b
     elo = np.empty((ne, 3))
     ehi = np.empty((ne, 3))
-    reach_max = 0.0
-    for s in range(reach.shape[0]):
-        reach_max = max(reach_max, reach[s])
     qext_max = 0.0
     for e in range(ne):
         r = reach[edge_surface[e]]
@@ -627,7 +621,26 @@ def find_edge_pairs(x, x_prev, tri, tri_edges, edges, edge_surface, reach, near_
             elo[e, a] = lo
             ehi[e, a] = hi
             qext_max = max(qext_max, hi - lo + 2.0 * r)
-    tlo, thi, origin, cell, mask, start, bucket = _grid(x, x_prev, tri, reach_max, qext_max)
+    return elo, ehi, qext_max
+
+
+@njit(**JIT)
+def find_edge_pairs(x, x_prev, tri, tri_edges, edges, edge_surface, reach, near_start, near_edges):
+    if not _finite(x, x_prev, edges.ravel()):
+        return np.empty(0, np.int64), np.empty(0, np.int64)  # the solver refuses the frame; nothing to find
+    if edges.shape[0] == 0 or tri.shape[0] == 0:
+        return np.empty(0, np.int64), np.empty(0, np.int64)
+    elo, ehi, qext_max = _edge_boxes(x, x_prev, edges, edge_surface, reach)
+    tlo, thi, origin, cell, mask, start, bucket = _grid(x, x_prev, tri, _largest(reach), qext_max)
+    return _edge_pairs(x, x_prev, tri, tri_edges, edges, edge_surface, reach, near_start, near_edges, elo, ehi,
+                       tlo, thi, origin, cell, mask, start, bucket)
+
+
+@njit(**JIT)
+def _edge_pairs(x, x_prev, tri, tri_edges, edges, edge_surface, reach, near_start, near_edges, elo, ehi,
+                tlo, thi, origin, cell, mask, start, bucket):
+    ne = edges.shape[0]
+    pair_a = np.empty(0, np.int64)
     motion = np.zeros(x.shape[0])
     for e in range(ne):
         for c in range(2):

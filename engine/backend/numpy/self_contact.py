@@ -480,6 +480,16 @@ def find_edge_pairs(x, x_prev, tri, tri_edges, edges, edge_surface, reach, near_
     return np.concatenate(found_a).astype(np.int64), np.concatenate(found_b).astype(np.int64)
 
 
+
+def find_all_pairs(x, x_prev, tri, tri_surface, vert, vert_surface, tri_edges, edges, edge_surface, reach,
+                   near_start, near_tris, near_edge_start, near_edges):
+    """(pair_v, pair_t, pair_a, pair_b): ``find_pairs`` and ``find_edge_pairs`` of one substep (the
+    compiled backend finds both in one grid of the triangles' boxes)."""
+    pair_v, pair_t = find_pairs(x, x_prev, tri, tri_surface, vert, vert_surface, reach, near_start, near_tris)
+    pair_a, pair_b = find_edge_pairs(x, x_prev, tri, tri_edges, edges, edge_surface, reach, near_edge_start,
+                                     near_edges)
+    return pair_v, pair_t, pair_a, pair_b
+
 def _segments(xs, a0, a1, b0, b1):
     """Segment (a0, a1) against (b0, b1) in xs (a list of [x, y, z]): the squared distance of
     their nearest points, the vector between them (a's minus b's), their parameters (s along a,
