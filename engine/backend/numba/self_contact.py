@@ -187,6 +187,30 @@ def _largest(reach):
     return r
 
 
+@njit(inline="always", **JIT)
+def _walk(lo0, lo1, lo2, hi0, hi1, hi2, tlo, thi, origin, cell, mask, start, bucket, seen, stamp, out):
+    """The triangles of the grid whose boxes overlap the box (lo, hi), each once, in the grid's
+    order: how many, into out (room for every triangle). A triangle is skipped once ``seen`` holds
+    ``stamp`` for it (the walk sets it: a triangle is in every cell its box covers). Inlined: as a
+    call (growing and returning its array) it made the searches more than twice as slow."""
+    n = 0
+    for i in range(_cell(lo0, origin[0], cell), _cell(hi0, origin[0], cell) + 1):
+        for j in range(_cell(lo1, origin[1], cell), _cell(hi1, origin[1], cell) + 1):
+            for k in range(_cell(lo2, origin[2], cell), _cell(hi2, origin[2], cell) + 1):
+                h = _hash(i, j, k, mask)
+                for q in range(start[h], start[h + 1]):
+                    t = bucket[q]
+                    if seen[t] == stamp:
+                        continue
+                    seen[t] = stamp
+                    if not (lo0 <= thi[t, 0] and tlo[t, 0] <= hi0 and lo1 <= thi[t, 1]
+                            and tlo[t, 1] <= hi1 and lo2 <= thi[t, 2] and tlo[t, 2] <= hi2):
+                        continue
+                    out[n] = t
+                    n += 1
+    return n
+
+
 @njit(**JIT)
 def _vertex_pairs(x, x_prev, tri, tri_surface, vert, vert_surface, reach, near_start, near_tris, vlo, vhi,
                   tlo, thi, origin, cell, mask, start, bucket):
@@ -201,6 +225,7 @@ def _vertex_pairs(x, x_prev, tri, tri_surface, vert, vert_surface, reach, near_s
         dz = x[q, 2] - x_prev[q, 2]
         motion[q] = math.sqrt(dx * dx + dy * dy + dz * dz)
     mark = np.full(nt, -1, np.int64)
+    near = np.empty(tri.shape[0], np.int64)
     found = np.empty(64, np.int64)
     count = 0
     for v in range(nv):
@@ -210,41 +235,34 @@ def _vertex_pairs(x, x_prev, tri, tri_surface, vert, vert_surface, reach, near_s
         p = vert[v]
         reach2 = reach[s] * reach[s]
         first = count
-        for i in range(_cell(vlo[v, 0], origin[0], cell), _cell(vhi[v, 0], origin[0], cell) + 1):
-            for j in range(_cell(vlo[v, 1], origin[1], cell), _cell(vhi[v, 1], origin[1], cell) + 1):
-                for k in range(_cell(vlo[v, 2], origin[2], cell), _cell(vhi[v, 2], origin[2], cell) + 1):
-                    h = _hash(i, j, k, mask)
-                    for e in range(start[h], start[h + 1]):
-                        t = bucket[e]
-                        if mark[t] == v:
-                            continue
-                        mark[t] = v
-                        if tri_surface[t] != s:
-                            continue
-                        if not (vlo[v, 0] <= thi[t, 0] and tlo[t, 0] <= vhi[v, 0] and vlo[v, 1] <= thi[t, 1]
-                                and tlo[t, 1] <= vhi[v, 1] and vlo[v, 2] <= thi[t, 2] and tlo[t, 2] <= vhi[v, 2]):
-                            continue
-                        g1, s1 = _gap2(x, p, tri[t, 0], tri[t, 1], tri[t, 2])
-                        if not g1 < reach2:
-                            g0, s0 = _gap2(x_prev, p, tri[t, 0], tri[t, 1], tri[t, 2])
-                            if not g0 < reach2:
-                                if not ((s0 > 0.0 and s1 < 0.0) or (s0 < 0.0 and s1 > 0.0)):
-                                    continue
-                                # Through the plane: through the triangle only if it ends no
-                                # further from it than it and the triangle moved.
-                                m = reach[s] + motion[p] + max(motion[tri[t, 0]], motion[tri[t, 1]],
-                                                               motion[tri[t, 2]])
-                                if not g1 < m * m:
-                                    continue
-                        if count == found.shape[0]:
-                            found = _grow(found, count + 1)
-                        # Insertion into this vertex's run, kept ascending.
-                        w = count
-                        while w > first and found[w - 1] > t:
-                            found[w] = found[w - 1]
-                            w -= 1
-                        found[w] = t
-                        count += 1
+        # The near triangles are marked already: the walk skips them.
+        n = _walk(vlo[v, 0], vlo[v, 1], vlo[v, 2], vhi[v, 0], vhi[v, 1], vhi[v, 2], tlo, thi, origin, cell,
+                        mask, start, bucket, mark, v, near)
+        for u in range(n):
+            t = near[u]
+            if tri_surface[t] != s:
+                continue
+            g1, s1 = _gap2(x, p, tri[t, 0], tri[t, 1], tri[t, 2])
+            if not g1 < reach2:
+                g0, s0 = _gap2(x_prev, p, tri[t, 0], tri[t, 1], tri[t, 2])
+                if not g0 < reach2:
+                    if not ((s0 > 0.0 and s1 < 0.0) or (s0 < 0.0 and s1 > 0.0)):
+                        continue
+                    # Through the plane: through the triangle only if it ends no
+                    # further from it than it and the triangle moved.
+                    m = reach[s] + motion[p] + max(motion[tri[t, 0]], motion[tri[t, 1]],
+                                                   motion[tri[t, 2]])
+                    if not g1 < m * m:
+                        continue
+            if count == found.shape[0]:
+                found = _grow(found, count + 1)
+            # Insertion into this vertex's run, kept ascending.
+            w = count
+            while w > first and found[w - 1] > t:
+                found[w] = found[w - 1]
+                w -= 1
+            found[w] = t
+            count += 1
         if count > pair_v.shape[0]:
             pair_v = _grow(pair_v, count)
         for w in range(first, count):
@@ -651,6 +669,7 @@ def _edge_pairs(x, x_prev, tri, tri_edges, edges, edge_surface, reach, near_star
             motion[q] = math.sqrt(dx * dx + dy * dy + dz * dz)
     mark = np.full(ne, -1, np.int64)
     seen = np.full(tri.shape[0], -1, np.int64)
+    near = np.empty(tri.shape[0], np.int64)
     found = np.empty(64, np.int64)
     count = 0
     for e in range(ne):
@@ -668,52 +687,44 @@ def _edge_pairs(x, x_prev, tri, tri_edges, edges, edge_surface, reach, near_star
         qhi1 = ehi[e, 1] + r
         qhi2 = ehi[e, 2] + r
         first = count
-        for i in range(_cell(qlo0, origin[0], cell), _cell(qhi0, origin[0], cell) + 1):
-            for j in range(_cell(qlo1, origin[1], cell), _cell(qhi1, origin[1], cell) + 1):
-                for k in range(_cell(qlo2, origin[2], cell), _cell(qhi2, origin[2], cell) + 1):
-                    h = _hash(i, j, k, mask)
-                    for q in range(start[h], start[h + 1]):
-                        t = bucket[q]
-                        if seen[t] == e:
+        n = _walk(qlo0, qlo1, qlo2, qhi0, qhi1, qhi2, tlo, thi, origin, cell, mask, start, bucket, seen, e,
+                        near)
+        for u in range(n):
+            t = near[u]
+            for c in range(3):
+                f = tri_edges[t, c]
+                # Each pair once, from its lower edge; never an edge sharing a corner.
+                if f <= e or mark[f] == e:
+                    continue
+                mark[f] = e
+                if edge_surface[f] != s:
+                    continue
+                b0 = edges[f, 0]
+                b1 = edges[f, 1]
+                if b0 == a0 or b0 == a1 or b1 == a0 or b1 == a1:
+                    continue
+                if not (qlo0 <= ehi[f, 0] and elo[f, 0] <= qhi0 and qlo1 <= ehi[f, 1]
+                        and elo[f, 1] <= qhi1 and qlo2 <= ehi[f, 2] and elo[f, 2] <= qhi2):
+                    continue
+                g1 = _segments(x, a0, a1, b0, b1)[0]
+                if not g1 < reach2:
+                    g0 = _segments(x_prev, a0, a1, b0, b1)[0]
+                    if not g0 < reach2:
+                        if not _crossed(x, x_prev, a0, a1, b0, b1):
                             continue
-                        seen[t] = e
-                        if not (qlo0 <= thi[t, 0] and tlo[t, 0] <= qhi0 and qlo1 <= thi[t, 1]
-                                and tlo[t, 1] <= qhi1 and qlo2 <= thi[t, 2] and tlo[t, 2] <= qhi2):
+                        # Through each other's line: through each other only if
+                        # they end no further apart than they moved.
+                        mv = r + max(motion[a0], motion[a1]) + max(motion[b0], motion[b1])
+                        if not g1 < mv * mv:
                             continue
-                        for c in range(3):
-                            f = tri_edges[t, c]
-                            # Each pair once, from its lower edge; never an edge sharing a corner.
-                            if f <= e or mark[f] == e:
-                                continue
-                            mark[f] = e
-                            if edge_surface[f] != s:
-                                continue
-                            b0 = edges[f, 0]
-                            b1 = edges[f, 1]
-                            if b0 == a0 or b0 == a1 or b1 == a0 or b1 == a1:
-                                continue
-                            if not (qlo0 <= ehi[f, 0] and elo[f, 0] <= qhi0 and qlo1 <= ehi[f, 1]
-                                    and elo[f, 1] <= qhi1 and qlo2 <= ehi[f, 2] and elo[f, 2] <= qhi2):
-                                continue
-                            g1 = _segments(x, a0, a1, b0, b1)[0]
-                            if not g1 < reach2:
-                                g0 = _segments(x_prev, a0, a1, b0, b1)[0]
-                                if not g0 < reach2:
-                                    if not _crossed(x, x_prev, a0, a1, b0, b1):
-                                        continue
-                                    # Through each other's line: through each other only if
-                                    # they end no further apart than they moved.
-                                    mv = r + max(motion[a0], motion[a1]) + max(motion[b0], motion[b1])
-                                    if not g1 < mv * mv:
-                                        continue
-                            if count == found.shape[0]:
-                                found = _grow(found, count + 1)
-                            w = count
-                            while w > first and found[w - 1] > f:
-                                found[w] = found[w - 1]
-                                w -= 1
-                            found[w] = f
-                            count += 1
+                if count == found.shape[0]:
+                    found = _grow(found, count + 1)
+                w = count
+                while w > first and found[w - 1] > f:
+                    found[w] = found[w - 1]
+                    w -= 1
+                found[w] = f
+                count += 1
         if count > pair_a.shape[0]:
             pair_a = _grow(pair_a, count)
         for w in range(first, count):
