@@ -261,12 +261,12 @@ def _factor_block(A, r0, n, lo, width, L):
     """The factor of ``_pair_factor`` for the block [lo, lo + width) (width 6 or 12, constant in
     each call site, so the loops have fixed lengths)."""
     for i in range(width):
-        for k in range(width):
+        for k in range(i + 1):
             L[lo + i, lo + k] = 0.0
     for r in range(r0, r0 + n):
         for i in range(width):
             ai = A[r, lo + i]
-            for k in range(width):
+            for k in range(i + 1):
                 L[lo + i, lo + k] += ai * A[r, lo + k]
     trace = 0.0
     for i in range(width):
@@ -282,7 +282,7 @@ def _factor_block(A, r0, n, lo, width, L):
             L[i, kk] = L[i, kk] / d
         for i in range(kk + 1, lo + width):
             lik = L[i, kk]
-            for j in range(kk + 1, lo + width):
+            for j in range(kk + 1, i + 1):
                 L[i, j] -= lik * L[j, kk]
 
 
@@ -292,7 +292,9 @@ def _pair_factor(A, r0, n, lo, hi, L):
     wide), H = A^T A, eps = PAIR_DAMPING^2 trace(H) (the trace bounds the largest eigenvalue from
     above, and takes no iterations to find). Right-looking (outer products), as the numpy
     reference does it. (Loops run so that each entry's sum keeps the reference's order while the
-    entries proceed side by side; the strict upper part holds updates no solve reads.)"""
+    entries proceed side by side. H and the updates are formed on the lower triangle only: the
+    lower entries never read the upper ones, and no solve does; the strict upper part of L is
+    left as it was.)"""
     if hi - lo == DOF:
         _factor_block(A, r0, n, 0, DOF, L)
     elif hi - lo == 6:
@@ -300,9 +302,10 @@ def _pair_factor(A, r0, n, lo, hi, L):
 
 
 @njit(**INLINE)
-def _cholesky_solve(L, lo, hi, s, out):
-    """out = (L L^T)^-1 s on [lo, hi), by columns (s is overwritten): each entry takes its terms
-    in the order of the row-by-row substitution, the entries side by side."""
+def _cholesky_solve(L, lo, width, s, out):
+    """out = (L L^T)^-1 s on [lo, lo + width), by columns (s is overwritten): each entry takes its
+    terms in the order of the row-by-row substitution, the entries side by side."""
+    hi = lo + width
     for k in range(lo, hi):
         out[k] = s[k] / L[k, k]
         ok = out[k]
@@ -318,22 +321,35 @@ def _cholesky_solve(L, lo, hi, s, out):
 
 
 @njit(**INLINE)
-def _pair_solve(A, r0, n, lo, hi, L, rhs, y, z, out):
-    """out[:n] = A (H + eps)^-2 A^T rhs for rows A[r0:r0 + n], L from ``_pair_factor``."""
+def _block_solve(A, r0, n, lo, width, L, rhs, y, z, out):
+    """``_pair_solve`` on the block [lo, lo + width) (width a constant at each call site, so the
+    loops over the block have fixed lengths: the same operations, unrolled)."""
+    hi = lo + width
     for i in range(lo, hi):
         y[i] = 0.0
     for r in range(n):
         rr = rhs[r]
         for i in range(lo, hi):
             y[i] += A[r0 + r, i] * rr
-    _cholesky_solve(L, lo, hi, y, z)
-    _cholesky_solve(L, lo, hi, z, y)
+    _cholesky_solve(L, lo, width, y, z)
+    _cholesky_solve(L, lo, width, z, y)
     for r in range(n):
         out[r] = 0.0
     for i in range(lo, hi):
         yi = y[i]
         for r in range(n):
             out[r] += A[r0 + r, i] * yi
+
+
+@njit(**INLINE)
+def _pair_solve(A, r0, n, lo, hi, L, rhs, y, z, out):
+    """out[:n] = A (H + eps)^-2 A^T rhs for rows A[r0:r0 + n], L from ``_pair_factor``."""
+    if hi - lo == DOF:
+        _block_solve(A, r0, n, 0, DOF, L, rhs, y, z, out)
+    elif hi - lo == 6:
+        _block_solve(A, r0, n, lo, 6, L, rhs, y, z, out)
+    else:
+        _block_solve(A, r0, n, lo, hi - lo, L, rhs, y, z, out)
 
 
 @njit(**JIT)
