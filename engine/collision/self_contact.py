@@ -189,7 +189,7 @@ class SelfContacts:
         if self.reference is None or self.kernels.moved_beyond(x, self.reference, self.vertices,
                                                                0.5 * float(self.skin.min())):
             if len(self.edges):
-                # Both kinds from one grid of the triangles' boxes (the compiled backend's).
+                # Both kinds in one call (the compiled backend's grids of the boxes).
                 self.pair_v, self.pair_t, self.pair_a, self.pair_b = self.kernels.find_all_pairs(
                     x, x_prev, self.triangles, self.tri_surface, self.vertices, self.vert_surface, self.tri_edges,
                     self.edges, self.edge_surface, self.reach, self.near_start, self.near_tris,

@@ -5,10 +5,10 @@ with the same arguments and the same numbers.
 of cells (a triangle's box is entered in every cell it covers, a vertex looks in every cell its
 box covers), and lists each vertex's triangles in ascending order, as the reference does; the
 projection is the reference's Gauss-Seidel loop, pair by pair in that order, term by term.
-``find_edge_pairs`` looks in the same grid of the triangles' boxes (a triangle's box holds its
-three edges') and lists each edge's partners ascending, as the reference's brute force does;
-``find_all_pairs`` builds that grid once for both (the pairs do not depend on the cells, only the
-time does). All serial: the same order, the same bits, every run.
+``find_edge_pairs`` looks in a hashed grid of the edges' boxes (each entry's box stored beside it)
+and lists each edge's partners ascending, as the reference's brute force does; ``find_all_pairs``
+finds both kinds in one call (the pairs do not depend on the cells, only the time does). All
+serial: the same order, the same bits, every run.
 """
 
 from __future__ import annotations
@@ -160,8 +160,9 @@ def find_pairs(x, x_prev, tri, tri_surface, vert, vert_surface, reach, near_star
 @njit(**JIT)
 def find_all_pairs(x, x_prev, tri, tri_surface, vert, vert_surface, tri_edges, edges, edge_surface, reach,
                    near_start, near_tris, near_edge_start, near_edges):
-    """``find_pairs`` and ``find_edge_pairs`` of one substep from one grid of the triangles' boxes
-    (cells sized for both queries: the pairs do not depend on the cells)."""
+    """``find_pairs`` and ``find_edge_pairs`` of one substep in one call: the vertices looked up
+    in the grid of the triangles' boxes, the edges in that of the edges' boxes (the pairs do not
+    depend on the cells)."""
     none = np.empty(0, np.int64)
     if not _finite(x, x_prev, vert):
         return none, none, none, none  # the solver refuses the frame; nothing to find
@@ -169,13 +170,14 @@ def find_all_pairs(x, x_prev, tri, tri_surface, vert, vert_surface, tri_edges, e
         return none, none, none, none
     vlo, vhi, vext_max = _vertex_boxes(x, x_prev, vert, vert_surface, reach)
     elo, ehi, qext_max = _edge_boxes(x, x_prev, edges, edge_surface, reach)
-    tlo, thi, origin, cell, mask, start, bucket = _grid(x, x_prev, tri, _largest(reach), max(vext_max, qext_max))
+    tlo, thi, origin, cell, mask, start, bucket = _grid(x, x_prev, tri, _largest(reach), vext_max)
     pair_v, pair_t = _vertex_pairs(x, x_prev, tri, tri_surface, vert, vert_surface, reach, near_start, near_tris,
                                    vlo, vhi, tlo, thi, origin, cell, mask, start, bucket)
     if edges.shape[0] == 0:
         return pair_v, pair_t, none, none
-    pair_a, pair_b = _edge_pairs(x, x_prev, tri, tri_edges, edges, edge_surface, reach, near_edge_start, near_edges,
-                                 elo, ehi, tlo, thi, origin, cell, mask, start, bucket)
+    origin, cell, mask, start, bucket, box = _edge_grid(elo, ehi, _largest(reach), qext_max)
+    pair_a, pair_b = _edge_pairs(x, x_prev, edges, edge_surface, reach, near_edge_start, near_edges, elo, ehi,
+                                 origin, cell, mask, start, bucket, box)
     return pair_v, pair_t, pair_a, pair_b
 
 
@@ -652,14 +654,64 @@ def find_edge_pairs(x, x_prev, tri, tri_edges, edges, edge_surface, reach, near_
     if edges.shape[0] == 0 or tri.shape[0] == 0:
         return np.empty(0, np.int64), np.empty(0, np.int64)
     elo, ehi, qext_max = _edge_boxes(x, x_prev, edges, edge_surface, reach)
-    tlo, thi, origin, cell, mask, start, bucket = _grid(x, x_prev, tri, _largest(reach), qext_max)
-    return _edge_pairs(x, x_prev, tri, tri_edges, edges, edge_surface, reach, near_start, near_edges, elo, ehi,
-                       tlo, thi, origin, cell, mask, start, bucket)
+    origin, cell, mask, start, bucket, box = _edge_grid(elo, ehi, _largest(reach), qext_max)
+    return _edge_pairs(x, x_prev, edges, edge_surface, reach, near_start, near_edges, elo, ehi, origin, cell, mask,
+                       start, bucket, box)
 
 
 @njit(**JIT)
-def _edge_pairs(x, x_prev, tri, tri_edges, edges, edge_surface, reach, near_start, near_edges, elo, ehi,
-                tlo, thi, origin, cell, mask, start, bucket):
+def _edge_grid(elo, ehi, reach_max, qext_max):
+    """The hashed grid of the edges' boxes over the substep: (origin, cell, mask, start, bucket,
+    box), each entry's box (lo, hi) stored beside it (read in order, not through the edge)."""
+    ne = elo.shape[0]
+    origin = np.full(3, np.inf)
+    ext_sum = 0.0
+    for e in range(ne):
+        for a in range(3):
+            origin[a] = min(origin[a], elo[e, a] - reach_max)
+        ext_sum += max(ehi[e, 0] - elo[e, 0], ehi[e, 1] - elo[e, 1], ehi[e, 2] - elo[e, 2])
+    # A cell about a query's size (an edge's box grown by the reach on both sides), as _grid's.
+    cell = max(ext_sum / max(ne, 1) + 2.0 * reach_max, qext_max / 8.0, 1e-9)
+    entries = 0
+    for e in range(ne):
+        entries += ((_cell(ehi[e, 0], origin[0], cell) - _cell(elo[e, 0], origin[0], cell) + 1)
+                    * (_cell(ehi[e, 1], origin[1], cell) - _cell(elo[e, 1], origin[1], cell) + 1)
+                    * (_cell(ehi[e, 2], origin[2], cell) - _cell(elo[e, 2], origin[2], cell) + 1))
+    size = 1
+    while size < 2 * entries:
+        size *= 2
+    mask = size - 1
+    start = np.zeros(size + 1, np.int64)
+    for e in range(ne):
+        for i in range(_cell(elo[e, 0], origin[0], cell), _cell(ehi[e, 0], origin[0], cell) + 1):
+            for j in range(_cell(elo[e, 1], origin[1], cell), _cell(ehi[e, 1], origin[1], cell) + 1):
+                for k in range(_cell(elo[e, 2], origin[2], cell), _cell(ehi[e, 2], origin[2], cell) + 1):
+                    start[_hash(i, j, k, mask) + 1] += 1
+    for b in range(size):
+        start[b + 1] += start[b]
+    fill = start[:size].copy()
+    bucket = np.empty(entries, np.int64)
+    box = np.empty((entries, 6))
+    for e in range(ne):
+        for i in range(_cell(elo[e, 0], origin[0], cell), _cell(ehi[e, 0], origin[0], cell) + 1):
+            for j in range(_cell(elo[e, 1], origin[1], cell), _cell(ehi[e, 1], origin[1], cell) + 1):
+                for k in range(_cell(elo[e, 2], origin[2], cell), _cell(ehi[e, 2], origin[2], cell) + 1):
+                    h = _hash(i, j, k, mask)
+                    q = fill[h]
+                    bucket[q] = e
+                    for a in range(3):
+                        box[q, a] = elo[e, a]
+                        box[q, 3 + a] = ehi[e, a]
+                    fill[h] += 1
+    return origin, cell, mask, start, bucket, box
+
+
+@njit(**JIT)
+def _edge_pairs(x, x_prev, edges, edge_surface, reach, near_start, near_edges, elo, ehi, origin, cell, mask, start,
+                bucket, box):
+    """Each edge's partners through the grid of the edges' boxes (``_edge_grid``): an entry of a
+    lower edge is passed over before its box is read (each pair from its lower edge), the box read
+    beside the entry; ``mark`` keeps each partner once (an edge is in every cell its box covers)."""
     ne = edges.shape[0]
     pair_a = np.empty(0, np.int64)
     motion = np.zeros(x.shape[0])
@@ -671,8 +723,6 @@ def _edge_pairs(x, x_prev, tri, tri_edges, edges, edge_surface, reach, near_star
             dz = x[q, 2] - x_prev[q, 2]
             motion[q] = math.sqrt(dx * dx + dy * dy + dz * dz)
     mark = np.full(ne, -1, np.int64)
-    seen = np.full(tri.shape[0], -1, np.int64)
-    near = np.empty(tri.shape[0], np.int64)
     found = np.empty(64, np.int64)
     count = 0
     for e in range(ne):
@@ -690,44 +740,46 @@ def _edge_pairs(x, x_prev, tri, tri_edges, edges, edge_surface, reach, near_star
         qhi1 = ehi[e, 1] + r
         qhi2 = ehi[e, 2] + r
         first = count
-        n = _walk(qlo0, qlo1, qlo2, qhi0, qhi1, qhi2, tlo, thi, origin, cell, mask, start, bucket, seen, e,
-                        near)
-        for u in range(n):
-            t = near[u]
-            for c in range(3):
-                f = tri_edges[t, c]
-                # Each pair once, from its lower edge; never an edge sharing a corner.
-                if f <= e or mark[f] == e:
-                    continue
-                mark[f] = e
-                if edge_surface[f] != s:
-                    continue
-                b0 = edges[f, 0]
-                b1 = edges[f, 1]
-                if b0 == a0 or b0 == a1 or b1 == a0 or b1 == a1:
-                    continue
-                if not (qlo0 <= ehi[f, 0] and elo[f, 0] <= qhi0 and qlo1 <= ehi[f, 1]
-                        and elo[f, 1] <= qhi1 and qlo2 <= ehi[f, 2] and elo[f, 2] <= qhi2):
-                    continue
-                g1 = _segments(x, a0, a1, b0, b1)[0]
-                if not g1 < reach2:
-                    g0 = _segments(x_prev, a0, a1, b0, b1)[0]
-                    if not g0 < reach2:
-                        if not _crossed(x, x_prev, a0, a1, b0, b1):
+        for i in range(_cell(qlo0, origin[0], cell), _cell(qhi0, origin[0], cell) + 1):
+            for j in range(_cell(qlo1, origin[1], cell), _cell(qhi1, origin[1], cell) + 1):
+                for k in range(_cell(qlo2, origin[2], cell), _cell(qhi2, origin[2], cell) + 1):
+                    h = _hash(i, j, k, mask)
+                    for q in range(start[h], start[h + 1]):
+                        f = bucket[q]
+                        # Each pair once, from its lower edge; never an edge sharing a corner.
+                        if f <= e:
                             continue
-                        # Through each other's line: through each other only if
-                        # they end no further apart than they moved.
-                        mv = r + max(motion[a0], motion[a1]) + max(motion[b0], motion[b1])
-                        if not g1 < mv * mv:
+                        if not (qlo0 <= box[q, 3] and box[q, 0] <= qhi0 and qlo1 <= box[q, 4]
+                                and box[q, 1] <= qhi1 and qlo2 <= box[q, 5] and box[q, 2] <= qhi2):
                             continue
-                if count == found.shape[0]:
-                    found = _grow(found, count + 1)
-                w = count
-                while w > first and found[w - 1] > f:
-                    found[w] = found[w - 1]
-                    w -= 1
-                found[w] = f
-                count += 1
+                        if mark[f] == e:
+                            continue
+                        mark[f] = e
+                        if edge_surface[f] != s:
+                            continue
+                        b0 = edges[f, 0]
+                        b1 = edges[f, 1]
+                        if b0 == a0 or b0 == a1 or b1 == a0 or b1 == a1:
+                            continue
+                        g1 = _segments(x, a0, a1, b0, b1)[0]
+                        if not g1 < reach2:
+                            g0 = _segments(x_prev, a0, a1, b0, b1)[0]
+                            if not g0 < reach2:
+                                if not _crossed(x, x_prev, a0, a1, b0, b1):
+                                    continue
+                                # Through each other's line: through each other only if
+                                # they end no further apart than they moved.
+                                mv = r + max(motion[a0], motion[a1]) + max(motion[b0], motion[b1])
+                                if not g1 < mv * mv:
+                                    continue
+                        if count == found.shape[0]:
+                            found = _grow(found, count + 1)
+                        w = count
+                        while w > first and found[w - 1] > f:
+                            found[w] = found[w - 1]
+                            w -= 1
+                        found[w] = f
+                        count += 1
         if count > pair_a.shape[0]:
             pair_a = _grow(pair_a, count)
         for w in range(first, count):
