@@ -304,7 +304,6 @@ def find_contacts(geo, x, q, pairs, points, point_start, point_radius, point_mat
     contact buffers, see ``ContactBuffers``) and ``pair_first`` (Q + 1,): pair k's contacts are
     pair_first[k]:pair_first[k + 1]. Returns the number of contacts; if it exceeds the buffers'
     capacity nothing beyond it is written and the caller grows them and calls again."""
-    cap = out[0].shape[0]
     # Every sample point in the world once (a body meets a dozen others in a pile).
     placed = np.empty((points.shape[0], 3))
     for o in range(world):
@@ -315,6 +314,18 @@ def find_contacts(geo, x, q, pairs, points, point_start, point_radius, point_mat
     # The buffers of the mesh vertices a cylinder meets (see mesh_vertices_into).
     mark = np.zeros(geo[13].shape[0], np.uint8)
     found = np.empty(geo[13].shape[0], np.int64)
+    return _find_pair_contacts(geo, x, q, pairs, points, point_start, point_radius, point_material, body_shape,
+                               body_friction, body_restitution, bound, margin, world, key_stride, out, pair_first,
+                               placed, mark, found)
+
+
+@njit(**HELPER)
+def _find_pair_contacts(geo, x, q, pairs, points, point_start, point_radius, point_material, body_shape,
+                        body_friction, body_restitution, bound, margin, world, key_stride, out, pair_first, placed,
+                        mark, found):
+    """find_contacts' loop over the pairs, apart from its buffers: without reference counting,
+    which in the loop counted the shape table's 22 arrays at every inlined test (_may_touch)."""
+    cap = out[0].shape[0]
     c = 0
     for k in range(pairs.shape[0]):
         pair_first[k] = c
@@ -376,7 +387,7 @@ def particle_sweep(geo, s, s0, s1, s2, e0, e1, e2, r):
     return True, n0, n1, n2, depth, tri, x0, x1, x2
 
 
-@njit(**JIT)
+@njit(**HELPER)
 def particle_contacts(geo, x, q, x_prev, q_prev, particles, particles_prev, radii, candidates, shape_count, out_k,
                       out_corr, out_depth, out_surface, out_shape):
     """Particles against shapes: for each candidate (particle, shape) (sorted by particle), the

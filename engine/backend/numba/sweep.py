@@ -21,6 +21,10 @@ JIT = dict(cache=True, nogil=True, error_model="numpy")
 # arrays), which cost several times the box or mesh test itself (the car example's wheels:
 # about 1 us a query as calls).
 INLINE = dict(JIT, inline="always")
+# The two kernels run without reference counting: inlined or not, a helper handed the shape table
+# counted its 22 arrays in and out at each evaluation (numba refuses _nrt=False only where a
+# function makes an array, so their buffers come from the callers).
+KERNEL = dict(JIT, _nrt=False)
 distance = njit(**INLINE)(_distances.distance.py_func)
 
 
@@ -76,7 +80,7 @@ def _advance_one(geo, x0, q0, dx, phi, pl, radius, o, t, s, allow, speed, world,
     return found
 
 
-@njit(**JIT)
+@njit(**KERNEL)
 def advance(geo, x0, q0, dx, phi, local, radius, owner, target, shape, allow, speed, world, iterations, bisections,
             touch, hit, p_out, xo_out, xt_out, n_out, depth_out):
     """For each query k: hit[k] the fraction of the motion at which it first touches (inf if not
@@ -110,14 +114,11 @@ def advance_queries(geo, x0, q0, dx, phi, local, radius, owner, target, shape, a
     return hit, p, xo, xt, n, depth
 
 
-@njit(**JIT)
+@njit(**KERNEL)
 def _fast_hits(geo, x0, q0, dx, phi, sides, side_first, queries, local, radius, arm, body_arm, thickness,
                shape_thickness, bound, world, contact_depth, iterations, bisections, touch, f_out, side_out, p_out,
-               xo_out, xt_out, n_out, allow_out, depth_out):
-    bodies = x0.shape[0]
-    move = np.empty(bodies)
-    spin = np.empty(bodies)
-    for b in range(bodies):
+               xo_out, xt_out, n_out, allow_out, depth_out, move, spin):
+    for b in range(x0.shape[0]):
         move[b] = math.sqrt(dx[b, 0] * dx[b, 0] + dx[b, 1] * dx[b, 1] + dx[b, 2] * dx[b, 2])
         spin[b] = math.sqrt(phi[b, 0] * phi[b, 0] + phi[b, 1] * phi[b, 1] + phi[b, 2] * phi[b, 2])
     c = 0
@@ -163,7 +164,8 @@ def fast_hits(geo, x0, q0, dx, phi, sides, side_first, queries, local, radius, a
     f, side = np.empty(k), np.empty(k, np.int64)
     p, xo, xt, n = (np.empty((k, 3)) for _ in range(4))
     allow, depth = np.empty(k), np.empty(k)
+    move, spin = np.empty(len(x0)), np.empty(len(x0))  # each body's motion and turn over the substep
     c = _fast_hits(geo, x0, q0, dx, phi, sides, side_first, queries, local, radius, arm, body_arm, thickness,
                    shape_thickness, bound, world, contact_depth, iterations, bisections, touch, f, side, p, xo, xt, n,
-                   allow, depth)
+                   allow, depth, move, spin)
     return f[:c], side[:c], p[:c], xo[:c], xt[:c], n[:c], allow[:c], depth[:c]
