@@ -62,6 +62,7 @@ def depth_in_box(solver, state, cloth, box, centre, half):
     return (half + 0.01 - np.abs(local)).min(axis=1)
 
 
+@pytest.mark.compiled_only
 def test_a_box_on_a_pinned_sheet_sags_it_rests_on_it_and_heavier_sags_more():
     # 0.2, 1 and 5 kg on a 1 kg sheet: each ends at rest on top of the sheet (one way, the box
     # fell straight through it), the sheet sagging more under the heavier box.
@@ -80,6 +81,7 @@ def test_a_box_on_a_pinned_sheet_sags_it_rests_on_it_and_heavier_sags_more():
     assert sags[0] < sags[1] < sags[2], sags
 
 
+@pytest.mark.compiled_only
 @pytest.mark.parametrize("n", [9, 15])
 @pytest.mark.parametrize("box_mass", [0.2, 1.0, 5.0])
 def test_a_box_hitting_a_floating_cloth_keeps_the_total_momentum(box_mass, n):
@@ -106,6 +108,7 @@ def test_a_box_hitting_a_floating_cloth_keeps_the_total_momentum(box_mass, n):
 
 # -- 2. a trampoline -------------------------------------------------------------------------------
 
+@pytest.mark.compiled_only
 @pytest.mark.parametrize("mass", [0.5, 2.0])
 def test_a_box_dropped_on_a_trampoline_bounces_up(mass):
     builder = engine.ModelBuilder()
@@ -130,6 +133,7 @@ def test_a_box_dropped_on_a_trampoline_bounces_up(mass):
 
 # -- 3. a heavy cloth pushes a light box ---------------------------------------------------------
 
+@pytest.mark.compiled_only
 @pytest.mark.parametrize("box_mass", [0.1, 0.3])
 def test_a_heavy_cloth_thrown_at_a_light_box_pushes_it_along(box_mass):
     builder = engine.ModelBuilder()
@@ -152,6 +156,7 @@ def test_a_heavy_cloth_thrown_at_a_light_box_pushes_it_along(box_mass):
 
 # -- 4. colliders and kinematic bodies stay immovable ----------------------------------------------
 
+@pytest.mark.compiled_only
 def test_a_kinematic_box_under_a_heavy_cloth_keeps_its_animation_and_holds_the_cloth():
     def motion(t):
         m = np.eye(4)
@@ -175,6 +180,7 @@ def test_a_kinematic_box_under_a_heavy_cloth_keeps_its_animation_and_holds_the_c
     assert np.all(x[on_top, 2] > top + 0.01 - 1e-3)
 
 
+@pytest.mark.compares_backends
 def test_particle_body_response_kernels_agree():
     pytest.importorskip("numba")
     if backend.numba_problem():
@@ -210,6 +216,7 @@ def test_particle_body_response_kernels_agree():
         assert np.abs(out[1][19] - args()[19]).max() > 0  # the bodies were pushed
 
 
+@pytest.mark.compiled_only
 @pytest.mark.parametrize("density", [0.2, 1.0])
 def test_at_the_default_settings_a_sheet_holds_a_box_many_times_its_weight(density, kernel_backend):
     if kernel_backend == "numpy" and density != 0.2:

@@ -43,12 +43,14 @@ def spread(values):
     return float(np.max(values) - np.min(values))
 
 
+@pytest.mark.compiled_only
 def test_fixed_holds_everything():
     offsets, rels, _ = shaken("fixed")
     assert np.abs(offsets).max() < LOCKED_MM
     assert max(rotation_degrees(r) for r in rels) < LOCKED_DEG
 
 
+@pytest.mark.compiled_only
 @pytest.mark.parametrize("limits", [None, (-30.0, 45.0)])
 def test_hinge_turns_about_z_only_and_within_its_limits(limits):
     joint = {} if limits is None else dict(angle_limits=tuple(math.radians(v) for v in limits))
@@ -62,6 +64,7 @@ def test_hinge_turns_about_z_only_and_within_its_limits(limits):
         assert twist.min() < limits[0] + 5 and twist.max() > limits[1] - 5  # the pushes reach both stops
 
 
+@pytest.mark.compiled_only
 def test_ball_and_socket_keeps_its_pivot_and_turns_any_way():
     offsets, rels, _ = shaken("ball_socket")
     swing, twist = swings_and_twists(rels)
@@ -69,6 +72,7 @@ def test_ball_and_socket_keeps_its_pivot_and_turns_any_way():
     assert swing.max() > 60.0 and spread(twist) > 60.0
 
 
+@pytest.mark.compiled_only
 def test_cardan_keeps_a_x_square_to_b_y_and_swings_both_ways():
     offsets, rels, _ = shaken("cardan")
     # A universal joint: B's Y axis stays at 90 degrees to A's X axis.
@@ -80,6 +84,7 @@ def test_cardan_keeps_a_x_square_to_b_y_and_swings_both_ways():
     assert spread(tilt_about_x) > 30.0 and spread(tilt_about_y) > 30.0
 
 
+@pytest.mark.compiled_only
 def test_ragdoll_stays_within_its_cone_and_twist():
     cone, twist_limit = 30.0, 20.0
     offsets, rels, _ = shaken("ragdoll", cone_angle=math.radians(cone),
@@ -90,6 +95,7 @@ def test_ragdoll_stays_within_its_cone_and_twist():
     assert np.abs(twist).max() < twist_limit + LIMIT_DEG and spread(twist) > twist_limit
 
 
+@pytest.mark.compiled_only
 @pytest.mark.parametrize("limits", [None, (-0.3, 0.2)])
 def test_slider_moves_along_z_only_and_within_its_limits(limits):
     joint = {} if limits is None else dict(distance_limits=limits)
@@ -101,6 +107,7 @@ def test_slider_moves_along_z_only_and_within_its_limits(limits):
         assert limits[0] * 1000 - LIMIT_MM < offsets[:, 2].min() and offsets[:, 2].max() < limits[1] * 1000 + LIMIT_MM
 
 
+@pytest.mark.compiled_only
 def test_twist_slider_slides_and_turns_about_z_only():
     offsets, rels, _ = shaken("twist_slider", angle_limits=(-math.radians(40), math.radians(40)))
     swing, twist = swings_and_twists(rels)
@@ -110,6 +117,7 @@ def test_twist_slider_slides_and_turns_about_z_only():
     assert np.abs(twist).max() < 40.0 + LIMIT_DEG and spread(twist) > 60.0
 
 
+@pytest.mark.compiled_only
 def test_planar_moves_in_its_plane_and_turns_about_its_normal():
     offsets, rels, _ = shaken("planar")
     swing, twist = swings_and_twists(rels)
@@ -118,6 +126,7 @@ def test_planar_moves_in_its_plane_and_turns_about_its_normal():
     assert spread(offsets[:, 0]) > 200.0 and spread(offsets[:, 1]) > 200.0 and spread(twist) > 40.0
 
 
+@pytest.mark.compiled_only
 def test_box_keeps_the_pivot_inside_its_limits_without_turning():
     lower, upper = np.array([-0.2, -0.1, -0.3]), np.array([0.2, 0.1, 0.3])
     offsets, rels, _ = shaken("box", box_limits=(lower, upper))
@@ -127,6 +136,7 @@ def test_box_keeps_the_pivot_inside_its_limits_without_turning():
     assert np.all(offsets.max(axis=0) - offsets.min(axis=0) > 0.8 * (upper - lower) * 1000)  # reaches the walls
 
 
+@pytest.mark.compiled_only
 def test_wheel_suspension_keeps_its_steered_axle_and_travels_within_its_limits():
     def steering(t):
         return 0.4 * np.sin(2.0 * t)
@@ -143,6 +153,7 @@ def test_wheel_suspension_keeps_its_steered_axle_and_travels_within_its_limits()
     assert spread(spin) > 60.0
 
 
+@pytest.mark.compiled_only
 @pytest.mark.parametrize("kind", ["hinge", "twist_slider", "wheel_suspension"])
 def test_a_free_spin_keeps_its_speed(kind):
     """An unlimited hinge (and the other joints' free spins) spun at 2 rev/s loses < 1% per second."""
@@ -176,6 +187,7 @@ def box_mesh_at(size, centre):
     return box_mesh(size, centre=centre)
 
 
+@pytest.mark.compiled_only
 @pytest.mark.parametrize("load_ratio, breaks", [(0.95, False), (1.10, True)])
 def test_a_connector_breaks_above_its_breaking_force_only(load_ratio, breaks):
     weight = 10.0 * 9.81
@@ -192,6 +204,7 @@ def test_a_connector_breaks_above_its_breaking_force_only(load_ratio, breaks):
         assert abs(state.bodies.position[0, 2] + 0.1) < 1e-3
 
 
+@pytest.mark.compiled_only
 @pytest.mark.parametrize("load_ratio, breaks", [(0.95, False), (1.10, True)])
 def test_a_connector_breaks_above_its_breaking_torque_only(load_ratio, breaks):
     # A 10 kg arm welded at one end: the weld carries the torque m g L/2 (and the force m g).

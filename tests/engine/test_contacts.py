@@ -209,6 +209,7 @@ def test_perfectly_elastic_bounces_keep_energy():
     assert abs(energy - start_energy) / start_energy < 0.02
 
 
+@pytest.mark.compiled_only
 @pytest.mark.parametrize("spike, offset", [(0.05, 0.0), (0.03, 0.04), (0.08, 0.07)])
 def test_a_wheel_rests_on_a_mesh_vertex_that_pokes_up_under_its_tread(spike, offset):
     """A terrain's single raised vertex under the middle of a wheel's tread, between its caps'

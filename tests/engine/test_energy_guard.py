@@ -40,6 +40,7 @@ def energy(solver, state):
 # -- motors pressing and driving into the ground ------------------------------------------------
 
 
+@pytest.mark.compiled_only
 @pytest.mark.parametrize("force, mass", [(1e4, 0.5), (1e5, 1.0), (1e6, 2.0), (1e7, 5.0), (3e5, 0.5)])
 @pytest.mark.parametrize("axis", [(0.0, 0.0, -1.0), (1.0, 0.0, -1.0)])
 def test_a_force_motor_presses_a_box_onto_the_ground_without_pushing_it_through(force, mass, axis):
@@ -66,6 +67,7 @@ def test_a_force_motor_presses_a_box_onto_the_ground_without_pushing_it_through(
         assert np.linalg.norm(state.bodies.position[0, :2]) > 0.5  # and it did move along the ground
 
 
+@pytest.mark.compiled_only
 @pytest.mark.parametrize("target", [1e3, 1e4, 1e5, 1e6])
 def test_a_body_driven_at_huge_speed_into_the_ground_stays_on_it(target):
     """Audit: a body driven at 1e5 m/s ended 4 km below the ground on frame 2."""
@@ -125,6 +127,7 @@ def thrown(thickness, speed, substeps, seed, restitution=0.3):
     return solver, solver.make_state()
 
 
+@pytest.mark.compiled_only
 @pytest.mark.parametrize("substeps", [2, 3, 4, 6])
 @pytest.mark.parametrize("speed", [10.0, 25.0, 40.0])
 @pytest.mark.parametrize("thickness", [0.01, 0.03])
@@ -196,6 +199,7 @@ def pair(kinds, *, heavy=200.0, light=0.2, world_slider=False, gravity=True, sho
     return solver, state
 
 
+@pytest.mark.compiled_only
 @pytest.mark.parametrize("kinds", [("fixed", "twist_slider"), ("fixed",), ("fixed", "twist_slider", "slider")])
 def test_a_light_body_held_to_a_heavy_one_on_a_rail_does_not_gain_energy(kinds):
     """Audit: seeded scenes with several connectors on one pair gained up to 1e5 times their
@@ -245,6 +249,7 @@ def welded_pair():
     return solver, solver.make_state()
 
 
+@pytest.mark.compiled_only
 def test_a_connector_fighting_the_contacts_makes_no_energy():
     """The welded pair starts at rest. The old solver turned the fight between the contacts and
     the connector into speed (which the guard then stopped); the pair solve of core v2 resolves
@@ -282,6 +287,7 @@ def test_the_guard_stops_a_frame_that_makes_energy_from_nothing_and_leaves_the_s
     assert all(np.array_equal(a, b) for a, b in zip(state.bodies.arrays(), before[0])) and state.time == before[1]
 
 
+@pytest.mark.compiled_only
 def test_the_guard_lets_honest_motion_through():
     """A tumbling box bouncing with e = 1 and a pendulum: four seconds, no error, energy kept
     within 2 % (of what each starts with)."""
@@ -306,6 +312,7 @@ def test_the_guard_lets_honest_motion_through():
 # -- very small and very large ------------------------------------------------------------------
 
 
+@pytest.mark.compiled_only
 @pytest.mark.parametrize("size", [1e-5, 1e-4])
 @pytest.mark.parametrize("shape", ["box", "automatic", "sphere", "cylinder", "capsule"])
 def test_a_tiny_body_has_its_true_mass_and_inertia_and_rests_on_the_ground(size, shape):
@@ -333,6 +340,7 @@ def test_bodies_outside_the_size_range_are_refused_saying_so():
         engine.ModelBuilder().add_rigid_body(*box_mesh((3e6,) * 3), name="moon")
 
 
+@pytest.mark.compiled_only
 def test_a_huge_body_falls_with_gravity_and_lands():
     size = 1e4
     builder = engine.ModelBuilder()

@@ -65,6 +65,7 @@ def measured_period(t, angle):
                                       engine.SolverSettings(frame_rate=30.0, substeps=6),
                                       engine.SolverSettings(frame_rate=60.0, substeps=20)],
                          ids=["defaults", "30fps-6", "60fps-20"])
+@pytest.mark.compiled_only
 @pytest.mark.parametrize("length", [0.4, 2.0])
 @pytest.mark.parametrize("amplitude", [5.0, 20.0, 45.0, 70.0, 80.0])
 def test_a_pendulum_swings_with_the_exact_period_and_keeps_its_amplitude(amplitude, length, settings):
@@ -140,6 +141,7 @@ def test_a_chain_released_level_keeps_its_energy(links):
     assert (start - lowest) / scale < {1: 0.005, 2: 0.02, 4: 0.1}[links]
 
 
+@pytest.mark.compares_backends
 @pytest.mark.skipif(backend.numba_problem() is not None, reason="numba cannot load here")
 @pytest.mark.parametrize("seed", range(3))
 @pytest.mark.parametrize("threads", ["serial", "colours on all cores"])
@@ -211,6 +213,7 @@ def hanging_sag(n: int, stiffness: float, density: float, substeps: int, iterati
 
 @pytest.mark.parametrize("n, stiffness, density", [(11, 0.5, 0.2), (11, 5.0, 0.2), (11, 5.0, 1.0), (16, 5.0, 0.5),
                                                    (21, 5.0, 0.2)])
+@pytest.mark.compiled_only
 def test_on_auto_iterations_a_soft_curtain_sags_the_same_at_5_10_and_20_substeps(n, stiffness, density):
     # (The global solve, SolverSettings.global_solve, does it at one iteration: see below.)
     # The stretch stiffness (N per unit strain) sets the sag; one sweep a substep leaves the
@@ -278,6 +281,7 @@ CURTAINS = [(11, 5.0), (11, 100.0), (11, 1e4), (33, 5.0), (33, 1e4), (65, 1e4),
             pytest.param(33, 100.0, marks=pytest.mark.xfail(strict=True, reason="shear between the regimes"))]
 
 
+@pytest.mark.compiled_only
 @pytest.mark.parametrize("n, stiffness", CURTAINS)
 def test_with_the_global_solve_a_curtain_sags_the_same_at_5_10_and_20_substeps_at_one_iteration(n, stiffness,
                                                                                                   kernel_backend):

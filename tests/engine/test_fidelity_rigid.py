@@ -29,6 +29,7 @@ def free_cradle(count, speed, radius, mass=0.3):
     return solver, solver.make_state()
 
 
+@pytest.mark.compiled_only
 @pytest.mark.parametrize("count", [3, 5])
 @pytest.mark.parametrize("speed, radius", [(0.5, 0.05), (2.0, 0.2), (4.0, 0.1)])
 def test_a_newtons_cradle_passes_the_impact_to_the_last_ball(count, speed, radius):
@@ -61,6 +62,7 @@ def hanging_cradle(count, degrees, radius=0.05, length=1.0):
     return solver, solver.make_state()
 
 
+@pytest.mark.compiled_only
 @pytest.mark.parametrize("count", [3, 5])
 @pytest.mark.parametrize("degrees", [10, 30])
 def test_a_hanging_newtons_cradle_swings_the_last_ball_out(count, degrees):
@@ -77,6 +79,7 @@ def test_a_hanging_newtons_cradle_swings_the_last_ball_out(count, degrees):
     assert speeds[hit + 1:, :-1].max() < 0.1 * impact
 
 
+@pytest.mark.compiled_only
 @pytest.mark.parametrize("restitution", [0.0, 0.5, 1.0])
 def test_a_stack_of_bouncy_boxes_stands_still(restitution):
     """Touching bodies carry impacts, not resting weight: a stack of six boxes (and e up to 1)
@@ -119,6 +122,7 @@ def ball_pendulum(degrees, length, radius=0.1, kind="ball_socket"):
     return solver, solver.make_state()
 
 
+@pytest.mark.compiled_only
 @pytest.mark.parametrize("kind", ["ball_socket", "hinge"])
 @pytest.mark.parametrize("degrees, length", [(5, 0.5), (30, 1.0), (60, 0.5), (80, 0.8)])
 def test_a_rigid_pendulum_keeps_its_period_and_its_swing(kind, degrees, length):
@@ -145,6 +149,7 @@ def test_a_rigid_pendulum_keeps_its_period_and_its_swing(kind, degrees, length):
     assert abs(last - degrees) < 0.02 * degrees
 
 
+@pytest.mark.compiled_only
 @pytest.mark.parametrize("kind", ["ball_socket", "hinge"])
 @pytest.mark.parametrize("turns, offset", [(2.0, 0.4), (4.0, 0.4), (1.0, 1.0)])
 def test_a_body_whirled_round_a_pivot_off_its_centre_keeps_its_speed(kind, turns, offset):
@@ -165,6 +170,7 @@ def test_a_body_whirled_round_a_pivot_off_its_centre_keeps_its_speed(kind, turns
     assert abs(np.linalg.norm(state.bodies.position[0]) - offset) < 1e-3
 
 
+@pytest.mark.compares_backends
 @pytest.mark.parametrize("seed", range(3))
 def test_the_compiled_start_of_substep_rows_match_the_reference(seed):
     """The connector solve pushing translation rows along the substep's start poses (SHAKE):
@@ -224,6 +230,7 @@ def tilted_drop(degrees, axis, friction):
     return solver, solver.make_state()
 
 
+@pytest.mark.compiled_only
 @pytest.mark.parametrize("friction", [0.0, 0.5])
 @pytest.mark.parametrize("degrees, axis", [(5, (0, 1, 0)), (10, (1, 0, 0)), (30, (1, 2, 0)), (45, (1, 0, 0))])
 def test_a_tilted_elastic_box_never_gains_energy_from_its_bounces(friction, degrees, axis):
@@ -279,6 +286,7 @@ def cone_mesh(radius, height, segments=32):
     return verts, faces
 
 
+@pytest.mark.compiled_only
 @pytest.mark.parametrize("omega", [150.0, 250.0])
 @pytest.mark.parametrize("tilt", [15.0, 30.0])
 def test_a_spinning_top_precesses_at_m_g_r_over_i_omega(omega, tilt):

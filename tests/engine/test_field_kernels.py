@@ -12,7 +12,8 @@ from jakobsen_engine import backend
 from jakobsen_engine.backend.numpy import fields as reference
 from jakobsen_engine.forces import fields
 
-pytestmark = pytest.mark.skipif(backend.numba_problem() is not None, reason="numba cannot load here")
+pytestmark = [pytest.mark.compares_backends,
+              pytest.mark.skipif(backend.numba_problem() is not None, reason="numba cannot load here")]
 
 N = 400
 

@@ -162,6 +162,7 @@ def test_turbulence_is_seeded():
     assert np.ptp(along) > 1e-3
 
 
+@pytest.mark.compiled_only
 def test_turbulent_air_averages_to_the_wind_and_gusts_at_the_turbulence():
     field = fields.check_force("wind", "Gusty", **GUSTY, seed=3)
     t = np.arange(0.0, 400.0, 0.05)
@@ -264,6 +265,7 @@ def test_weights_and_zero_strength_switch_a_field_off():
 # -- vortex, harmonic, turbulence, drag as physics ---------------------------------------------------
 
 
+@pytest.mark.compiled_only
 @pytest.mark.parametrize("strength", [0.7, 2.0, -1.5])
 def test_a_free_particle_settles_on_a_circle_in_a_plane_vortex(strength):
     """Blender's vortex a = -W^2 r + W z x r - v is linear in z = x + i y:
@@ -396,6 +398,7 @@ def test_wind_falloff_scales_the_air_speed():
     np.testing.assert_allclose(fields.wind_velocity(field, 0.0, x)[:, 2], [4.0, 4.0, 0.0])
 
 
+@pytest.mark.compiled_only
 def test_blender_fields_push_bodies_at_their_centre_whatever_the_mass():
     # energy_guard off: solver/energy.py counts only attractors among the fields as energy sources
     # (the change wanted there: `if fields.pushes_bodies:`), see the test below.

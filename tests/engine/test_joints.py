@@ -22,6 +22,7 @@ def build(*bodies, joints=(), settings=None):
     return solver, solver.make_state()
 
 
+@pytest.mark.compiled_only
 def test_rod_on_a_ball_joint_swings_with_the_physical_pendulum_period():
     # A slender rod hanging from one end: T = 2 pi sqrt(I_pivot / (m g d)), I_pivot = m L^2 / 3, d = L / 2.
     length, angle = 1.0, math.radians(4.0)
@@ -48,6 +49,7 @@ def test_rod_on_a_ball_joint_swings_with_the_physical_pendulum_period():
     assert abs(periods.mean() - expected) / expected < 0.01
 
 
+@pytest.mark.compiled_only
 def test_hinge_spins_freely_about_its_axis_and_keeps_it():
     omega = 2 * 2 * math.pi  # 2 rev/s
     wheel = (box_mesh((0.6, 0.6, 0.1)), dict(shape="box", angular_velocity=(0, 0, omega)))
@@ -60,6 +62,7 @@ def test_hinge_spins_freely_about_its_axis_and_keeps_it():
     assert np.linalg.norm(state.bodies.position[0]) < 1e-3
 
 
+@pytest.mark.compiled_only
 def test_hinge_locks_the_other_rotations_under_a_push():
     door = (box_mesh((1.0, 0.05, 2.0), centre=(0.5, 0, 1.0)), dict(shape="box"))
     solver, state = build(door, joints=[("hinge", None, 0, (0, 0, 1.0), dict(axis=(0, 0, 1)))])
@@ -73,6 +76,7 @@ def test_hinge_locks_the_other_rotations_under_a_push():
     assert abs(np.linalg.norm(state.bodies.position[0, :2]) - 0.5) < 1e-3  # centre on its circle
 
 
+@pytest.mark.compiled_only
 def test_chain_of_hinged_links_keeps_its_links_together():
     # Each mechanism's joints are solved together, so a long chain is as tight as one joint.
     links, size = 20, 0.3
@@ -103,6 +107,7 @@ def test_connector_with_no_bodies_is_rejected():
         builder.add_joint("hinge", None, None, (0, 0, 0), name="Hinge")
 
 
+@pytest.mark.compiled_only
 def test_a_bridge_hinged_to_the_world_at_both_ends_carries_crates():
     """A loop of connectors repeats constraints (the planks' hinges all forbid the same sideways
     motion), so its system is singular; it must still hold together, not explode."""

@@ -8,7 +8,8 @@ import pytest
 from jakobsen_engine import backend
 from jakobsen_engine.builder import colour_sticks
 
-pytestmark = pytest.mark.skipif(backend.numba_problem() is not None, reason="numba cannot load here")
+pytestmark = [pytest.mark.compares_backends,
+              pytest.mark.skipif(backend.numba_problem() is not None, reason="numba cannot load here")]
 
 
 @pytest.fixture(params=range(4))

@@ -16,7 +16,8 @@ from jakobsen_engine.constraints import joints as reference
 
 from .rigid_scenes import box_mesh, rotation
 
-pytestmark = pytest.mark.skipif(backend.numba_problem() is not None, reason="numba cannot load here")
+pytestmark = [pytest.mark.compares_backends,
+              pytest.mark.skipif(backend.numba_problem() is not None, reason="numba cannot load here")]
 
 KINDS = [("hinge", dict(angle_limits=(-0.3, 0.5))), ("ball_socket", {}), ("cardan", dict(cone_angle=0.4)),
          ("ragdoll", {}), ("slider", dict(distance_limits=(-0.1, 0.2))),

@@ -264,6 +264,7 @@ def test_friction_carries_cloth_on_a_mesh_deforming_sideways(friction, carried):
     assert state.positions[:, 2].min() > 0.0  # on top throughout
 
 
+@pytest.mark.compiled_only
 def test_deforming_mesh_against_a_rigid_body_runs():
     """A box dropped on a deforming plate lands on it (bodies read the deformed triangles too)."""
     v, f, values = deforming_plate(lambda t: (0.0, 0.0, 0.1 * t), 24)
@@ -366,6 +367,7 @@ def _kernel_scene(seed):
     return geo, x, q, x_prev, q_prev, end, start, np.full(n, 0.005), cand
 
 
+@pytest.mark.compares_backends
 @pytest.mark.parametrize("seed", [0, 1, 2])
 def test_particle_contact_kernels_agree(seed, kernel_backend):
     """numba and numpy give the same contacts (1e-12), sweeps and deforming meshes included, and

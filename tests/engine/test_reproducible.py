@@ -11,6 +11,9 @@ import pytest
 
 from engine.geometry import reproducible as rp
 
+# The compiled functions against numpy's, whichever backend the solver would pick: run once.
+pytestmark = pytest.mark.compares_backends
+
 RNG = np.random.default_rng(20261202)
 
 

@@ -85,6 +85,7 @@ def test_box_bounces_to_e_squared_of_its_drop_height(e):
     assert abs(peak - e * e * height) / (e * e * height) < 0.05
 
 
+@pytest.mark.compiled_only
 def test_perfectly_elastic_box_keeps_its_energy_over_ten_bounces():
     solver, state, _ = world((box_mesh(centre=(0, 0, 1.5)), dict(shape="box", restitution=1.0)),
                              colliders=[engine.Plane(restitution=1.0)])
@@ -106,6 +107,7 @@ def incline(degrees, mu):
     return engine.Plane.from_point_normal((0, 0, 0), normal, friction=mu), normal, rot, theta
 
 
+@pytest.mark.compiled_only
 @pytest.mark.parametrize("degrees, mu", [(20, 0.5), (30, 0.7)])
 def test_box_on_incline_stays_when_tan_below_mu(degrees, mu):
     plane, normal, rot, theta = incline(degrees, mu)
@@ -120,6 +122,7 @@ def test_box_on_incline_stays_when_tan_below_mu(degrees, mu):
     assert np.linalg.norm(state.bodies.position[0] - start) < 1e-3
 
 
+@pytest.mark.compiled_only
 @pytest.mark.parametrize("degrees, mu", [(30, 0.3), (40, 0.5)])
 def test_box_on_incline_slides_with_coulomb_acceleration(degrees, mu):
     plane, normal, rot, theta = incline(degrees, mu)
@@ -136,6 +139,7 @@ def test_box_on_incline_slides_with_coulomb_acceleration(degrees, mu):
     assert abs(state.bodies.position[0] @ normal - 0.5) < 2e-3  # sliding on its face, not tumbling
 
 
+@pytest.mark.compiled_only
 def test_stack_of_ten_boxes_stands_still():
     size = 0.9
     bodies = [(box_mesh((size,) * 3, centre=(0, 0, size / 2 + k * size)), dict(shape="box", name=f"box {k}"))
@@ -170,6 +174,7 @@ def test_head_on_collision_conserves_momentum():
     assert np.linalg.norm(l1 - l0) / max(np.linalg.norm(l0), 1.0) < 1e-3
 
 
+@pytest.mark.compiled_only
 def test_cube_dropped_on_its_corner_settles_flat_and_rests():
     # Nearly corner-down (3 degrees off, as a real drop is never perfect: exactly balanced, a
     # perfect solver may keep it on its corner, as a perfectly balanced real cube would).
@@ -220,6 +225,7 @@ def test_bad_body_settings_are_rejected(kwargs, words):
         engine.ModelBuilder().add_rigid_body(*box_mesh(), name="crate", **kwargs)
 
 
+@pytest.mark.compiled_only
 def test_kinematic_body_pushes_and_is_not_pushed():
     def motion(t):
         m = np.eye(4)
@@ -256,6 +262,7 @@ def test_body_poses_map_rest_points_to_current_points():
     np.testing.assert_allclose(quat.rotate(rotation_q[0], rest_points) + translation[0], now_points, atol=1e-9)
 
 
+@pytest.mark.compiled_only
 @pytest.mark.parametrize("shape", ["sphere", "capsule", "cylinder", "convex_hull"])
 def test_every_shape_rests_on_the_ground_without_sinking(shape):
     mesh = uv_sphere(0.5, centre=(0, 0, 1.0)) if shape != "convex_hull" else box_mesh(centre=(0, 0, 1.0))
@@ -267,6 +274,7 @@ def test_every_shape_rests_on_the_ground_without_sinking(shape):
     assert -2e-3 < lowest < 2e-3
 
 
+@pytest.mark.compiled_only
 def test_bodies_of_every_shape_pair_do_not_interpenetrate():
     shapes = ["box", "sphere", "capsule", "cylinder", "convex_hull"]
     bodies = []
@@ -288,6 +296,7 @@ def test_bodies_of_every_shape_pair_do_not_interpenetrate():
                 assert depth.max() < 0.01, (b.names[owner], b.names[target], depth.max())
 
 
+@pytest.mark.compiled_only
 @pytest.mark.parametrize("ground", ["plane", "mesh"])
 def test_a_pyramid_of_boxes_stands_still(ground):
     """Three boxes, two straddling them, one on top (2 cm gaps, friction 0.5): a resting pile

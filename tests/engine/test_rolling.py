@@ -57,6 +57,7 @@ def fitted_acceleration(times, distance):
     return np.linalg.lstsq(design, distance, rcond=None)[0][2]
 
 
+@pytest.mark.compiled_only
 @pytest.mark.parametrize("degrees", [10, 20, 30])
 def test_a_sphere_rolls_down_a_slope_at_five_sevenths_g_sin_theta_without_slipping(degrees):
     plane, normal, downhill, theta = slope(degrees, friction=0.8)
@@ -76,6 +77,7 @@ def test_a_sphere_rolls_down_a_slope_at_five_sevenths_g_sin_theta_without_slippi
     assert np.abs(x @ normal - RADIUS).max() < 1e-3
 
 
+@pytest.mark.compiled_only
 @pytest.mark.parametrize("degrees", [10, 20, 30])
 def test_a_cylinder_rolls_down_a_slope_at_two_thirds_g_sin_theta_without_slipping(degrees):
     plane, normal, downhill, theta = slope(degrees, friction=0.8)
@@ -93,6 +95,7 @@ def test_a_cylinder_rolls_down_a_slope_at_two_thirds_g_sin_theta_without_slippin
     assert np.abs(x @ normal - RADIUS).max() < 1e-3
 
 
+@pytest.mark.compiled_only
 @pytest.mark.parametrize("speed", [2.0, 5.0, 12.0])
 def test_a_wheel_coasting_on_flat_ground_keeps_its_speed(speed):
     verts, faces, frame = cylinder_mesh(RADIUS, 0.25, centre=(0, 0, RADIUS), axis=(0.0, 1.0, 0.0))
@@ -105,6 +108,7 @@ def test_a_wheel_coasting_on_flat_ground_keeps_its_speed(speed):
     assert np.abs(x[:, 1]).max() < 0.01 * x[-1, 0]  # and straight on
 
 
+@pytest.mark.compiled_only
 @pytest.mark.parametrize("turns_per_second", [0.5, 1.0, 2.0])
 def test_a_rolling_cylinder_keeps_its_height_over_a_full_turn(turns_per_second):
     """No polygon: the centre of a cylinder rolling on a plane stays at its radius within 0.1 mm."""
@@ -120,6 +124,7 @@ def test_a_rolling_cylinder_keeps_its_height_over_a_full_turn(turns_per_second):
     assert np.ptp(x[:, 2]) < 1e-4 and abs(x[:, 2].mean() - RADIUS) < 1e-4
 
 
+@pytest.mark.compiled_only
 @pytest.mark.parametrize("speed", [0.5, 1.5, 3.0])
 def test_a_ball_rolls_over_a_boxs_edge_without_a_jump(speed):
     """On a flat box top, then round its edge and down: the ball's centre never rises."""

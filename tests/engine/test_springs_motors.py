@@ -71,6 +71,7 @@ def test_spring_damping_decays_the_amplitude_as_exp_minus_c_t_over_2m():
     assert abs(measured - c / (2 * m)) / (c / (2 * m)) < 0.05
 
 
+@pytest.mark.compiled_only
 def test_an_angular_spring_twists_back_at_sqrt_k_over_i():
     k, size, m = 50.0, 0.4, 64.0
     inertia = m * (size ** 2 + size ** 2) / 12
@@ -137,6 +138,7 @@ def wheel(mass=20.0, size=0.6):
     return builder, body, inertia
 
 
+@pytest.mark.compiled_only
 def test_an_angular_motor_accelerates_at_torque_over_inertia_then_holds_its_speed_under_a_load():
     torque, target = 12.0, 10.0
     builder, body, inertia = wheel()
@@ -150,6 +152,7 @@ def test_an_angular_motor_accelerates_at_torque_over_inertia_then_holds_its_spee
     assert abs(state.bodies.angular_velocity[0, 2] - target) / target < 0.02
 
 
+@pytest.mark.compiled_only
 @pytest.mark.parametrize("load_ratio", [0.5, 1.5])
 def test_a_motor_holds_its_speed_under_a_load_below_its_torque_and_slows_above(load_ratio):
     torque, target = 12.0, 10.0
@@ -168,6 +171,7 @@ def test_a_motor_holds_its_speed_under_a_load_below_its_torque_and_slows_above(l
         assert abs(decel - expected) / expected < 0.05
 
 
+@pytest.mark.compiled_only
 def test_a_servo_reaches_and_holds_its_target_angle_against_gravity_without_overshooting():
     # An arm on a horizontal hinge, lifted by a servo to 45 degrees and held there.
     builder = engine.ModelBuilder()
@@ -188,6 +192,7 @@ def test_a_servo_reaches_and_holds_its_target_angle_against_gravity_without_over
     assert angles.max() < 45.0 + 1.0  # no overshoot on the way
 
 
+@pytest.mark.compiled_only
 def test_a_servo_follows_a_target_that_changes_every_frame():
     builder, body, _ = wheel()
     builder.add_motor(body, None, (0, 0, 1), name="servo", mode="servo", torque=50.0,
@@ -203,6 +208,7 @@ def test_a_servo_follows_a_target_that_changes_every_frame():
     assert math.degrees(lag.max()) < 3.0
 
 
+@pytest.mark.compiled_only
 def test_a_linear_motor_pushes_a_slider_to_its_target_speed():
     builder = engine.ModelBuilder()
     cart = builder.add_rigid_body(*box_mesh((0.4, 0.4, 0.4)), name="cart", mass=50.0, shape="box")
@@ -247,6 +253,7 @@ def cylinder_mesh(radius, width, centre, segments=24):
     return np.array(verts) + np.asarray(centre, float), faces
 
 
+@pytest.mark.compiled_only
 def test_a_car_on_four_suspended_wheels_settles_at_rest_minus_its_weight_share_over_k():
     chassis_mass, k, rest = 400.0, 20000.0, -0.1
     builder = engine.ModelBuilder()

@@ -33,6 +33,7 @@ def test_a_sealed_cloth_reaches_the_target_volume_ratio(divisions, ratio, sphere
     assert volume(m, state.positions) / volume(m, v) == pytest.approx(ratio, rel=0.03)
 
 
+@pytest.mark.compiled_only
 def test_softer_pressure_holds_less_volume_against_the_cloth():
     # A finite pressure stiffness is a bulk modulus: the stretched cloth pushes back, so the
     # volume ends between the rest volume and the target, nearer the target the stiffer.
@@ -52,6 +53,7 @@ def test_softer_pressure_holds_less_volume_against_the_cloth():
     assert reached[3] == pytest.approx(1.4, rel=0.03)
 
 
+@pytest.mark.compiled_only
 @pytest.mark.parametrize("ratio", [1.0, 1.3])
 def test_a_cushion_dropped_on_the_ground_keeps_its_volume_and_rests_on_it(ratio):
     v, f = cube(5, 0.6)
@@ -88,6 +90,7 @@ def soft_cube(divisions=5, size=0.5, height=0.6, **kwargs):
     return v, b.finalize()
 
 
+@pytest.mark.compiled_only
 @pytest.mark.parametrize("divisions, size, stiffness", [(4, 0.5, 800.0), (6, 0.5, 3000.0), (5, 1.0, 1500.0)])
 def test_a_soft_cube_squashes_keeps_its_volume_and_recovers_its_shape(divisions, size, stiffness):
     v, m = soft_cube(divisions, size, height=size, shape_stiffness=stiffness, pressure=1.0)
@@ -109,6 +112,7 @@ def test_a_soft_cube_squashes_keeps_its_volume_and_recovers_its_shape(divisions,
     assert np.abs(solver.velocities(state)).max() < 0.05
 
 
+@pytest.mark.compiled_only
 @pytest.mark.parametrize("stiffness", [200.0, 800.0])
 def test_a_soft_body_jiggles_at_the_frequency_its_stiffness_gives(stiffness):
     # Every vertex pulled to the matched shape with stiffness k per kg: a stretched body rings
@@ -134,6 +138,7 @@ def test_a_soft_body_jiggles_at_the_frequency_its_stiffness_gives(stiffness):
     assert 1.0 / period == pytest.approx(np.sqrt(stiffness) / (2.0 * np.pi), rel=0.08)
 
 
+@pytest.mark.compiled_only
 def test_a_soft_body_without_plasticity_springs_back_and_with_it_keeps_a_dent():
     # A rigid ram (a moving box collider) pushes 8 cm into the side of a soft cube resting on the
     # ground against a wall and withdraws: elastic, the face comes back; plastic, the dent stays.
@@ -175,6 +180,7 @@ def test_a_soft_body_without_plasticity_springs_back_and_with_it_keeps_a_dent():
 
 # -- plasticity of cloth ----------------------------------------------------------------------
 
+@pytest.mark.compiled_only
 @pytest.mark.parametrize("limit", [0.01, 0.03])
 def test_a_plastic_cloth_stays_stretched_after_the_load_is_gone(limit):
     # A strip hangs from its top edge; its weight strains the soft stretch beyond the limit.
@@ -261,6 +267,7 @@ def test_a_sheet_pulled_apart_tears_beyond_its_factor_and_not_before(factor, wid
 
 # -- kernels ----------------------------------------------------------------------------------
 
+@pytest.mark.compares_backends
 @pytest.mark.parametrize("seed", range(3))
 def test_the_volume_kernels_agree_on_random_surfaces(seed):
     from jakobsen_engine import backend
