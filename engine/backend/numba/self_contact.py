@@ -256,14 +256,7 @@ def _vertex_pairs(x, x_prev, tri, tri_surface, vert, vert_surface, reach, near_s
                                                    motion[tri[t, 2]])
                     if not g1 < m * m:
                         continue
-            if count == found.shape[0]:
-                found = _grow(found, count + 1)
-            # Insertion into this vertex's run, kept ascending.
-            w = count
-            while w > first and found[w - 1] > t:
-                found[w] = found[w - 1]
-                w -= 1
-            found[w] = t
+            found = _insert_in_run(found, first, count, t)  # this vertex's run, kept ascending
             count += 1
         if count > pair_v.shape[0]:
             pair_v = _grow(pair_v, count)
@@ -572,6 +565,55 @@ def _side(x, a0, a1, b0, b1):
 
 
 @njit(**JIT)
+def _insert_in_run(found, first, count, value):
+    """found[first:count] (ascending) with value inserted in order at found[first:count + 1],
+    ``found`` grown first if it is full; returns it."""
+    if count == found.shape[0]:
+        found = _grow(found, count + 1)
+    w = count
+    while w > first and found[w - 1] > value:
+        found[w] = found[w - 1]
+        w -= 1
+    found[w] = value
+    return found
+
+
+@njit(**JIT)
+def _bucket_boxes(lo, hi, origin, cell):
+    """Boxes (lo, hi: (n, 3)) into a hashed grid of cells ``cell`` wide from ``origin``: (mask,
+    start, bucket), the boxes in cell hash h being bucket[start[h]:start[h + 1]], ascending (a box
+    is in every cell it covers; the table has at least twice as many slots as entries)."""
+    n = lo.shape[0]
+    entries = 0
+    for t in range(n):
+        entries += ((_cell(hi[t, 0], origin[0], cell) - _cell(lo[t, 0], origin[0], cell) + 1)
+                    * (_cell(hi[t, 1], origin[1], cell) - _cell(lo[t, 1], origin[1], cell) + 1)
+                    * (_cell(hi[t, 2], origin[2], cell) - _cell(lo[t, 2], origin[2], cell) + 1))
+    size = 1
+    while size < 2 * entries:
+        size *= 2
+    mask = size - 1
+    start = np.zeros(size + 1, np.int64)
+    for t in range(n):
+        for i in range(_cell(lo[t, 0], origin[0], cell), _cell(hi[t, 0], origin[0], cell) + 1):
+            for j in range(_cell(lo[t, 1], origin[1], cell), _cell(hi[t, 1], origin[1], cell) + 1):
+                for k in range(_cell(lo[t, 2], origin[2], cell), _cell(hi[t, 2], origin[2], cell) + 1):
+                    start[_hash(i, j, k, mask) + 1] += 1
+    for b in range(size):
+        start[b + 1] += start[b]
+    fill = start[:size].copy()
+    bucket = np.empty(entries, np.int64)
+    for t in range(n):
+        for i in range(_cell(lo[t, 0], origin[0], cell), _cell(hi[t, 0], origin[0], cell) + 1):
+            for j in range(_cell(lo[t, 1], origin[1], cell), _cell(hi[t, 1], origin[1], cell) + 1):
+                for k in range(_cell(lo[t, 2], origin[2], cell), _cell(hi[t, 2], origin[2], cell) + 1):
+                    h = _hash(i, j, k, mask)
+                    bucket[fill[h]] = t
+                    fill[h] += 1
+    return mask, start, bucket
+
+
+@njit(**JIT)
 def _grid(x, x_prev, tri, reach_max, qext_max):
     """The hashed grid of the triangles' boxes over the substep: (tlo, thi, origin, cell, mask,
     start, bucket); queries of boxes up to qext_max a side cover at most 9 cells a side."""
@@ -599,32 +641,7 @@ def _grid(x, x_prev, tri, reach_max, qext_max):
     # a query then covers two or so cells a side instead of three or four (cells of a bare
     # triangle's size), and reads fewer entries that miss it. The pairs do not depend on the cells.
     cell = max(ext_sum / max(nt, 1) + 2.0 * reach_max, ext_max / 8.0, qext_max / 8.0, 1e-9)
-    entries = 0
-    for t in range(nt):
-        entries += ((_cell(thi[t, 0], origin[0], cell) - _cell(tlo[t, 0], origin[0], cell) + 1)
-                    * (_cell(thi[t, 1], origin[1], cell) - _cell(tlo[t, 1], origin[1], cell) + 1)
-                    * (_cell(thi[t, 2], origin[2], cell) - _cell(tlo[t, 2], origin[2], cell) + 1))
-    size = 1
-    while size < 2 * entries:
-        size *= 2
-    mask = size - 1
-    start = np.zeros(size + 1, np.int64)
-    for t in range(nt):
-        for i in range(_cell(tlo[t, 0], origin[0], cell), _cell(thi[t, 0], origin[0], cell) + 1):
-            for j in range(_cell(tlo[t, 1], origin[1], cell), _cell(thi[t, 1], origin[1], cell) + 1):
-                for k in range(_cell(tlo[t, 2], origin[2], cell), _cell(thi[t, 2], origin[2], cell) + 1):
-                    start[_hash(i, j, k, mask) + 1] += 1
-    for b in range(size):
-        start[b + 1] += start[b]
-    fill = start[:size].copy()
-    bucket = np.empty(entries, np.int64)
-    for t in range(nt):
-        for i in range(_cell(tlo[t, 0], origin[0], cell), _cell(thi[t, 0], origin[0], cell) + 1):
-            for j in range(_cell(tlo[t, 1], origin[1], cell), _cell(thi[t, 1], origin[1], cell) + 1):
-                for k in range(_cell(tlo[t, 2], origin[2], cell), _cell(thi[t, 2], origin[2], cell) + 1):
-                    h = _hash(i, j, k, mask)
-                    bucket[fill[h]] = t
-                    fill[h] += 1
+    mask, start, bucket = _bucket_boxes(tlo, thi, origin, cell)
     return tlo, thi, origin, cell, mask, start, bucket
 
 
@@ -672,37 +689,13 @@ def _edge_grid(elo, ehi, reach_max, qext_max):
         ext_sum += max(ehi[e, 0] - elo[e, 0], ehi[e, 1] - elo[e, 1], ehi[e, 2] - elo[e, 2])
     # A cell about a query's size (an edge's box grown by the reach on both sides), as _grid's.
     cell = max(ext_sum / max(ne, 1) + 2.0 * reach_max, qext_max / 8.0, 1e-9)
-    entries = 0
-    for e in range(ne):
-        entries += ((_cell(ehi[e, 0], origin[0], cell) - _cell(elo[e, 0], origin[0], cell) + 1)
-                    * (_cell(ehi[e, 1], origin[1], cell) - _cell(elo[e, 1], origin[1], cell) + 1)
-                    * (_cell(ehi[e, 2], origin[2], cell) - _cell(elo[e, 2], origin[2], cell) + 1))
-    size = 1
-    while size < 2 * entries:
-        size *= 2
-    mask = size - 1
-    start = np.zeros(size + 1, np.int64)
-    for e in range(ne):
-        for i in range(_cell(elo[e, 0], origin[0], cell), _cell(ehi[e, 0], origin[0], cell) + 1):
-            for j in range(_cell(elo[e, 1], origin[1], cell), _cell(ehi[e, 1], origin[1], cell) + 1):
-                for k in range(_cell(elo[e, 2], origin[2], cell), _cell(ehi[e, 2], origin[2], cell) + 1):
-                    start[_hash(i, j, k, mask) + 1] += 1
-    for b in range(size):
-        start[b + 1] += start[b]
-    fill = start[:size].copy()
-    bucket = np.empty(entries, np.int64)
-    box = np.empty((entries, 6))
-    for e in range(ne):
-        for i in range(_cell(elo[e, 0], origin[0], cell), _cell(ehi[e, 0], origin[0], cell) + 1):
-            for j in range(_cell(elo[e, 1], origin[1], cell), _cell(ehi[e, 1], origin[1], cell) + 1):
-                for k in range(_cell(elo[e, 2], origin[2], cell), _cell(ehi[e, 2], origin[2], cell) + 1):
-                    h = _hash(i, j, k, mask)
-                    q = fill[h]
-                    bucket[q] = e
-                    for a in range(3):
-                        box[q, a] = elo[e, a]
-                        box[q, 3 + a] = ehi[e, a]
-                    fill[h] += 1
+    mask, start, bucket = _bucket_boxes(elo, ehi, origin, cell)
+    box = np.empty((bucket.shape[0], 6))
+    for q in range(bucket.shape[0]):
+        e = bucket[q]
+        for a in range(3):
+            box[q, a] = elo[e, a]
+            box[q, 3 + a] = ehi[e, a]
     return origin, cell, mask, start, bucket, box
 
 
@@ -772,13 +765,7 @@ def _edge_pairs(x, x_prev, edges, edge_surface, reach, near_start, near_edges, e
                                 mv = r + max(motion[a0], motion[a1]) + max(motion[b0], motion[b1])
                                 if not g1 < mv * mv:
                                     continue
-                        if count == found.shape[0]:
-                            found = _grow(found, count + 1)
-                        w = count
-                        while w > first and found[w - 1] > f:
-                            found[w] = found[w - 1]
-                            w -= 1
-                        found[w] = f
+                        found = _insert_in_run(found, first, count, f)
                         count += 1
         if count > pair_a.shape[0]:
             pair_a = _grow(pair_a, count)
