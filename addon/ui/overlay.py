@@ -10,26 +10,35 @@ A ``SpaceView3D`` draw handler (``POST_VIEW``, Blender's ``gpu`` module, the bui
   (right-handed) or, for a linear motor, an arrowhead along it;
 - a spring as a line between the points it holds (green);
 and for a vehicle's chassis an arrow along its Forward axis (cyan) and each wheel's axle (the X
-of its Wheel Suspension, orange) through the wheel.
+of its Wheel Suspension, orange) through the wheel; and, for every cloth and soft body whose Pin
+Group holds vertices, a dot (magenta) on each pinned vertex where it is now (the evaluated mesh:
+its armature, its bake): a large opaque dot where the weight is 1 (held to the object), a smaller
+one, fainter the lower its weight, where it is below 1 (pulled by Pin Stiffness times the weight).
 
 The geometry (``overlay_lines``) is plain data read from Blender objects, testable headless; only
-``_draw`` touches the GPU. Headless Blender (``bpy.app.background``) has no GPU: there the handler
-is not added. The toggle is ``WindowManager.jakobsen_show_axes`` ("Show Axes" in the sidebar), a
-setting of the session, not of the file.
+``_draw`` touches the GPU. Blender has no bulk read of vertex-group weights, so a cloth's pin
+weights are read once (``vertex_group_weights``) and kept until its mesh or the object's geometry
+is edited (a ``depsgraph_update_post`` handler; playing the animation does not edit it), and each
+draw reads only the evaluated positions, with one ``foreach_get``. Headless Blender
+(``bpy.app.background``) has no GPU: there the handler is not added. The toggle is
+``WindowManager.jakobsen_show_axes`` ("Show Axes" in the sidebar), a setting of the session, not
+of the file.
 """
 
 from __future__ import annotations
 
 import math
-from typing import TypedDict
+from typing import NamedTuple, TypedDict
 
 import bpy
 import numpy as np
+from bpy.app.handlers import persistent
 from bpy.props import BoolProperty
 
-from ..blender_io.reads import takes_part
+from ..blender_io.reads import takes_part, vertex_group_weights
 from ..properties import EMPTY_TYPES
 from ..registered import add_property, remove_property
+from ..translate.settings import PIN_WEIGHT
 from ..translate.wheels import axis_vector
 from .vehicle import is_chassis, wheel_chassis
 
@@ -41,10 +50,17 @@ COLOURS = {
     "spring": (0.3, 0.95, 0.4, 1.0),
     "forward": (0.2, 0.95, 0.95, 1.0),
     "axle": (1.0, 0.55, 0.1, 1.0),
+    "pin": (1.0, 0.25, 0.85, 1.0),
 }
 LINE_WIDTH = 2.0
 ARC_SEGMENTS = 24
-
+# Pins are dots of a fixed size on the screen, as Blender draws vertices, so that they stay
+# visible on a cloth of any size and zoom: in pixels, a full pin's and a soft pin's. A soft pin's
+# alpha runs from SOFT_PIN_ALPHA (weight near 0) to 1 (weight near 1).
+PIN_SIZE = 9.0
+SOFT_PIN_SIZE = 6.0
+SOFT_PIN_ALPHA = 0.3
+DEFORMING = ('CLOTH', 'SOFT_BODY')  # the roles with a Pin Group (obj.jakobsen.cloth.pin_group)
 
 
 class _DrawState(TypedDict):
@@ -58,11 +74,19 @@ _state: _DrawState = {"draws": 0, "errors": []}
 
 # -- the geometry: line segments per colour ---------------------------------------------------------
 
+class Pins(NamedTuple):
+    """The pinned vertices of one cloth or soft body."""
+    name: str  # the object's
+    points: np.ndarray  # (k, 3) where they are, in world space
+    weights: np.ndarray  # (k,) their weights in the Pin Group, all above 0
+
+
 class Lines:
-    """Line segments (pairs of world points) by colour name."""
+    """Line segments (pairs of world points) by colour name, and the pinned vertices."""
 
     def __init__(self) -> None:
         self.by_colour: dict[str, list] = {}
+        self.pins: list[Pins] = []
 
     def add(self, colour: str, a, b) -> None:
         self.by_colour.setdefault(colour, []).extend((tuple(map(float, a)), tuple(map(float, b))))
@@ -85,6 +109,19 @@ class Lines:
 
     def segments(self, colour: str) -> np.ndarray:
         return np.array(self.by_colour.get(colour, ()), dtype=float).reshape(-1, 2, 3)
+
+    def pin_dots(self) -> list[tuple[float, np.ndarray, np.ndarray]]:
+        """What the pins are drawn as: (size in pixels, (k, 3) points, (k, 4) colours) for the full
+        pins (weight 1: opaque, PIN_SIZE) and for the soft ones (smaller, alpha by weight)."""
+        if not self.pins:
+            return []
+        points = np.concatenate([p.points for p in self.pins])
+        weights = np.concatenate([p.weights for p in self.pins])
+        full = weights >= PIN_WEIGHT  # as the engine tells a pinned vertex from a pulled one
+        colours = np.tile(np.array(COLOURS["pin"], dtype=float), (len(weights), 1))
+        colours[~full, 3] = SOFT_PIN_ALPHA + (1.0 - SOFT_PIN_ALPHA) * weights[~full]
+        return [(size, points[mask], colours[mask]) for size, mask in ((PIN_SIZE, full), (SOFT_PIN_SIZE, ~full))
+                if mask.any()]
 
 
 def _frame(obj):
@@ -204,8 +241,70 @@ def _vehicle(lines: Lines, chassis, wheels) -> None:
         lines.add("axle", o - half * x, o + half * x)
 
 
-def overlay_lines(objects) -> Lines:
-    """What the overlay draws for ``objects`` (a view layer's objects)."""
+# Each pinned object's pins, read from its (original) mesh: object name -> (what they were read
+# from: mesh, group, group index, vertex count; the pinned vertices' indices; their weights).
+_pin_cache: dict[str, tuple[tuple, np.ndarray, np.ndarray]] = {}
+
+
+def _pinned(obj) -> tuple[np.ndarray, np.ndarray]:
+    """(indices, weights) of the vertices with a weight above 0 in ``obj``'s Pin Group, from the
+    mesh as painted; nothing when the group is unset or not one of its groups (the bake names that)."""
+    group = obj.vertex_groups.get(obj.jakobsen.cloth.pin_group) if obj.jakobsen.cloth.pin_group else None
+    if group is None:
+        _pin_cache.pop(obj.name, None)
+        return np.zeros(0, dtype=np.int64), np.zeros(0)
+    mesh = obj.data
+    key = (mesh.name, group.name, group.index, len(mesh.vertices))
+    cached = _pin_cache.get(obj.name)
+    if cached is None or cached[0] != key:
+        weights = vertex_group_weights(mesh, group.index)
+        index = np.flatnonzero(weights > 0.0)
+        cached = _pin_cache[obj.name] = (key, index, weights[index])
+    return cached[1], cached[2]
+
+
+def _pins(lines: Lines, obj, depsgraph) -> None:
+    index, weights = _pinned(obj)
+    if not len(index):
+        return
+    # Where the vertices are now: the evaluated mesh (shape keys, an armature, the bake's Mesh
+    # Cache move them). A modifier that changes the vertex count (Subdivision) leaves no vertex to
+    # match the painted ones; then they are shown where the mesh has them (the engine pins the
+    # evaluated vertices, which lie on or near those).
+    shown = obj.evaluated_get(depsgraph) if depsgraph is not None else obj
+    mesh = shown.data
+    if len(mesh.vertices) != len(obj.data.vertices):
+        mesh = obj.data
+    co = np.empty(len(mesh.vertices) * 3, dtype=np.float32)
+    mesh.vertices.foreach_get("co", co)
+    m = np.array(shown.matrix_world, dtype=float)
+    points = co.reshape(-1, 3)[index].astype(float) @ m[:3, :3].T + m[:3, 3]
+    lines.pins.append(Pins(obj.name, points, weights))
+
+
+@persistent
+def _forget_pins(scene, depsgraph) -> None:
+    """After an edit: the pin weights of the objects (and meshes) whose geometry changed are read
+    again at the next draw (a weight painted, a vertex group added or removed, vertices added)."""
+    if not _pin_cache:
+        return
+    changed = {u.id.name for u in depsgraph.updates
+               if u.is_updated_geometry and isinstance(u.id, (bpy.types.Object, bpy.types.Mesh))}
+    for name in [n for n, (key, _, _) in _pin_cache.items() if n in changed or key[0] in changed]:
+        del _pin_cache[name]
+
+
+@persistent
+def _forget_all_pins(*args) -> None:
+    """A file loaded, an undo or redo: names may now mean other objects."""
+    _pin_cache.clear()
+
+
+def overlay_lines(objects, depsgraph=None) -> Lines:
+    """What the overlay draws for ``objects`` (a view layer's objects). ``depsgraph`` (the view
+    layer's, evaluated) gives where pinned vertices are now; without it, the view layer's."""
+    if depsgraph is None and bpy.context.view_layer is not None:
+        depsgraph = bpy.context.view_layer.depsgraph
     lines = Lines()
     wheels: dict[str, list] = {}
     chassis = []
@@ -223,6 +322,8 @@ def overlay_lines(objects) -> Lines:
                 _motor(lines, obj)
             else:
                 _spring(lines, obj)
+        elif obj.type == 'MESH' and role in DEFORMING:
+            _pins(lines, obj, depsgraph)
         elif is_chassis(obj):
             chassis.append(obj)
     for obj in chassis:
@@ -242,27 +343,44 @@ def _draw() -> None:
     if overlay is not None and not overlay.show_overlays:
         return
     try:
-        import gpu
-        from gpu_extras.batch import batch_for_shader
-
-        lines = overlay_lines(context.view_layer.objects)
-        shader = gpu.shader.from_builtin('POLYLINE_UNIFORM_COLOR')
-        gpu.state.blend_set('ALPHA')
-        gpu.state.depth_test_set('NONE')  # seen through the wheels and the bodies they are in
-        shader.uniform_float("viewportSize", gpu.state.viewport_get()[2:])
-        shader.uniform_float("lineWidth", LINE_WIDTH)
-        count = 0
-        for colour, points in lines.by_colour.items():
-            if not points:
-                continue
-            shader.uniform_float("color", COLOURS[colour])
-            batch_for_shader(shader, 'LINES', {"pos": points}).draw(shader)
-            count += 1
-        gpu.state.blend_set('NONE')
-        _state["draws"] = count
+        _state["draws"] = draw_lines(overlay_lines(context.view_layer.objects, context.view_layer.depsgraph))
     except Exception as error:  # noqa: BLE001 - a drawing error must not break the viewport
         if len(_state["errors"]) < 5:
             _state["errors"].append(f"{type(error).__name__}: {error}")
+
+
+def draw_lines(lines: Lines) -> int:
+    """Draw ``lines`` into the bound framebuffer with the current view; how many batches it drew."""
+    import gpu
+    from gpu_extras.batch import batch_for_shader
+
+    count = 0
+    gpu.state.blend_set('ALPHA')
+    gpu.state.depth_test_set('NONE')  # seen through the wheels and the bodies they are in, and the cloth
+    try:
+        shader = gpu.shader.from_builtin('POLYLINE_UNIFORM_COLOR')
+        shader.uniform_float("viewportSize", gpu.state.viewport_get()[2:])
+        shader.uniform_float("lineWidth", LINE_WIDTH)
+        for colour, ends in lines.by_colour.items():
+            if not ends:
+                continue
+            shader.uniform_float("color", COLOURS[colour])
+            batch_for_shader(shader, 'LINES', {"pos": ends}).draw(shader)
+            count += 1
+        dots = gpu.shader.from_builtin('POINT_FLAT_COLOR')
+        for size, points, colours in lines.pin_dots():
+            # Blender 4.x sizes points by the state, 5.x by the shader's "size" (which 4.x lacks).
+            gpu.state.point_size_set(size)
+            try:
+                dots.uniform_float("size", size)
+            except ValueError:
+                pass
+            batch_for_shader(dots, 'POINTS', {"pos": points.tolist(), "color": colours.tolist()}).draw(dots)
+            count += 1
+    finally:
+        gpu.state.point_size_set(1.0)
+        gpu.state.blend_set('NONE')
+    return count
 
 
 def is_registered() -> bool:
@@ -278,6 +396,12 @@ def errors() -> list[str]:
     return list(_state["errors"])
 
 
+def _pin_handlers() -> tuple:
+    h = bpy.app.handlers
+    return ((h.depsgraph_update_post, _forget_pins), (h.load_post, _forget_all_pins),
+            (h.undo_post, _forget_all_pins), (h.redo_post, _forget_all_pins))
+
+
 def _redraw(self, context) -> None:
     for window in getattr(context.window_manager, "windows", ()):
         for area in window.screen.areas:
@@ -287,11 +411,20 @@ def _redraw(self, context) -> None:
 
 def register() -> None:
     global _handler
+    # The pins share this toggle rather than having one of their own: it is the add-on's one overlay
+    # switch, which already draws more than axes (springs, limits, vehicles): everything that says
+    # how the physics is set up, which a user shows or hides as a whole, as Blender's own
+    # Overlays button does. Pins are the cloth's way of being held, as connectors are a body's, and
+    # are drawn only where a Pin Group holds vertices, so they add nothing to a scene without them.
     add_property(bpy.types.WindowManager, "jakobsen_show_axes", BoolProperty(
         name="Show Axes", default=True, update=_redraw,
         description="Draw the axes of connectors and motors (which way each turns), springs, the "
-                    "connectors' limits (ranges, arcs, cones, boxes), and each vehicle's forward direction and "
-                    "wheel axles in the 3D View"))
+                    "connectors' limits (ranges, arcs, cones, boxes), each vehicle's forward direction and "
+                    "wheel axles, and the pinned vertices of cloth and soft bodies (smaller and fainter "
+                    "where the pin weight is below 1) in the 3D View"))
+    for handlers, forget in _pin_handlers():
+        if forget not in handlers:
+            handlers.append(forget)
     if not bpy.app.background and _handler is None:  # headless Blender has no GPU to draw with
         _handler = bpy.types.SpaceView3D.draw_handler_add(_draw, (), 'WINDOW', 'POST_VIEW')
 
@@ -301,4 +434,8 @@ def unregister() -> None:
     if _handler is not None:
         bpy.types.SpaceView3D.draw_handler_remove(_handler, 'WINDOW')
         _handler = None
+    for handlers, forget in _pin_handlers():
+        if forget in handlers:
+            handlers.remove(forget)
+    _pin_cache.clear()
     remove_property(bpy.types.WindowManager, "jakobsen_show_axes")
