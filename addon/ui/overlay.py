@@ -367,13 +367,17 @@ def draw_lines(lines: Lines) -> int:
             shader.uniform_float("color", COLOURS[colour])
             batch_for_shader(shader, 'LINES', {"pos": ends}).draw(shader)
             count += 1
-        dots = gpu.shader.from_builtin('POINT_FLAT_COLOR')
+        dots = None
         for size, points, colours in lines.pin_dots():
-            # Blender 4.x sizes points by the state, 5.x by the shader's "size" (which 4.x lacks).
+            if dots is None:
+                try:  # Blender 5's points, sized by the shader's "size"
+                    dots = gpu.shader.from_builtin('POINT_FLAT_COLOR')
+                except ValueError:  # 4.x has none (4.3 lists no POINT_ shader): its points take the state's size
+                    dots = gpu.shader.from_builtin('FLAT_COLOR')
             gpu.state.point_size_set(size)
             try:
                 dots.uniform_float("size", size)
-            except ValueError:
+            except ValueError:  # FLAT_COLOR has no "size"
                 pass
             batch_for_shader(dots, 'POINTS', {"pos": points.tolist(), "color": colours.tolist()}).draw(dots)
             count += 1
