@@ -423,6 +423,12 @@ class BakeJob:
                 out[d.object_name] = (split, positions)
         return out
 
+    def objects(self) -> list[str]:
+        """The names (as at the start) of the objects ``finish()`` writes: the cloths, soft bodies
+        and the rigid bodies the solver moves."""
+        sm = self._sm
+        return [d.object_name for d in sm.deformables] + [b.object_name for b in sm.bodies if b.keyed]
+
     def name_at_start(self, obj) -> str | None:
         """The name ``obj`` had when the job started (it may have been renamed since); None if it
         does not take part."""

@@ -1,4 +1,9 @@
-"""``jakobsen.bake`` and ``jakobsen.free_bake``.
+"""``jakobsen.bake`` and ``jakobsen.free_bake``, each for every object or (``object_name``) one.
+
+A bake of one object simulates the scene as the full bake does (the objects act on each other,
+so all of them are simulated) and writes only that object's result (``BakeJob.finish(only=...)``):
+every other object keeps what it had (its bake, its animation, its shape keys), and the playback
+cache stays, no longer drawing that object.
 
 Invoked from the UI the bake is modal: on each TIMER event of a window-manager timer the
 ``BakeJob`` computes as many frames as fit ``TICK_BUDGET`` seconds (at least one), then the scene
@@ -23,7 +28,7 @@ from bpy.props import StringProperty
 from bpy.types import Operator
 
 from .. import baking, playback
-from ..bake_job import BakeJob, describe_failure
+from ..bake_job import BakeJob, busy, describe_failure
 
 # Computing time per timer event: short enough that the viewport redraws and answers the mouse
 # (and Esc) many times a second, long enough that the redraws cost a small part of the bake.
@@ -54,10 +59,17 @@ def _report_warnings(op, warnings) -> None:
         op.report({'WARNING'}, warning)
 
 
-def _finish(op, job: BakeJob, elapsed: float) -> set[str]:
-    """Write the bake and report what was baked, or why it could not be written."""
+def _finish(op, context, job: BakeJob, elapsed: float, only: str | None = None) -> set[str]:
+    """Write the bake (``only``: just this object, by its name at the job's start) and report what
+    was baked, or why it could not be written."""
+    scene = bpy.data.scenes.get(job.scene_name)
+    cache = playback.cache_of(scene)
+    if only is not None and scene is not None and cache is not None and cache.job is not None:
+        # (An edit made before this is still an edit: the cache stays and must know of it.)
+        playback.check_edits(scene, context.view_layer, scene.frame_current)
     try:
-        summary = job.finish(elapsed=elapsed)
+        with busy():  # (the bake's own writes are not edits for the playback handlers)
+            summary = job.finish(elapsed=elapsed, only=None if only is None else {only})
     except OSError as error:  # a PC2 file that could not be written
         op.report({'ERROR'}, f"Could not write the bake: {error}; the scene was left as it was")
         return {'CANCELLED'}
@@ -66,8 +78,15 @@ def _finish(op, job: BakeJob, elapsed: float) -> set[str]:
         return {'CANCELLED'}
     op.report({'INFO'}, summary)
     op._summary = summary
-    # The bake replaces what simulate on playback had cached (as Blender's point cache does).
-    playback.free(job.scene_name)
+    if only is None:
+        # The bake replaces what simulate on playback had cached (as Blender's point cache does).
+        playback.free(job.scene_name)
+    elif cache is not None and cache.job is not None:
+        # One object baked: it shows its bake, the cache goes on drawing the others.
+        obj = job._object(only)
+        name = cache.job.name_at_start(obj) if obj is not None else None
+        if name is not None and name in cache.objects():
+            cache.redraw_without(context, written={name})
     return {'FINISHED'}
 
 
@@ -85,13 +104,27 @@ class JAKOBSEN_OT_bake(Operator):
     bl_label = "Bake"
     bl_options = {'REGISTER', 'UNDO'}
 
+    # (SKIP_SAVE: Bake All after the Bake of one object must not take that object's name again.)
+    object_name: StringProperty(
+        name="Object", description="Write only this object's bake (all objects are simulated, as they act on "
+                                   "each other; the others are left as they are); empty: every object's",
+        options={'SKIP_SAVE'})
+
     _job: BakeJob | None = None
+    _only: str | None = None  # the one object to write (its name at the job's start), or None: all
     _timer = None
     _started_at = 0.0
     _ticks = 0
     _between: list = []  # seconds Blender spent between two ticks (drawing, other events)
     _tick_ended = None
     _summary = ""
+
+    @classmethod
+    def description(cls, context, properties):
+        if properties.object_name:
+            return (f"Simulate the objects with Jakobsen Physics (they act on each other) and store only "
+                    f"'{properties.object_name}' as animation; the others are left as they are")
+        return cls.__doc__
 
     @classmethod
     def poll(cls, context):
@@ -101,12 +134,28 @@ class JAKOBSEN_OT_bake(Operator):
         return context.scene is not None and context.view_layer is not None
 
     def _start(self, context, job: BakeJob) -> bool:
-        """Start ``job``; a scene that cannot be baked is reported and nothing is changed."""
+        """Start ``job``; a scene that cannot be baked, or an ``object_name`` the bake does not
+        write, is reported and nothing is changed."""
+        obj = None
+        if self.object_name:
+            obj = bpy.data.objects.get(self.object_name)
+            if obj is None:
+                self.report({'ERROR'}, f"No object '{self.object_name}' to bake")
+                return False
         try:
             job.start(context)
         except Exception as error:  # start() has left the scene as it was
             self.report({'ERROR'}, describe_failure(error))
             return False
+        self._only = None
+        if obj is not None:
+            name = job.name_at_start(obj)
+            if name is None or name not in job.objects():
+                job.cancel()
+                self.report({'ERROR'}, f"'{obj.name}' has nothing to bake: only cloths, soft bodies and rigid "
+                                       "bodies with Dynamic On or Ghost that take part are baked")
+                return False
+            self._only = name
         _report_warnings(self, job.warnings)
         return True
 
@@ -126,7 +175,7 @@ class JAKOBSEN_OT_bake(Operator):
         except BaseException:  # KeyboardInterrupt in a script: clean up, then let it through
             job.cancel()
             raise
-        return _finish(self, job, time.perf_counter() - t0)
+        return _finish(self, context, job, time.perf_counter() - t0, self._only)
 
     def invoke(self, context, event):
         if bpy.app.background or context.window is None:
@@ -189,7 +238,7 @@ class JAKOBSEN_OT_bake(Operator):
             return {'RUNNING_MODAL'}
         self._end(context)
         wall = time.perf_counter() - self._started_at
-        result = _finish(self, job, wall)
+        result = _finish(self, context, job, wall, self._only)
         last_bake.clear()
         last_bake.update(summary=self._summary, solver=job.step_seconds, wall=wall, frames=job.frame_count,
                          ticks=self._ticks, result=sorted(result),
@@ -243,8 +292,10 @@ class JAKOBSEN_OT_free_bake(Operator):
     bl_label = "Free Bake"
     bl_options = {'REGISTER', 'UNDO'}
 
+    # (SKIP_SAVE: Free All after the Free Bake of one object must not take that object's name again.)
     object_name: StringProperty(
-        name="Object", description="Only this object's bake; empty: every object's in the scene")
+        name="Object", description="Only this object's bake; empty: every object's in the scene",
+        options={'SKIP_SAVE'})
 
     @classmethod
     def description(cls, context, properties):

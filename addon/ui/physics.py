@@ -12,6 +12,7 @@ from ..presets import classes as preset_classes
 from ..properties import types_for
 from ..registered import RegionTypeItems, SpaceTypeItems
 from ..translate.settings import JOINT_KINDS
+from .units import prop_with_unit
 from .vehicle import wheel_chassis
 
 
@@ -88,8 +89,9 @@ class PHYSICS_PT_jakobsen_body(JakobsenPhysicsPanel, Panel):
         # (Labels of at most about 12 characters fit the default Properties width.)
         col = layout.column()
         col.active = moved
-        col.prop(rb, "linear_damping", text="Lin. Damping")
-        col.prop(rb, "angular_damping", text="Rot. Damping")
+        # (A fraction of the velocity lost per second; the label has no room for the unit.)
+        prop_with_unit(col, rb, "linear_damping", "Lin. Damping", "per s")
+        prop_with_unit(col, rb, "angular_damping", "Rot. Damping", "per s")
         col.prop(rb, "drag", text="Drag (kg/m)")
         col.prop(rb, "field_weight", text="Fields")
         col = layout.column()
@@ -102,7 +104,7 @@ class PHYSICS_PT_jakobsen_body(JakobsenPhysicsPanel, Panel):
         sub = col.column()
         sub.active = moved and rb.use_initial_velocity
         sub.prop(rb, "initial_velocity")
-        sub.prop(rb, "initial_angular_velocity")
+        sub.prop(rb, "initial_angular_velocity", text="Spin per s")  # (the field shows degrees only)
 
 
 class PHYSICS_PT_jakobsen_soft_body(JakobsenPhysicsPanel, Panel):
@@ -338,9 +340,14 @@ def _suspension_limits(layout, c, columns) -> bool:
     return True
 
 
-def _prop_in_suspension(prop: str, text: str | None = None):
+def _prop_in_suspension(prop: str, text: str | None = None, unit: str = ""):
+    """unit: where Blender shows none (a stiffness, a damping), shown in the field."""
     def draw(layout, c, columns) -> bool:
-        _suspension_column(layout, columns).prop(c, prop, text=text)
+        col = _suspension_column(layout, columns)
+        if unit:
+            prop_with_unit(col, c, prop, text or c.bl_rna.properties[prop].name, unit)
+        else:
+            col.prop(c, prop, text=text)
         return False
     return draw
 
@@ -357,8 +364,8 @@ _CONNECTOR_DRAWERS = {
     "box_limits": _box,
     "steering": _prop_in_suspension("steering_angle", "Steering"),
     "suspension_rest": _prop_in_suspension("suspension_rest"),
-    "suspension_stiffness": _prop_in_suspension("suspension_stiffness"),
-    "suspension_damping": _prop_in_suspension("suspension_damping"),
+    "suspension_stiffness": _prop_in_suspension("suspension_stiffness", unit="N/m"),
+    "suspension_damping": _prop_in_suspension("suspension_damping", unit="N s/m"),
     "suspension_limits": _suspension_limits,
 }
 
@@ -402,8 +409,8 @@ class PHYSICS_PT_jakobsen_connector(JakobsenPhysicsPanel, Panel):
             row.active = limited
             row.prop(c, "limit_bounce")
 
-        _switched(layout, "Breaking", c, "use_breaking", (("breaking_force", "Force"), ("breaking_torque", "Torque")),
-                  text="Breakable")
+        _switched(layout, "Breaking", c, "use_breaking",
+                  (("breaking_force", "Force (N)"), ("breaking_torque", "Torque (N m)")), text="Breakable")
 
 
 class PHYSICS_PT_jakobsen_spring(JakobsenPhysicsPanel, Panel):
@@ -425,12 +432,13 @@ class PHYSICS_PT_jakobsen_spring(JakobsenPhysicsPanel, Panel):
             sub = col.column()
             sub.active = not s.use_current_length
             sub.prop(s, "rest_length", text="Length")
-            col.prop(s, "stiffness")
-            col.prop(s, "damping")
+            # (Units in the fields: "Damping (N s/m)" is cut in the label column.)
+            prop_with_unit(col, s, "stiffness", "Stiffness", "N/m")
+            prop_with_unit(col, s, "damping", "Damping", "N s/m")
         if s.spring_type in {'ANGULAR', 'BOTH'}:
-            col = layout.column(heading="Angular")
-            col.prop(s, "angular_stiffness", text="Stiffness")
-            col.prop(s, "angular_damping", text="Damping")
+            col = layout.column()
+            prop_with_unit(col, s, "angular_stiffness", "Angular", "N m/rad")
+            prop_with_unit(col, s, "angular_damping", "Damping", "N m s/rad")
         if linear:  # plastic and breaking act on the length
             _switched(layout, "Plastic", s, "use_plastic",
                       (("elastic_compression", "Compression"), ("elastic_stretch", "Stretch")))
@@ -488,7 +496,8 @@ FIELD_UNITS = {
 class PHYSICS_PT_jakobsen_cache(JakobsenPhysicsPanel, Panel):
     """Like the Cache panel of Blender's Cloth: this object's part of the playback cache and of
     the bake, with buttons for this object and for all. (The objects are simulated together, so
-    the cache is the scene's; baking one object from it leaves the others cached.)"""
+    the cache is the scene's; baking one object, from the cache or afresh, simulates them all and
+    writes only that one, leaving the others as they were.)"""
 
     bl_label = "Cache"
     bl_parent_id = "PHYSICS_PT_jakobsen"
@@ -518,13 +527,19 @@ class PHYSICS_PT_jakobsen_cache(JakobsenPhysicsPanel, Panel):
         for line in cache_info(scene):
             for part in textwrap.wrap(line, 40):
                 col.label(text=part)
+        # This object's buttons, then all objects', each in two columns: baking on the left,
+        # freeing on the right.
         flow = layout.grid_flow(row_major=True, columns=2, even_columns=True, align=True)
         sub = flow.row()
-        sub.enabled = name is not None and name in cache.objects() and name not in cache.written
-        sub.operator("jakobsen.bake_from_cache", text="Bake from Cache").object_name = ob.name
+        # (A rigid body with Dynamic Off is not baked: it follows its own animation.)
+        sub.enabled = not (ob.jakobsen.type == 'RIGID_BODY' and ob.jakobsen.rigid_body.dynamic == 'OFF')
+        sub.operator("jakobsen.bake", text="Bake").object_name = ob.name
         sub = flow.row()
         sub.enabled = baked
         sub.operator("jakobsen.free_bake", text="Free Bake").object_name = ob.name
+        sub = flow.row()
+        sub.enabled = name is not None and name in cache.objects() and name not in cache.written
+        sub.operator("jakobsen.bake_from_cache", text="Bake from Cache").object_name = ob.name
         flow = layout.grid_flow(row_major=True, columns=2, even_columns=True, align=True)
         flow.operator("jakobsen.bake", text="Bake All")
         flow.operator("jakobsen.free_bake", text="Free All Bakes")

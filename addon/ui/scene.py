@@ -7,6 +7,7 @@ from bpy.types import Panel
 
 from .. import baking, playback
 from ..registered import RegionTypeItems, SpaceTypeItems
+from .units import prop_with_unit
 
 
 class JakobsenScenePanel:
@@ -30,7 +31,7 @@ class SCENE_PT_jakobsen_solver(JakobsenScenePanel, Panel):
         sub = row.row()
         sub.active = not props.use_auto_iterations
         sub.prop(props, "iterations", text="")
-        col.prop(props, "damping")
+        prop_with_unit(col, props, "damping", "Damping", "1/s")  # (a rate: Blender has no unit for it)
         col.prop(props, "wind")
         col = layout.column()
         col.prop(props, "use_scene_gravity")
@@ -97,7 +98,7 @@ class SCENE_PT_jakobsen_bake(JakobsenScenePanel, Panel):
         col = layout.column()
         col.prop(props, "output")
         if props.output == 'PC2':
-            col.prop(props, "cache_directory")
+            col.prop(props, "cache_directory", text="Directory")  # ("Cache Directory" is cut at the default width)
         draw_bake_buttons(layout, context.scene)
 
 

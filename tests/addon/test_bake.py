@@ -359,9 +359,11 @@ def test_a_second_bake_while_one_runs_is_refused_with_a_message(pinned_cloth, he
     bake_op._running["scene"] = bpy.context.scene.name
     try:
         for op in (bpy.ops.jakobsen.bake, bpy.ops.jakobsen.free_bake):
-            assert not op.poll()
+            assert not op.poll()  # (the panels' buttons, this object's and all, are greyed out by it)
             with pytest.raises(RuntimeError, match="A Jakobsen bake is running"):
                 op()
+            with pytest.raises(RuntimeError, match="A Jakobsen bake is running"):
+                op(object_name="Flag")  # the Bake and Free Bake of one object too
     finally:
         bake_op._running.clear()
     assert helpers.snapshot() == before
@@ -390,3 +392,125 @@ def test_a_file_saved_during_a_preview_bake_holds_nothing_of_the_bake(pinned_clo
                                                   if saved["objects"][name][k] != v}
     assert saved == before
     assert previews.geometry() == {}
+
+
+# -- the Bake of one object ---------------------------------------------------------------------
+
+def _box(name="Box", location=(0.35, -0.15, 1.45)):
+    """A rigid body above the cloth of ``pinned_cloth``: it falls onto it within the bake's 8 frames."""
+    bpy.ops.mesh.primitive_cube_add(size=0.3, location=location)
+    box = bpy.context.object
+    box.name = box.data.name = name
+    box.jakobsen.enabled, box.jakobsen.type = True, 'RIGID_BODY'
+    return box
+
+
+def _location_keys(obj) -> list:
+    out = []
+    for fc in sorted(actions.assigned_fcurves(obj), key=lambda f: (f.data_path, f.array_index)):
+        co = np.empty(len(fc.keyframe_points) * 2, np.float32)
+        fc.keyframe_points.foreach_get("co", co)
+        out.append((fc.data_path, fc.array_index, co.tobytes()))
+    return out
+
+
+def _shape_keys(obj) -> dict[str, bytes]:
+    return {kb.name: shape_key_co(kb).astype(np.float32).tobytes() for kb in obj.data.shape_keys.key_blocks}
+
+
+def _actions_of(obj) -> set[str]:
+    """The actions ``obj`` and its shape keys play."""
+    holders = [obj, obj.data.shape_keys if obj.type == 'MESH' and obj.data.shape_keys else None]
+    return {h.animation_data.action.name for h in holders
+            if h is not None and h.animation_data is not None and h.animation_data.action is not None}
+
+
+def _all_but(snap: dict, obj, actions_of_obj: set[str]) -> dict:
+    """A snapshot without what belongs to ``obj`` (the object, its mesh, its actions)."""
+    return {"frame": snap["frame"],
+            "objects": {k: v for k, v in snap["objects"].items() if k != obj.name},
+            "meshes": {k: v for k, v in snap["meshes"].items() if k != obj.data.name},
+            "actions": {k: v for k, v in snap["actions"].items() if k not in actions_of_obj}}
+
+
+def test_the_bake_of_one_object_writes_what_the_full_bake_does_and_leaves_the_others_as_they_were(
+        pinned_cloth, helpers):
+    scene = bpy.context.scene
+    cloth = pinned_cloth()
+    cloth.shape_key_add(name="Basis")
+    cloth.shape_key_add(name="Wave")  # the user's own shape key, keyed
+    cloth.data.shape_keys.key_blocks["Wave"].keyframe_insert("value", frame=1)
+    box = _box()
+    box.keyframe_insert("rotation_euler", frame=1)  # the user's own animation (replaced by a bake, kept by Free)
+    start = helpers.snapshot()
+
+    assert bpy.ops.jakobsen.bake() == {'FINISHED'}
+    full_cloth, full_box = _shape_keys(cloth), _location_keys(box)
+    assert bpy.ops.jakobsen.free_bake() == {'FINISHED'} and helpers.snapshot() == start
+    # They act on each other (so the Bake of one simulates all): without the cloth the box falls otherwise.
+    cloth.jakobsen.enabled = False
+    assert bpy.ops.jakobsen.bake() == {'FINISHED'}
+    assert _location_keys(box) != full_box
+    assert bpy.ops.jakobsen.free_bake() == {'FINISHED'}
+    cloth.jakobsen.enabled = True
+
+    # Each object on its own, the other not baked: its keys are the full bake's, the other untouched.
+    for obj, other in ((cloth, box), (box, cloth)):
+        before = helpers.snapshot()
+        theirs = _actions_of(other)
+        assert bpy.ops.jakobsen.bake(object_name=obj.name) == {'FINISHED'}
+        assert baking.record_of(obj) is not None and baking.record_of(other) is None
+        assert helpers.snapshot()["objects"][other.name] == before["objects"][other.name]
+        assert _all_but(helpers.snapshot(), obj, _actions_of(obj)) == _all_but(before, obj, _actions_of(obj))
+        assert _actions_of(other) == theirs
+        assert bpy.ops.jakobsen.free_bake(object_name=obj.name) == {'FINISHED'}
+    assert helpers.snapshot() == start
+    assert bpy.ops.jakobsen.bake(object_name="Flag") == {'FINISHED'}
+    assert _shape_keys(cloth) == full_cloth  # byte for byte
+    assert bpy.ops.jakobsen.free_bake() == {'FINISHED'}
+
+    # The other with a bake of its own (of other settings): left byte for byte as it was.
+    scene.jakobsen.substeps = 4
+    assert bpy.ops.jakobsen.bake() == {'FINISHED'}
+    scene.jakobsen.substeps = 10
+    old_box = _location_keys(box)
+    assert old_box != full_box  # (so that a box written again would be seen)
+    before = helpers.snapshot()
+    assert bpy.ops.jakobsen.bake(object_name="Flag") == {'FINISHED'}
+    assert _shape_keys(cloth) == full_cloth
+    mine = _actions_of(cloth)
+    assert _all_but(helpers.snapshot(), cloth, mine) == _all_but(before, cloth, mine)
+    assert _location_keys(box) == old_box
+    assert bpy.ops.jakobsen.bake(object_name="Box") == {'FINISHED'}
+    assert _location_keys(box) == full_box and _shape_keys(cloth) == full_cloth
+    # Nothing the user had is lost: freeing puts back the scene as it was before any bake.
+    assert bpy.ops.jakobsen.free_bake() == {'FINISHED'}
+    assert helpers.snapshot() == start
+
+
+@pytest.mark.parametrize("name, message", [
+    ("Nothing", r"No object 'Nothing' to bake"),
+    ("Ground", r"'Ground' has nothing to bake: only cloths, soft bodies and rigid bodies with Dynamic On"),
+    ("Box", r"'Box' has nothing to bake"),  # Dynamic Off: it follows its animation
+])
+def test_the_bake_of_an_object_the_bake_does_not_write_is_refused_by_name(pinned_cloth, helpers, name, message):
+    pinned_cloth()
+    _box().jakobsen.rigid_body.dynamic = 'OFF'
+    bpy.ops.jakobsen.bake()  # a previous bake, which a refused bake must leave alone
+    before = helpers.snapshot()
+    with pytest.raises(RuntimeError, match=message):
+        bpy.ops.jakobsen.bake(object_name=name)
+    assert helpers.snapshot() == before
+
+
+def test_bake_all_after_the_bake_of_one_object_bakes_all(pinned_cloth):
+    """The object's name is not remembered for the next Bake (nor Free Bake) called without one."""
+    cloth = pinned_cloth()
+    box = _box()
+    assert bpy.ops.jakobsen.bake(object_name="Flag") == {'FINISHED'}
+    assert baking.record_of(box) is None
+    assert bpy.ops.jakobsen.bake() == {'FINISHED'}
+    assert baking.record_of(box) is not None and baking.record_of(cloth) is not None
+    assert bpy.ops.jakobsen.free_bake(object_name="Box") == {'FINISHED'}
+    assert bpy.ops.jakobsen.free_bake() == {'FINISHED'}
+    assert baking.record_of(cloth) is None

@@ -224,10 +224,10 @@ class _Layout:
             return None
         raise AttributeError(name)
 
-    def column(self, **kwargs):
+    def column(self, *args, **kwargs):
         return self
 
-    row = column
+    row = split = column  # (ui.units draws a label column by hand with split)
 
     def prop(self, data, prop, **kwargs):
         assert prop in data.bl_rna.properties, f"{data.bl_rna.identifier} has no property {prop!r}"

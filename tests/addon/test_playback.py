@@ -363,3 +363,34 @@ def test_the_object_cache_panel_draws_for_each_role(pinned_cloth):
     assert PHYSICS_PT_jakobsen_cache.poll(bpy.context)
     bpy.context.view_layer.objects.active = bpy.data.objects["Ground"]
     assert not PHYSICS_PT_jakobsen_cache.poll(bpy.context)  # (a collider has nothing to cache)
+
+
+def test_the_bake_of_one_object_leaves_the_others_cached_and_drawn(pinned_cloth, helpers):
+    """The Cache panel's Bake of one object: it simulates the scene afresh (as Bake does), writes
+    that object only, and the cache, which holds the same frames, goes on drawing the others."""
+    cloth = pinned_cloth(frames=(1, 12))
+    bpy.ops.mesh.primitive_cube_add(size=0.4, location=(1.6, 1.4, 1.0), rotation=(0.4, 0.1, 0.0))
+    box = bpy.context.object
+    box.name = "Box"
+    box.jakobsen.enabled, box.jakobsen.type = True, 'RIGID_BODY'
+    scene = bpy.context.scene
+    scene.jakobsen.use_simulate_on_playback = True
+    play(scene, range(1, 13))
+    scene.frame_set(6)
+    assert sorted(previews.geometry()) == ["Box", "Flag"]
+
+    assert bpy.ops.jakobsen.bake(object_name="Flag") == {'FINISHED'}
+    cache = playback.cache_of(scene)
+    assert cache is not None and not cache.outdated and cache.written == {"Flag"}
+    assert scene.frame_current == 6 and cache.frames_cached == 12
+    assert list(previews.geometry()) == ["Box"] and box.hide_get() and not cloth.hide_get()
+    assert baking.record_of(box) is None
+    scene.frame_set(7)  # (the bake's own writes are not an edit)
+    assert not playback.cache_of(scene).outdated
+    baked = shape_keys(cloth)
+
+    # The same keys as the cache's frames: Bake from Cache of the object writes them again.
+    assert bpy.ops.jakobsen.free_bake(object_name="Flag") == {'FINISHED'}
+    assert cache.written == set() and sorted(previews.geometry()) == ["Box", "Flag"]
+    assert bpy.ops.jakobsen.bake_from_cache(object_name="Flag") == {'FINISHED'}
+    assert shape_keys(cloth) == baked

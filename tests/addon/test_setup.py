@@ -245,10 +245,14 @@ class FakeLayout:
         return FakeLayout(self.drawn)
 
     row = column = box = split = grid_flow = _sub
+    use_property_decorate = True
 
     def prop(self, data, prop, **kwargs):
         assert prop in data.bl_rna.properties, f"{data.bl_rna.identifier} has no property {prop!r}"
         self.drawn.append(prop)
+
+    def prop_decorator(self, data, prop, **kwargs):
+        assert prop in data.bl_rna.properties, f"{data.bl_rna.identifier} has no property {prop!r}"
 
     def prop_enum(self, data, prop, value, **kwargs):
         assert value in data.bl_rna.properties[prop].enum_items, f"{prop} has no item {value!r}"

@@ -10,6 +10,7 @@ checked in the real GUI by ``tests/gui/vehicle_panel.py`` (screenshots in docs/i
 from __future__ import annotations
 
 import math
+import re
 from types import SimpleNamespace
 
 import numpy as np
@@ -48,26 +49,37 @@ class Recorder:
         self.root = root or self
         if root is None:
             self.shown, self.texts, self.operators = [], [], []
+            self.buttons = []  # (operator, text, its properties as set, enabled)
         self.use_property_split = False
         self.use_property_decorate = True
         self.active = self.enabled = True
         self.alignment = 'EXPAND'
         self.scale_y = 1.0
+        self.in_split = False
 
     def _child(self, *args, heading="", **kwargs):
         child = Recorder(self.root)
         child.use_property_split = self.use_property_split
+        child.in_split = self.in_split
         if heading:  # shown in the label column, beside the first checkbox
             self.root.shown.append((heading, None, "", "split"))
         return child
 
-    column = row = split = box = grid_flow = column_flow = _child
+    column = row = box = grid_flow = column_flow = _child
+
+    def split(self, *args, **kwargs):
+        child = self._child()
+        child.in_split = True
+        return child
 
     def separator(self, **kwargs):
         pass
 
     def label(self, text="", **kwargs):
         self.root.texts.append(text)
+        if text and self.in_split and self.alignment == 'RIGHT':
+            # A label column drawn by hand, as use_property_split draws one (ui.units.prop_with_unit).
+            self.root.shown.append((text, None, "", "split"))
 
     def prop(self, owner, name, text=None, **kwargs):
         rna = owner.bl_rna.properties.get(name)
@@ -91,7 +103,9 @@ class Recorder:
 
     def operator(self, idname, text=None, **kwargs):
         self.root.operators.append(idname)
-        return SimpleNamespace()
+        props = SimpleNamespace()
+        self.root.buttons.append((idname, text, props, self.enabled))
+        return props
 
     def operator_menu_enum(self, idname, prop, text=None, **kwargs):
         self.root.operators.append(idname)
@@ -245,34 +259,232 @@ def test_rigid_body_initial_velocity_and_motor_on_are_in_their_panels(blender):
 
 # -- labels that fit ------------------------------------------------------------------------------
 
+def _soft_body(name="Soft"):
+    bpy.ops.mesh.primitive_cube_add(size=0.5)
+    obj = bpy.context.object
+    obj.name = name
+    obj.jakobsen.enabled = True
+    obj.jakobsen.type = 'SOFT_BODY'
+    return obj
+
+
 def _every_panel_and_object(helpers):
-    """(panel class, object) for every panel of the add-on on every kind of object it shows for."""
+    """(panel class, object) for every panel of the add-on (the Physics and Scene tabs, the
+    sidebar) on every kind of object it shows for."""
     chassis, wheels, connectors = _car()
     objects = [chassis, wheels[0], connectors[0]]
     for role in ('CLOTH', 'COLLIDER'):
         mesh = helpers.link(bpy.data.objects.new(role, helpers.grid_mesh(role, 2, 2, 1.0)))
         objects.append(_enable(mesh, role))
+    objects.append(_soft_body())
+    rigid = _soft_body("Soft Rigid")  # the Rigid Stretch and Shear note of the Soft Body panel
+    rigid.jakobsen.cloth.use_rigid_stretch = rigid.jakobsen.cloth.use_rigid_shear = True
+    objects.append(rigid)
     for kind in ('HINGE', 'SLIDER', 'RAGDOLL', 'CARDAN', 'BOX', 'WHEEL_SUSPENSION'):
         objects.append(_enable(_empty(kind), 'CONNECTOR', connector_type=kind, object_b=chassis))
     for role in ('SPRING', 'MOTOR'):
         objects.append(_enable(_empty(role), role, object_a=chassis))
     for mode in ('SERVO', 'APPLY_FORCE'):
         objects.append(_enable(_empty(f"Motor {mode}"), 'MOTOR', object_a=chassis, mode=mode, motor_type='LINEAR'))
+    objects.append(_enable(_empty("Spring Both"), 'SPRING', object_a=chassis, spring_type='BOTH'))
+    objects.append(_enable(_empty("Breakable"), 'CONNECTOR', connector_type='HINGE', object_b=chassis,
+                           use_breaking=True))
+    bpy.ops.object.effector_add(type='WIND')  # the Force Field panel's
+    objects.append(bpy.context.object)
     chassis.jakobsen.vehicle.follow_path = None
-    for obj in objects:
+    scene = bpy.context.scene.jakobsen
+    for i, obj in enumerate(objects):
         bpy.context.view_layer.objects.active = obj
+        # The Scene tab's panels with each of their switches both ways (what they draw depends on them).
+        scene.use_scene_range = scene.use_auto_iterations = scene.use_scene_gravity = i % 2 == 0
+        scene.output = 'PC2' if i % 2 else 'SHAPE_KEYS'
         for cls in ui.classes:
-            shown = cls.bl_space_type == 'VIEW_3D' or getattr(cls, "bl_context", "") == "physics"
+            shown = cls.bl_space_type == 'VIEW_3D' or getattr(cls, "bl_context", "") in {"physics", "scene"}
             if shown and _polls(cls, obj):
                 yield cls, obj
 
 
-def test_every_physics_and_sidebar_panel_label_fits_the_default_width(blender, helpers):
-    """(The sidebar is about as wide as the Properties editor: 291 pixels.)"""
-    too_long = set()
+def test_every_panel_label_fits_the_default_width(blender, helpers):
+    """Physics and Scene tabs, the soft body's panels and the sidebar. (The sidebar is about as
+    wide as the Properties editor: 291 pixels.)"""
+    too_long, drawn = set(), set()
     for cls, obj in _every_panel_and_object(helpers):
+        drawn.add(cls.__name__)
         too_long |= {f"{cls.__name__} ({obj.name}): {label}" for label in _long_labels(_draw(cls, obj))}
     assert not sorted(too_long), "\n".join(sorted(too_long))
+    # Every panel was measured (a panel left out would pass unmeasured).
+    assert drawn == {cls.__name__ for cls in ui.classes if issubclass(cls, bpy.types.Panel)
+                     and "presets" not in cls.__name__}
+
+
+def test_a_label_too_wide_for_the_label_column_is_found(blender):
+    """The measure above finds labels that are cut: in the label column of use_property_split, a
+    heading, and the label column that ui.units draws by hand."""
+    from jakobsen_physics.ui.units import prop_with_unit
+
+    spring = _enable(_empty("Spring"), 'SPRING')
+    layout = Recorder()
+    layout.use_property_split = True
+    layout.prop(spring.jakobsen.spring, "stiffness", text="Stiffness (N/m)")
+    layout.column(heading="Linear Damping").prop(spring.jakobsen.spring, "use_plastic", text="")
+    prop_with_unit(layout, spring.jakobsen.spring, "damping", "Damping (N s/m)", "N s/m")
+    prop_with_unit(layout, spring.jakobsen.spring, "angular_damping", "Damping", "N m s/rad")
+    assert _long_labels(layout) == ["'Stiffness (N/m)' (split)", "'Linear Damping' (split)",
+                                    "'Damping (N s/m)' (split)"]
+
+
+def test_the_cache_panel_bakes_frees_and_bakes_from_the_cache_this_object_or_all(blender, helpers):
+    """As Blender's Point Cache panel: this object's Bake, Free Bake and Bake from Cache, and the
+    same for all (and Free Cache). A rigid body with Dynamic Off is not baked: its Bake is greyed
+    out; Free Bake only with a bake to free."""
+    from jakobsen_physics.ui.physics import PHYSICS_PT_jakobsen_cache
+
+    body = _cube("Crate")
+    drawn = _draw(PHYSICS_PT_jakobsen_cache, body)
+    buttons = [(idname, text, vars(props), enabled) for idname, text, props, enabled in drawn.buttons]
+    assert buttons == [
+        ("jakobsen.bake", "Bake", {"object_name": "Crate"}, True),
+        ("jakobsen.free_bake", "Free Bake", {"object_name": "Crate"}, False),
+        ("jakobsen.bake_from_cache", "Bake from Cache", {"object_name": "Crate"}, False),
+        ("jakobsen.bake", "Bake All", {}, True), ("jakobsen.free_bake", "Free All Bakes", {}, True),
+        ("jakobsen.bake_from_cache", "All from Cache", {}, True), ("jakobsen.free_cache", "Free Cache", {}, True)]
+    assert bpy.ops.jakobsen.bake(object_name="Crate") == {'FINISHED'}
+    assert [enabled for _, _, _, enabled in _draw(PHYSICS_PT_jakobsen_cache, body).buttons][:3] == [True, True, False]
+    body.jakobsen.rigid_body.dynamic = 'OFF'
+    assert [enabled for _, _, _, enabled in _draw(PHYSICS_PT_jakobsen_cache, body).buttons][:3] == [False, True, False]
+
+
+# -- units ----------------------------------------------------------------------------------------
+
+# Units as the properties' descriptions name them (in words, or as symbols), and as the panels
+# write them; the longest first ("newton metres per radian" before "newton metres").
+UNIT_WORDS = (("newton metre seconds per radian", "N m s/rad"), ("newton metres per radian", "N m/rad"),
+              ("newton seconds per metre", "N s/m"), ("newtons per metre", "N/m"), ("newton metres", "N m"),
+              ("newtons", "N"), ("pascals", "Pa"), ("hertz", "Hz"), ("kg/m³", "kg/m³"), ("kg/m²", "kg/m²"),
+              ("kg/m", "kg/m"), ("per second", "1/s"))
+UNIT_SYMBOLS = {symbol for _, symbol in UNIT_WORDS} | {"kg", "MB"}
+# Coefficients and ratios: no unit to show.
+DIMENSIONLESS = {"friction", "bounce", "field_weight", "pressure_volume", "tear_factor", "wheel_friction",
+                 "rolling_resistance"}
+# Factors whose description speaks of a rate that is not their unit ("a pull at 20 per second").
+NOT_THEIR_UNIT = {"follow_position", "follow_rotation"}
+
+
+def described_unit(rna) -> str | None:
+    """The unit a property's description names, or None."""
+    text = rna.description.lower()
+    return next((symbol for words, symbol in UNIT_WORDS if words.lower() in text), None)
+
+
+def shown_unit(label: str) -> str | None:
+    """The unit a label (or a field's own text) carries: "Stiffness (N/m)", "Per m³ (kg)" (kg/m³),
+    "Speed per s" (1/s), or the field text "N s/m" of ui.units.prop_with_unit."""
+    m = re.fullmatch(r"Per (m[²³]) \(kg\)", label)
+    if m:
+        return f"kg/{m.group(1)}"
+    m = re.search(r"\(([^()]+)\)$", label)
+    if m and m.group(1) in UNIT_SYMBOLS:
+        return m.group(1)
+    if label == "per s" or label.endswith(" per s"):
+        return "1/s"
+    return label if label in UNIT_SYMBOLS else None
+
+
+def blender_unit(rna) -> str:
+    """The unit Blender shows in the field itself ('NONE' for none; '%' for a percentage)."""
+    if rna.unit != 'NONE':  # (read first: the subtype of a property given only a unit reads as a warning)
+        return rna.unit
+    return '%' if rna.subtype == 'PERCENTAGE' else 'NONE'
+
+
+def _notes(texts) -> dict[str, str]:
+    """{row label: unit} from notes under a table ("Stiffness, Anti-Roll: N/m", the Suspension panel's)."""
+    out = {}
+    for text in texts:
+        labels, _, unit = text.rpartition(": ")
+        if labels and unit in UNIT_SYMBOLS:
+            out.update({label: unit for label in labels.split(", ")})
+    return out
+
+
+def unit_problems(layout) -> tuple[list[str], set[str]]:
+    """(what is wrong, the float settings checked) of a drawn panel: every float setting shows a
+    unit (Blender's own in the field, or one in its label or field text), the one its description
+    names; only coefficients, ratios and factors show none."""
+    problems, checked = [], set()
+    table = {f"{side}_{name}": label for label, name, _ in vehicle.SUSPENSION_ROWS for side in ("front", "rear")}
+    notes = _notes(layout.texts)
+    for label, owner, name, _kind in layout.shown:
+        if owner is None or owner.bl_rna.properties[name].type != 'FLOAT':
+            continue
+        rna = owner.bl_rna.properties[name]
+        checked.add(name)
+        expected = None if name in NOT_THEIR_UNIT else described_unit(rna)
+        blender = blender_unit(rna)
+        shown = shown_unit(label) if label else notes.get(table.get(name, ""))
+        where = f"{name} ({label!r})"
+        if name in DIMENSIONLESS:
+            if expected is not None or shown is not None or blender != 'NONE':
+                problems.append(f"{where}: listed as having no unit, but it has {expected or shown or blender}")
+        elif expected is None:
+            if blender == 'NONE' and shown is None and rna.subtype != 'FACTOR':
+                problems.append(f"{where}: no unit shown and none described")
+        elif expected == "1/s" and blender == 'ROTATION':  # an angle per second: Blender shows the angle
+            if shown != "1/s":
+                problems.append(f"{where}: an angle per second without 'per s'")
+        elif blender == 'NONE' and shown != expected:
+            problems.append(f"{where}: shows {shown}, its description says {expected}")
+    return problems, checked
+
+
+def test_every_float_setting_in_the_panels_shows_its_unit(blender, helpers):
+    problems, checked = set(), set()
+    for cls, obj in _every_panel_and_object(helpers):
+        found, names = unit_problems(_draw(cls, obj))
+        problems |= {f"{cls.__name__}: {p}" for p in found}
+        checked |= names
+    assert not problems, "\n".join(sorted(problems))
+    # The settings the audit of issue 14 found without a unit are among those checked.
+    assert {"stiffness", "damping", "angular_stiffness", "angular_damping", "breaking_force", "breaking_torque",
+            "suspension_stiffness", "suspension_damping", "linear_damping", "initial_angular_velocity",
+            "front_suspension_stiffness", "rear_anti_roll", "stretch_stiffness", "pin_stiffness",
+            "pressure_stiffness", "volume_stiffness", "jiggle_frequency", "plastic_rate", "max_torque",
+            "max_force", "motor_torque", "brake_torque", "drag", "air_drag", "density"} <= checked
+
+
+@pytest.mark.parametrize("panel, role, settings, name, label, unit", [
+    ("PHYSICS_PT_jakobsen_spring", 'SPRING', {"spring_type": 'BOTH'}, "stiffness", "Stiffness", "N/m"),
+    ("PHYSICS_PT_jakobsen_spring", 'SPRING', {"spring_type": 'BOTH'}, "damping", "Damping", "N s/m"),
+    ("PHYSICS_PT_jakobsen_spring", 'SPRING', {"spring_type": 'ANGULAR'}, "angular_stiffness", "Angular",
+     "N m/rad"),
+    ("PHYSICS_PT_jakobsen_spring", 'SPRING', {"spring_type": 'ANGULAR'}, "angular_damping", "Damping",
+     "N m s/rad"),
+    ("PHYSICS_PT_jakobsen_connector", 'CONNECTOR', {"connector_type": 'WHEEL_SUSPENSION'}, "suspension_stiffness",
+     "Stiffness", "N/m"),
+    ("PHYSICS_PT_jakobsen_connector", 'CONNECTOR', {"connector_type": 'WHEEL_SUSPENSION'}, "suspension_damping",
+     "Damping", "N s/m"),
+    ("PHYSICS_PT_jakobsen_connector", 'CONNECTOR', {}, "breaking_force", "Force (N)", None),
+    ("PHYSICS_PT_jakobsen_connector", 'CONNECTOR', {}, "breaking_torque", "Torque (N m)", None),
+    ("PHYSICS_PT_jakobsen_body", 'RIGID_BODY', {}, "linear_damping", "Lin. Damping", "per s"),
+    ("PHYSICS_PT_jakobsen_body", 'RIGID_BODY', {}, "angular_damping", "Rot. Damping", "per s"),
+    ("PHYSICS_PT_jakobsen_body", 'RIGID_BODY', {}, "initial_angular_velocity", "Spin per s", None),
+    ("SCENE_PT_jakobsen_solver", 'RIGID_BODY', {}, "damping", "Damping", "1/s"),
+])
+def test_the_settings_without_a_blender_unit_show_theirs(blender, panel, role, settings, name, label, unit):
+    """unit None: in the label of use_property_split; else in the field, its name in a label
+    column drawn as use_property_split draws one (ui.units.prop_with_unit)."""
+    from jakobsen_physics.ui import physics, scene
+
+    cls = getattr(physics, panel, None) or getattr(scene, panel)
+    obj = _cube("Body") if role == 'RIGID_BODY' else _enable(_empty(role), role, **settings)
+    drawn = _draw(cls, obj)
+    mine = [(text, kind) for text, owner, prop, kind in drawn.shown if prop == name and owner is not None]
+    if unit is None:
+        assert mine == [(label, "split")]
+    else:
+        assert mine == [(unit, "inline")]  # the unit in the field
+        i = next(i for i, (_, owner, prop, _) in enumerate(drawn.shown) if prop == name and owner is not None)
+        assert drawn.shown[i - 1] == (label, None, "", "split")  # its name in the label column before it
 
 
 # -- the overlay -------------------------------------------------------------------------------------
