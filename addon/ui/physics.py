@@ -309,7 +309,9 @@ def _switched(layout, heading: str, owner, switch: str, fields, text: str = "") 
 
 def _suspension_column(layout, columns):
     if "suspension" not in columns:
-        columns["suspension"] = layout.column(heading="Suspension")
+        # (No heading: its rows all have labels of their own, so Blender would never show one, and
+        # ui.units.prop_with_unit's field, drawn outside the split, would pull it in before itself.)
+        columns["suspension"] = layout.column()
     return columns["suspension"]
 
 

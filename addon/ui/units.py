@@ -1,7 +1,12 @@
 """Units that Blender cannot show: forces, stiffnesses, dampings and rates have no Blender
 ``unit=``, and at the default Properties width a label with its unit ("Damping (N s/m)") is cut.
 ``prop_with_unit`` draws such a setting as ``use_property_split`` would (its name in the label
-column, the keyframe dot after the field) with the unit in the field itself ("N s/m   1.00")."""
+column, the keyframe dot after the field) with the unit in the field itself ("N s/m   1.00").
+
+Not under a column heading that no checkbox has taken yet (``layout.column(heading=...)``): the
+field is drawn outside the split, where Blender puts a pending heading on a line of its own and
+the field after it at the column's full width (seen in the GUI: the Wheel Suspension connector's
+Stiffness, issue 14)."""
 
 from __future__ import annotations
 
