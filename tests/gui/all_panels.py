@@ -2,15 +2,18 @@
 (issue 14: fresh screenshots at the default Properties width; test 4). Opt-in; not collected by pytest.
 
 Run from the checkout:  ../shared/tools/blender-gui tests/gui/all_panels.py /tmp/gui_all 300
-It builds one scene with every role: a cloth (Self Collision, Pressure, Plasticity and Tearing on),
+It builds one scene with every role: a cloth (Self Collision, Pressure, Plasticity and Tearing on;
+a Pin Group holding its far edge at weight 1 and a few vertices of the next row at 0.4),
 a soft body, a rigid body (its Vehicle sub-panel header), a collider (Shape Mesh), one Empty per
 connector type (all ten, each joining its own pair of rigid bodies), a spring, a motor and a Wind
 force field. With the Outliner above the Properties editor closed (the editor keeps its default
 width and grows tall), it screenshots the editor cropped, scrolled to the top and to the end, for
-each role (OUT/panel_<role>[_top].png: _top only when it differs, OUT/panel_connector_<type>.png),
-the object's Cache panel (opened as tests/gui/playback_cache.py does), the Scene tab's panels, the 3D View's sidebar
-(Jakobsen tab, with a vehicle selected) and the 3D View with the overlay on, framed on all
-connectors, springs and motors (OUT/overlay_all_connectors.png). The overlay's draw errors, its
+each role (OUT/panel_<role>[_top].png: _top only when it differs, OUT/panel_connector_<type>.png;
+the spring also as Both: OUT/panel_spring_both.png),
+the object's Cache panel (opened as tests/gui/playback_cache.py does), the Scene tab's panels (top,
+end, and the Bake panel with Output PC2: its Directory row), the 3D View's sidebar (Jakobsen tab,
+with a vehicle selected) and the 3D View with the overlay on, framed on all connectors, springs,
+motors and the pinned cloth (OUT/overlay_all_connectors.png). The overlay's draw errors, its
 draw count and the lines its geometry function gives for each connector type (or the error it
 raises) go to OUT/result.json; Blender's output to OUT/blender.log.
 """
@@ -102,7 +105,7 @@ def cube(name, location, size=0.5):
 def build():
     for o in list(bpy.data.objects):
         bpy.data.objects.remove(o)
-    bpy.ops.mesh.primitive_grid_add(x_subdivisions=12, y_subdivisions=12, size=2.0, location=(0.0, -4.0, 2.0))
+    bpy.ops.mesh.primitive_grid_add(x_subdivisions=12, y_subdivisions=12, size=2.0, location=(0.0, -4.0, 0.5))
     cloth = bpy.context.object
     cloth.name = "Cloth"
     cloth.jakobsen.enabled, cloth.jakobsen.type = True, 'CLOTH'
@@ -112,6 +115,16 @@ def build():
             setattr(c, switch, True)
         else:
             RESULT.setdefault("missing_switches", []).append(switch)
+    # Pins for the overlay: the far edge held (weight 1, big opaque dots), a few vertices of the
+    # row in front of it softly pinned (0.4, small faint dots), as a user paints a curtain's top.
+    ys = sorted({round(v.co.y, 5) for v in cloth.data.vertices})
+    pins = cloth.vertex_groups.new(name="Pins")
+    pins.add([v.index for v in cloth.data.vertices if round(v.co.y, 5) == ys[-1]], 1.0, 'REPLACE')
+    row = [v.index for v in cloth.data.vertices if round(v.co.y, 5) == ys[-2]]
+    pins.add(row[::3], 0.4, 'REPLACE')
+    c.pin_group = "Pins"
+    RESULT["pins_painted"] = {"full": sum(round(v.co.y, 5) == ys[-1] for v in cloth.data.vertices),
+                              "soft": len(row[::3])}
     jelly = cube("Soft Body", (3.0, -4.0, 1.0))
     jelly.jakobsen.enabled, jelly.jakobsen.type = True, 'SOFT_BODY'
     crate = cube("Rigid Body", (-3.0, -4.0, 1.0))
@@ -209,6 +222,22 @@ role_steps("collider", "Collider")
 for _kind in KINDS:
     role_steps(f"connector_{_kind.lower()}", f"Connector {_kind}")
 role_steps("spring", "Spring")
+
+
+@step
+def spring_both():
+    """The same spring as Both: its angular rows too (units in the fields: "N m s/rad")."""
+    bpy.data.objects["Spring"].jakobsen.spring.spring_type = 'BOTH'
+    scroll(True)
+
+
+@step
+def spring_both_shot():
+    _, props = area_of('PROPERTIES')
+    shot("panel_spring_both", props)
+    bpy.data.objects["Spring"].jakobsen.spring.spring_type = 'LINEAR'
+
+
 role_steps("motor", "Motor")
 role_steps("force_field", "Wind")
 
@@ -269,6 +298,20 @@ def scene_end_shot():
 
 
 @step
+def scene_pc2():
+    """Output: PC2 shows the Bake panel's Directory row (its label must fit the default width)."""
+    bpy.context.scene.jakobsen.output = 'PC2'
+    scroll(True)
+
+
+@step
+def scene_pc2_shot():
+    _, props = area_of('PROPERTIES')
+    shot("panel_scene_bake_pc2", props)
+    bpy.context.scene.jakobsen.output = 'SHAPE_KEYS'
+
+
+@step
 def sidebar():
     _, view3d = area_of('VIEW_3D')
     view3d.spaces.active.show_region_ui = True
@@ -296,9 +339,9 @@ def frame_connectors():
     view3d.spaces.active.show_region_ui = False
     view3d.spaces.active.shading.type = 'SOLID'
     for o in bpy.context.view_layer.objects:
-        o.select_set(o.type == 'EMPTY' and o.jakobsen.enabled
-                     and o.jakobsen.type in ('CONNECTOR', 'SPRING', 'MOTOR'))
-    # Framed on them: their middle, seen from the front right and above, far enough for all.
+        o.select_set(o.name == "Cloth" or (o.type == 'EMPTY' and o.jakobsen.enabled
+                                           and o.jakobsen.type in ('CONNECTOR', 'SPRING', 'MOTOR')))
+    # Framed on them and the pinned cloth: their middle, seen from the front right and above, far enough for all.
     points = [o.matrix_world.translation for o in bpy.context.view_layer.objects if o.select_get()]
     from mathutils import Euler, Vector
 
@@ -335,8 +378,11 @@ def overlay_shot():
         except Exception as error:  # noqa: BLE001 - recorded per object
             per_object[o.name] = f"{type(error).__name__}: {error}"
     RESULT["overlay_lines"] = per_object
-    RESULT["overlay_lines_all"] = {k: len(v) // 2 for k, v in
-                                   overlay.overlay_lines(bpy.context.view_layer.objects).by_colour.items()}
+    everything = overlay.overlay_lines(bpy.context.view_layer.objects)
+    RESULT["overlay_lines_all"] = {k: len(v) // 2 for k, v in everything.by_colour.items()}
+    # The pin dots drawn: (size in pixels, how many, their alphas) for the full and the soft pins.
+    RESULT["overlay_pin_dots"] = [(size, len(points), sorted({round(float(a), 2) for a in colours[:, 3]}))
+                                  for size, points, colours in everything.pin_dots()]
 
 
 def finish():
