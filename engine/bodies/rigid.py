@@ -49,6 +49,9 @@ MAX_DENSITY = 2.3e6
 # the contact solve takes back in a substep. Motors are held to what moves their body by no more
 # than this in a substep (``constraints.motors.drive_limits``).
 CONTACT_DEPTH = 0.25
+# Rows of a contact in the velocity solve (``solve_contact_restitution``'s ``solved``): 1, its normal
+# speed to its target; HELD, its slip to zero as well (static friction held it in the position solve).
+HELD = 3
 
 SHAPE_NAMES = {"sphere": ShapeKind.SPHERE, "box": ShapeKind.BOX, "capsule": ShapeKind.CAPSULE,
                "cylinder": ShapeKind.CYLINDER, "convex_hull": ShapeKind.CONVEX_HULL,

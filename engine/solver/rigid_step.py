@@ -12,7 +12,7 @@ from dataclasses import replace
 
 import numpy as np
 
-from ..bodies.rigid import BodyMode
+from ..bodies.rigid import HELD, BodyMode
 from ..collision.broadphase import sweep_and_prune
 from ..collision.sweep import Sweeper
 from ..constraints.joints import KINDS, bounce_limits, joint_layout, redundant_mechanisms
@@ -120,6 +120,16 @@ class RigidStepper:
         self.kinematic = np.flatnonzero(bodies.mode == BodyMode.KINEMATIC)
         self.solid = np.flatnonzero(bodies.mode != BodyMode.GHOST)  # bodies that collide
         self.inv_mass = np.append(bodies.inverse_mass, 0.0)
+        # Bodies that a connector, motor, spring or vehicle moves (the world's row: none).
+        self.driven = np.zeros(count + 1, bool)
+        for group in (model.joints, model.motors, model.springs):
+            if group.count:
+                self.driven[group.a] = True
+                self.driven[group.b] = True
+        for vehicle in model.vehicles:
+            self.driven[vehicle.chassis] = True
+            self.driven[vehicle.wheels] = True
+        self.driven[count] = False
         self.inv_inertia = np.vstack([bodies.inverse_inertia, np.zeros((1, 3))])
         self.inertia = np.vstack([bodies.inertia, np.ones((1, 3))])
         self.accel = np.zeros((count + 1, 3))
@@ -553,8 +563,9 @@ class RigidStepper:
         c = slice(0, count)
         # Normal rows at the corrected poses (lever arms from the centres), so velocity impulses
         # conserve momentum.
+        # (With the slip rows too: a contact static friction held is held in the velocity solve.)
         self.backend.rigid.contact_rows(x, q, x, self.inv_mass, self.inv_inertia, buf.ints, buf.local_a, buf.local_b,
-                                        buf.normal, buf.anchor, count, False, buf.vJ, buf.vM, buf.vbase, buf.vwn,
+                                        buf.normal, buf.anchor, count, True, buf.vJ, buf.vM, buf.vbase, buf.vwn,
                                         buf.vwt)
         touching = buf.lam[c] > 0.0
         restitution = buf.floats[c, 1]
@@ -595,11 +606,30 @@ class RigidStepper:
         # its length in passes more (5 touching balls: the last left at 0.96 of the speed in 8).
         iterations = self.velocity_iterations + 2 * chain
         vw = np.hstack([v, w])
+        before = vw.copy()
         self._bounce_friction(x, q, vw, bounce & touching, target)
-        self.backend.rigid.solve_contact_restitution(buf.ints, buf.vJ, buf.vM, buf.vwn, solved, target,
+        # A resting contact that static friction held in the position solve leaves without slip
+        # too: the position solve's corrections (a brick leaning in a pile, held by its friction
+        # against two others) otherwise stay in the velocity as a jitter of a few mm/s about a
+        # place it does not leave, and carry into the next substep's motion. Not for bodies that
+        # connectors, motors or springs move (their solves act on the positions; held here, a
+        # motor pressing a box into the ground sank it 1.7 times its allowed depth).
+        rows = solved.astype(np.int8)
+        held = touching & ~bounce & (buf.stuck[c] == 1) & (buf.floats[c, 0] > 0.0) & (target[c] == 0.0) \
+            & ~self.driven[buf.ints[c, 0]] & ~self.driven[buf.ints[c, 1]]
+        rows[c][held & solved[c]] = HELD
+        self.backend.rigid.solve_contact_restitution(buf.ints, buf.vJ, buf.vM, buf.vwn, rows, target,
                                                      self.pair_first, self.pair_order, self.colour_bounds, vw,
                                                      iterations, q, self.inv_mass, self.inv_inertia,
                                                      buf.rows_a, buf.factors, buf.factored)
+        # The normal targets are Newton's (e times the speed of approach at each contact), which
+        # after a friction strike that turned the body can ask more than the impact had: a 1 m
+        # box tumbling onto a corner (e = 1, friction 0.5) left with 1.45 times its energy. An
+        # impact never adds energy: each bouncing pair is held to what it had (``_no_energy_gained``).
+        bouncing_pairs = np.unique(pair_of[:count][bounce & touching & (buf.floats[c, 0] > 0.0)])
+        for p in bouncing_pairs:
+            a, b = buf.ints[self.pair_first[p], 0], buf.ints[self.pair_first[p], 1]
+            self._no_energy_gained(a, b, (before[a], before[b]), vw, x, q)
         v[...], w[...] = vw[:, :3], vw[:, 3:]
 
     def _bounce_friction(self, x, q, vw, bouncing, target) -> None:
@@ -632,56 +662,116 @@ class RigidStepper:
         for p in np.unique(pair_of):
             ks = np.flatnonzero(pair_of == p)
             a, b = ints[ks[0], 0], ints[ks[0], 1]
-            # The pair's rows in its bodies' order (a contact of the pair may own B's point).
-            J = rows.J[ks].copy()
-            M = rows.M[ks].copy()
-            swap = ints[ks, 0] != a
-            J[swap] = np.concatenate([J[swap][..., 6:], J[swap][..., :6]], axis=-1)
-            M[swap] = np.concatenate([M[swap][..., 6:], M[swap][..., :6]], axis=-1)
-            J, M = J.reshape(-1, 12), M.reshape(-1, 12)
-            rel = matmul(J, np.concatenate([vw[a], vw[b]]))  # (not @ nor np.linalg: see ``reproducible``)
-            want = -rel
-            want[0::3] += target[c_all[ks]]
-            # The impulse formula for all of them held (least squares: a face's corners repeat
-            # each other's rows, and share alike)...
-            step = psd_lstsq(matmul(J, M.T), want, rcond=1e-10).reshape(-1, 3)
-            sticks = np.all(step[:, 0] >= 0.0) and np.all(
-                np.hypot(*(slid[ks] + step[:, 1:]).T) <= mu[ks] * (pushed[ks] + step[:, 0]) * (1.0 + 1e-9))
-            if sticks:
-                change = matmul(step.ravel(), M)
+            old = (vw[a].copy(), vw[b].copy())
+            self._strike_pair(a, b, ks, c_all, rows, vw, target, mu, pushed, slid, world)
+            self._no_energy_gained(a, b, old, vw, x, q)
+
+    def _strike_pair(self, a, b, ks, c_all, rows, vw, target, mu, pushed, slid, world) -> None:
+        """The bounce friction of one pair (see ``_bounce_friction``), in place on vw."""
+        ints = self.buffers.ints[c_all]
+        # The pair's rows in its bodies' order (a contact of the pair may own B's point).
+        J = rows.J[ks].copy()
+        M = rows.M[ks].copy()
+        swap = ints[ks, 0] != a
+        J[swap] = np.concatenate([J[swap][..., 6:], J[swap][..., :6]], axis=-1)
+        M[swap] = np.concatenate([M[swap][..., 6:], M[swap][..., :6]], axis=-1)
+        J, M = J.reshape(-1, 12), M.reshape(-1, 12)
+        rel = matmul(J, np.concatenate([vw[a], vw[b]]))  # (not @ nor np.linalg: see ``reproducible``)
+        want = -rel
+        want[0::3] += target[c_all[ks]]
+        # The impulse formula for all of them held (least squares: a face's corners repeat
+        # each other's rows, and share alike)...
+        step = psd_lstsq(matmul(J, M.T), want, rcond=1e-10).reshape(-1, 3)
+        sticks = np.all(step[:, 0] >= 0.0) and np.all(
+            np.hypot(*(slid[ks] + step[:, 1:]).T) <= mu[ks] * (pushed[ks] + step[:, 0]) * (1.0 + 1e-9))
+        if sticks:
+            change = matmul(step.ravel(), M)
+            vw[a] += change[:6]
+            vw[b] += change[6:]
+            vw[world] = 0.0
+            return
+        # ... or, where that would take more than the cone allows, one contact after another
+        # (normal, then the slip within the cone of its whole push).
+        normal = np.zeros(len(ks))
+        tangent = np.zeros((len(ks), 2))
+        for _ in range(BOUNCE_FRICTION_PASSES):
+            for i, k in enumerate(ks):
+                Jk, Mk = J[3 * i:3 * i + 3], M[3 * i:3 * i + 3]
+                vel = np.concatenate([vw[a], vw[b]])
+                rel = matmul(Jk, vel)
+                dn = max((target[c_all[k]] - rel[0]) / rows.wn[k], -normal[i])
+                normal[i] += dn
+                change = dn * Mk[0]
+                rel = rel + matmul(change, Jk.T)
+                w0, w1, w2 = rows.wt[k]
+                det = w0 * w2 - w1 * w1
+                if det > 0.0:
+                    d1 = -(w2 * rel[1] - w1 * rel[2]) / det
+                    d2 = -(w0 * rel[2] - w1 * rel[1]) / det
+                    s1, s2 = slid[k, 0] + tangent[i, 0] + d1, slid[k, 1] + tangent[i, 1] + d2
+                    length = math.hypot(s1, s2)
+                    limit = mu[k] * (pushed[k] + normal[i])
+                    if length > limit:
+                        s1, s2 = s1 * limit / length, s2 * limit / length
+                    d1, d2 = s1 - slid[k, 0] - tangent[i, 0], s2 - slid[k, 1] - tangent[i, 1]
+                    tangent[i] += (d1, d2)
+                    change = change + d1 * Mk[1] + d2 * Mk[2]
                 vw[a] += change[:6]
                 vw[b] += change[6:]
                 vw[world] = 0.0
-                continue
-            # ... or, where that would take more than the cone allows, one contact after another
-            # (normal, then the slip within the cone of its whole push).
-            normal = np.zeros(len(ks))
-            tangent = np.zeros((len(ks), 2))
-            for _ in range(BOUNCE_FRICTION_PASSES):
-                for i, k in enumerate(ks):
-                    Jk, Mk = J[3 * i:3 * i + 3], M[3 * i:3 * i + 3]
-                    vel = np.concatenate([vw[a], vw[b]])
-                    rel = matmul(Jk, vel)
-                    dn = max((target[c_all[k]] - rel[0]) / rows.wn[k], -normal[i])
-                    normal[i] += dn
-                    change = dn * Mk[0]
-                    rel = rel + matmul(change, Jk.T)
-                    w0, w1, w2 = rows.wt[k]
-                    det = w0 * w2 - w1 * w1
-                    if det > 0.0:
-                        d1 = -(w2 * rel[1] - w1 * rel[2]) / det
-                        d2 = -(w0 * rel[2] - w1 * rel[1]) / det
-                        s1, s2 = slid[k, 0] + tangent[i, 0] + d1, slid[k, 1] + tangent[i, 1] + d2
-                        length = math.hypot(s1, s2)
-                        limit = mu[k] * (pushed[k] + normal[i])
-                        if length > limit:
-                            s1, s2 = s1 * limit / length, s2 * limit / length
-                        d1, d2 = s1 - slid[k, 0] - tangent[i, 0], s2 - slid[k, 1] - tangent[i, 1]
-                        tangent[i] += (d1, d2)
-                        change = change + d1 * Mk[1] + d2 * Mk[2]
-                    vw[a] += change[:6]
-                    vw[b] += change[6:]
-                    vw[world] = 0.0
+
+    def _kinetic_energy(self, body: int, vw_body, q_body) -> float:
+        """½ m |v|² + ½ ω·I ω of one body (its principal inertia, turned by q), in Python floats
+        summed in order (the same bits on every numpy)."""
+        m = 1.0 / self.inv_mass[body]
+        v0, v1, v2 = (float(t) for t in vw_body[:3])
+        w_body = quat.rotate(quat.conjugate(np.asarray(q_body)[None]), np.asarray(vw_body[3:])[None])[0]
+        i0, i1, i2 = (float(t) for t in self.inertia[body])
+        u0, u1, u2 = (float(t) for t in w_body)
+        return 0.5 * m * (v0 * v0 + v1 * v1 + v2 * v2) + 0.5 * (i0 * u0 * u0 + i1 * u1 * u1 + i2 * u2 * u2)
+
+    def _no_energy_gained(self, a: int, b: int, old, vw, x, q) -> None:
+        """The bounce friction of a pair is an impact: it may keep the pair's energy (e = 1 without
+        slip) but never add to it. Held as a sticking impact can be (a body landing on a corner
+        while it tumbles: held to the surface's speed at that corner, its turn sped up and a 0.2 m
+        box gained a quarter of its energy in one bounce), the pair's change is scaled back to
+        where the bodies' energy (kinetic at the substep's end, v being the mean over it, and the
+        work of their accelerations, gravity and fields, from their positions at its start to
+        now) is what they had at the substep's start. A pair with a kinematic body (its animation
+        may drive it) is left as it is. In place on vw."""
+        dyn = [k for k in (a, b) if self.dynamic[k] and self.inv_mass[k] > 0.0]
+        if not dyn or any(self.kinematic_mask[k] for k in (a, b)):
+            return
+        half = 0.5 * self.h
+        # f(s) = energy(old + s change) - energy(start): c0 + c1 s + c2 s^2 over the dynamic bodies.
+        c0 = c1 = c2 = 0.0
+        for k in dyn:
+            before, d = (old[0], vw[a] - old[0]) if k == a else (old[1], vw[b] - old[1])
+            acc = np.asarray([float(t) for t in self.accel[k]] + [0.0, 0.0, 0.0])
+            end = before + half * acc  # at the substep's end
+            k0 = self._kinetic_energy(k, end, q[k])
+            k1 = self._kinetic_energy(k, end + d, q[k])
+            km = self._kinetic_energy(k, end - d, q[k])
+            start = np.concatenate([self.v_before[k], self.w_before[k]]) + half * acc
+            m = 1.0 / self.inv_mass[k]
+            work = m * sum(float(acc[i]) * (float(x[k, i]) - float(self.x_prev[k, i])) for i in range(3))
+            # (KE is quadratic in s: its coefficients from its values at s = -1, 0, 1.)
+            c0 += k0 - self._kinetic_energy(k, start, self.q_prev[k]) - work
+            c1 += 0.5 * (k1 - km)
+            c2 += 0.5 * (k1 + km) - k0
+        slack = 1e-9 * max(abs(c0), abs(c1), abs(c2), 1e-300)
+        if c0 + c1 + c2 <= slack:
+            return  # no energy gained
+        if c0 >= 0.0:
+            s = 0.0  # already at (or past) the start's energy: this pair's strike adds nothing
+        elif c2 > 0.0:
+            s = (-c1 + math.sqrt(max(c1 * c1 - 4.0 * c2 * c0, 0.0))) / (2.0 * c2)
+        else:
+            s = -c0 / c1 if c1 > 0.0 else 1.0
+        s = min(max(s, 0.0), 1.0)
+        vw[a] = old[0] + s * (vw[a] - old[0])
+        vw[b] = old[1] + s * (vw[b] - old[1])
+        vw[len(vw) - 1] = 0.0
 
     def _propagate_impacts(self, q, solved, target, restitution) -> int:
         """Impacts carried on through bodies that touch (a Newton's cradle): the targets of the

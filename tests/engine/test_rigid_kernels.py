@@ -143,3 +143,61 @@ def test_finding_and_advancing_the_fast_queries_agrees(rng):
     assert len(a[0]) == len(b[0]) > 0
     np.testing.assert_array_equal(a[1], b[1])
     assert_close(a, b)
+
+
+def _captured_restitution_calls(tilt_degrees: float, frames: int):
+    """The arguments of every velocity solve (``solve_contact_restitution``) of a pile of boxes and
+    a sphere falling onto a ramp of boxes and the ground (friction, some bounce): resting contacts
+    that static friction holds (HELD rows), bouncing and sliding ones."""
+    import jakobsen_engine as engine
+    from jakobsen_engine.bodies.rigid import HELD
+
+    from .rigid_scenes import box_mesh, rotation, uv_sphere
+
+    builder = engine.ModelBuilder()
+    for k in range(4):
+        builder.add_rigid_body(*box_mesh((0.4, 0.3, 0.2), centre=(0.05 * k, 0.02 * k, 0.11 + 0.21 * k),
+                                         rotation=rotation((1, 0, 0), tilt_degrees * (k % 2))),
+                               name=f"box {k}", shape="box", friction=0.6, restitution=0.2 * (k % 2))
+    builder.add_rigid_body(*uv_sphere(0.15, centre=(0.9, 0.0, 0.6)), name="ball", shape="sphere", friction=0.5,
+                           restitution=0.5, velocity=(-1.0, 0.0, 0.0))
+    builder.add_collider(engine.Plane(friction=0.7))
+    solver = engine.Solver(builder.finalize(), engine.SolverSettings(backend="numba"))
+    kernels = solver.backend.rigid
+    calls = []
+    real = kernels.solve_contact_restitution
+
+    def capture(*args):
+        calls.append(tuple(a.copy() if isinstance(a, np.ndarray) else a for a in args))
+        return real(*args)
+
+    state = solver.make_state()
+    kernels.solve_contact_restitution = capture
+    try:
+        for _ in range(frames):
+            solver.step_frame(state)
+    finally:
+        kernels.solve_contact_restitution = real
+    held = sum(int(np.count_nonzero(np.asarray(c[4]) == HELD)) for c in calls)
+    return calls, held
+
+
+@pytest.mark.parametrize("tilt", [0.0, 7.0])
+def test_the_velocity_solve_agrees_with_held_slip_rows(tilt):
+    """Normal rows to their targets and, for contacts static friction held, slip rows to zero: the
+    same numbers on both backends, on the arguments of a real pile's substeps."""
+    from jakobsen_engine.bodies.rigid import HELD
+
+    calls, held = _captured_restitution_calls(tilt, 12)
+    assert held > 0 and len(calls) > 50
+    moved = slip_mattered = 0.0
+    for args in calls[::7]:
+        out = both("solve_contact_restitution", "rigid",
+                   lambda: tuple(a.copy() if isinstance(a, np.ndarray) else a for a in args))
+        assert_close(out[0][9:10], out[1][9:10])  # vw
+        moved = max(moved, float(np.abs(out[0][9] - args[9]).max()))
+        normal_only = tuple(np.where(a == HELD, 1, a).astype(a.dtype) if k == 4 else
+                            (a.copy() if isinstance(a, np.ndarray) else a) for k, a in enumerate(args))
+        backend.select("numba").rigid.solve_contact_restitution(*normal_only)
+        slip_mattered = max(slip_mattered, float(np.abs(normal_only[9] - out[0][9]).max()))
+    assert moved > 1e-4 and slip_mattered > 1e-6  # the solve, and its slip rows, did something
