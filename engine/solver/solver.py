@@ -379,6 +379,11 @@ class Solver:
                                            self.settings.sqrt_approximation)
                     rigid.collide_particles(state.bodies, x, xp, accel, self.model.friction,
                                             self.model.restitution, self.model.radii, self.model.inverse_masses)
+            if self._self_contacts:
+                # Again after the contacts: the ground or a collider pushing a pile of layers
+                # squeezed them through each other (a sheet dropped upright onto the ground ended
+                # 0.76 of the distance apart with 32 crossings at 40 x 40; 1.0 and 7 with this).
+                self._self_contacts.solve(x, xp, self.model.inverse_masses)
             rigid.finish_substep(state.bodies)
         if surfaces:
             surfaces.end_substep(x, surface_state, state.time)
