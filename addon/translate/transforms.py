@@ -6,6 +6,7 @@ from __future__ import annotations
 import numpy as np
 
 from jakobsen_engine import JakobsenError
+from jakobsen_engine.geometry.reproducible import rotation_polar
 
 
 def matrix(m) -> np.ndarray:
@@ -21,8 +22,10 @@ def rotation_and_scale(m: np.ndarray, where: str, warnings: list[str]) -> tuple[
     if np.linalg.det(a) < 0:
         s[0] = -s[0]
     r = a / s
-    u, _, vt = np.linalg.svd(r)
-    ortho = u @ vt
+    # The nearest rotation (U V^T of an SVD), without LAPACK: np.linalg.svd gave the follow_path
+    # example's wheels a rotation another last bit off on numpy 1.26 than on 2.5 (see
+    # ``jakobsen_engine.geometry.reproducible``).
+    ortho = rotation_polar(r)
     if np.abs(ortho - r).max() > 1e-4:
         warnings.append(f"{where}: its transform is sheared (non-uniform scale under a rotated parent); "
                         "the collision shape is fitted approximately")

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..errors import JakobsenError
+from ..geometry.reproducible import arctan2, matmul
 
 
 @dataclass(frozen=True)
@@ -98,7 +99,7 @@ def make_path(points, speed=None, *, cyclic: bool = False, up=(0.0, 0.0, 1.0), s
         raise JakobsenError(f"{where}: its path has no length")
     seg = np.diff(p, axis=0)
     # On the ground: the heading is measured in the plane normal to up.
-    flat = seg - np.outer(seg @ up, up)
+    flat = seg - np.outer(matmul(seg, up), up)
     lengths = np.linalg.norm(seg, axis=1)
     s = np.concatenate([[0.0], np.cumsum(lengths)])
     if s[-1] < 1e-3:
@@ -110,10 +111,13 @@ def make_path(points, speed=None, *, cyclic: bool = False, up=(0.0, 0.0, 1.0), s
         t[0] = t[-1] = tangent_seg[0] + tangent_seg[-1]
     t /= np.maximum(np.linalg.norm(t, axis=1, keepdims=True), 1e-12)
     # Heading about up (unwrapped) against arc length; curvature is its slope over `smoothing`.
+    # Not np.arctan2 nor @: np.arctan2 gave another last bit in 11 of the follow_path example's
+    # 97 headings on numpy 1.26 and in 1 on numpy 2.5, which steered the car differently on
+    # Blender 4.x and 5.x (see ``geometry.reproducible``).
     e1 = np.cross(up, [1.0, 0.0, 0.0]) if abs(up[0]) < 0.9 else np.cross(up, [0.0, 1.0, 0.0])
     e1 /= np.linalg.norm(e1)
     e2 = np.cross(up, e1)
-    heading = np.unwrap(np.arctan2(t @ e2, t @ e1))
+    heading = np.unwrap(arctan2(matmul(t, e2), matmul(t, e1)))
     half = max(smoothing, 1e-3) / 2
     turning = np.concatenate([[0.0], np.cumsum(np.abs(np.diff(heading)))])
     curvature = _slope(s, heading, half, cyclic)
