@@ -3,10 +3,11 @@ against its own edges.
 
 Every substep, after the constraint iterations and again after the contacts with colliders (the
 ground pushing a pile of layers squeezes them through each other otherwise), each vertex of a
-surface with ``self_collision`` on is kept ``self_distance`` away from that surface's triangles, except the ones it is part of
-or next to in the mesh: the triangles of the vertex itself and of its edge neighbours, and any
-triangle closer than the self distance to it at rest (a fine mesh whose edges are shorter than
-the distance: those could never be held that far apart without stretching).
+surface with ``self_collision`` on is kept ``self_distance`` away from that surface's triangles,
+except the ones it is part of or next to in the mesh: the triangles of the vertex itself and of
+its edge neighbours, and any triangle closer than the self distance to it at rest (a fine mesh
+whose edges are shorter than the distance: those could never be held that far apart without
+stretching).
 
 Continuous: which side of a triangle the vertex must end the substep on is the side it was on
 at the start (``x_prev``), unless it passed the triangle's plane beside the triangle, so a
