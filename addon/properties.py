@@ -507,11 +507,11 @@ class JakobsenConnectorSettings(PropertyGroup):
     )
     suspension_stiffness: FloatProperty(
         name="Stiffness", description="Wheel Suspension: spring stiffness in newtons per metre",
-        default=20000.0, min=0.0, soft_max=1e6,
+        default=20000.0, min=0.0, soft_max=1e6, precision=0,  # (whole newtons: the unit fits the field)
     )
     suspension_damping: FloatProperty(
         name="Damping", description="Wheel Suspension: damping in newton seconds per metre",
-        default=1000.0, min=0.0, soft_max=1e5,
+        default=1000.0, min=0.0, soft_max=1e5, precision=0,
     )
     suspension_lower: FloatProperty(
         name="Lower Limit", description="Wheel Suspension: lowest position along the Z axis",
