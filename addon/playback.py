@@ -536,8 +536,10 @@ class JAKOBSEN_OT_bake_from_cache(Operator):
     bl_label = "Bake from Cache"
     bl_options = {'REGISTER', 'UNDO'}
 
+    # (SKIP_SAVE: All from Cache after one object's Bake from Cache must not take its name again.)
     object_name: StringProperty(
-        name="Object", description="Only this object's bake (the others stay cached); empty: every object")
+        name="Object", description="Only this object's bake (the others stay cached); empty: every object",
+        options={'SKIP_SAVE'})
 
     @classmethod
     def description(cls, context, properties):

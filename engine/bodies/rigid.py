@@ -23,6 +23,7 @@ import numpy as np
 from ..checks import FLOAT32_MAX, MAX_ANGULAR_SPEED, MAX_COORDINATE, MAX_SPEED, check_range, check_vector
 from ..errors import JakobsenError
 from ..geometry import quaternions as quat
+from ..geometry import reproducible
 from ..geometry import kinds
 from ..geometry.kinds import ShapeKind
 from ..geometry.mesh import convex_hull, is_closed, mass_properties, triangulate
@@ -49,9 +50,6 @@ MAX_DENSITY = 2.3e6
 # the contact solve takes back in a substep. Motors are held to what moves their body by no more
 # than this in a substep (``constraints.motors.drive_limits``).
 CONTACT_DEPTH = 0.25
-# Rows of a contact in the velocity solve (``solve_contact_restitution``'s ``solved``): 1, its normal
-# speed to its target; HELD, its slip to zero as well (static friction held it in the position solve).
-HELD = 3
 
 SHAPE_NAMES = {"sphere": ShapeKind.SPHERE, "box": ShapeKind.BOX, "capsule": ShapeKind.CAPSULE,
                "cylinder": ShapeKind.CYLINDER, "convex_hull": ShapeKind.CONVEX_HULL,
@@ -100,8 +98,12 @@ class BodySpec:
 
 
 def _principal(inertia: np.ndarray):
-    moments, axes = np.linalg.eigh(inertia)
-    if np.linalg.det(axes) < 0:
+    # (Not np.linalg.eigh: the same bits on numpy 1.26 and 2.x, see ``reproducible``.)
+    moments, axes = reproducible.symmetric_eigen3(inertia)
+    det = axes[0, 0] * (axes[1, 1] * axes[2, 2] - axes[1, 2] * axes[2, 1]) \
+        - axes[0, 1] * (axes[1, 0] * axes[2, 2] - axes[1, 2] * axes[2, 0]) \
+        + axes[0, 2] * (axes[1, 0] * axes[2, 1] - axes[1, 1] * axes[2, 0])
+    if det < 0:
         axes[:, 2] = -axes[:, 2]
     return np.maximum(moments, 0.0), axes
 

@@ -47,6 +47,7 @@ from ..constraints import kinds as connector_kinds
 from ..constraints.common import check_ends, values_at
 from ..errors import JakobsenError
 from ..geometry import quaternions as quat
+from ..geometry import reproducible
 from ..geometry.reproducible import arctan2
 
 
@@ -150,11 +151,11 @@ def _frame_from(axis, frame, where: str) -> np.ndarray:
             m = m[:3, :3]
         if m.shape != (3, 3) or not np.all(np.isfinite(m)):
             raise JakobsenError(f"{where}: the frame must be a finite 3x3 rotation")
-        u, _, vt = np.linalg.svd(m)  # the nearest rotation: drops scale and shear
-        m = u @ vt
-        if np.linalg.det(m) < 0:
-            raise JakobsenError(f"{where}: the frame is mirrored (negative scale); give a rotation")
-        return m
+        if np.linalg.det(m) <= 0:
+            raise JakobsenError(f"{where}: the frame is mirrored (negative scale) or flat; give a rotation")
+        # The nearest rotation (drops scale and shear): the polar factor, U V^T of an SVD, without
+        # LAPACK (the same bits on every numpy: see ``reproducible``).
+        return reproducible.rotation_polar(m)
     z = np.asarray(axis, float)
     if z.shape != (3,) or not np.all(np.isfinite(z)) or np.linalg.norm(z) < 1e-12:
         raise JakobsenError(f"{where}: the axis must be a finite non-zero vector")

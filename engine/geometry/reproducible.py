@@ -132,6 +132,38 @@ def rotation_polar(m) -> np.ndarray:
     return r
 
 
+def symmetric_eigen3(m) -> tuple[np.ndarray, np.ndarray]:
+    """Eigenvalues (3,) ascending and eigenvectors (3, 3, columns) of a symmetric 3x3 matrix, by
+    cyclic Jacobi rotations in Python floats (numpy's eigh calls the LAPACK its release ships,
+    whose last bits differ between numpy 1.26 and 2.x; a body's principal axes set everything
+    built on it). Converged when the off-diagonal part is below 1e-16 of the diagonal's."""
+    a = [[float(m[i][j]) for j in range(3)] for i in range(3)]
+    v = [[1.0 if i == j else 0.0 for j in range(3)] for i in range(3)]
+    for _ in range(64):
+        off = abs(a[0][1]) + abs(a[0][2]) + abs(a[1][2])
+        if off <= 1e-16 * (abs(a[0][0]) + abs(a[1][1]) + abs(a[2][2])) or off == 0.0:
+            break
+        for p, q in ((0, 1), (0, 2), (1, 2)):
+            if a[p][q] == 0.0:
+                continue
+            theta = (a[q][q] - a[p][p]) / (2.0 * a[p][q])
+            t = math.copysign(1.0, theta) / (abs(theta) + math.sqrt(theta * theta + 1.0))
+            c = 1.0 / math.sqrt(t * t + 1.0)
+            s = t * c
+            for k in range(3):
+                akp, akq = a[k][p], a[k][q]
+                a[k][p], a[k][q] = c * akp - s * akq, s * akp + c * akq
+            for k in range(3):
+                apk, aqk = a[p][k], a[q][k]
+                a[p][k], a[q][k] = c * apk - s * aqk, s * apk + c * aqk
+            for k in range(3):
+                vkp, vkq = v[k][p], v[k][q]
+                v[k][p], v[k][q] = c * vkp - s * vkq, s * vkp + c * vkq
+    values = np.array([a[0][0], a[1][1], a[2][2]])
+    order = np.argsort(values, kind="stable")
+    return values[order], np.array(v)[:, order]
+
+
 def _cross(a, b):
     return np.stack([a[..., 1] * b[..., 2] - a[..., 2] * b[..., 1], a[..., 2] * b[..., 0] - a[..., 0] * b[..., 2],
                      a[..., 0] * b[..., 1] - a[..., 1] * b[..., 0]], axis=-1)

@@ -12,7 +12,7 @@ from dataclasses import replace
 
 import numpy as np
 
-from ..bodies.rigid import HELD, BodyMode
+from ..bodies.rigid import BodyMode
 from ..collision.broadphase import sweep_and_prune
 from ..collision.sweep import Sweeper
 from ..constraints.joints import KINDS, bounce_limits, joint_layout, redundant_mechanisms
@@ -120,16 +120,6 @@ class RigidStepper:
         self.kinematic = np.flatnonzero(bodies.mode == BodyMode.KINEMATIC)
         self.solid = np.flatnonzero(bodies.mode != BodyMode.GHOST)  # bodies that collide
         self.inv_mass = np.append(bodies.inverse_mass, 0.0)
-        # Bodies that a connector, motor, spring or vehicle moves (the world's row: none).
-        self.driven = np.zeros(count + 1, bool)
-        for group in (model.joints, model.motors, model.springs):
-            if group.count:
-                self.driven[group.a] = True
-                self.driven[group.b] = True
-        for vehicle in model.vehicles:
-            self.driven[vehicle.chassis] = True
-            self.driven[vehicle.wheels] = True
-        self.driven[count] = False
         self.inv_inertia = np.vstack([bodies.inverse_inertia, np.zeros((1, 3))])
         self.inertia = np.vstack([bodies.inertia, np.ones((1, 3))])
         self.accel = np.zeros((count + 1, 3))
@@ -563,9 +553,8 @@ class RigidStepper:
         c = slice(0, count)
         # Normal rows at the corrected poses (lever arms from the centres), so velocity impulses
         # conserve momentum.
-        # (With the slip rows too: a contact static friction held is held in the velocity solve.)
         self.backend.rigid.contact_rows(x, q, x, self.inv_mass, self.inv_inertia, buf.ints, buf.local_a, buf.local_b,
-                                        buf.normal, buf.anchor, count, True, buf.vJ, buf.vM, buf.vbase, buf.vwn,
+                                        buf.normal, buf.anchor, count, False, buf.vJ, buf.vM, buf.vbase, buf.vwn,
                                         buf.vwt)
         touching = buf.lam[c] > 0.0
         restitution = buf.floats[c, 1]
@@ -608,17 +597,7 @@ class RigidStepper:
         vw = np.hstack([v, w])
         before = vw.copy()
         self._bounce_friction(x, q, vw, bounce & touching, target)
-        # A resting contact that static friction held in the position solve leaves without slip
-        # too: the position solve's corrections (a brick leaning in a pile, held by its friction
-        # against two others) otherwise stay in the velocity as a jitter of a few mm/s about a
-        # place it does not leave, and carry into the next substep's motion. Not for bodies that
-        # connectors, motors or springs move (their solves act on the positions; held here, a
-        # motor pressing a box into the ground sank it 1.7 times its allowed depth).
-        rows = solved.astype(np.int8)
-        held = touching & ~bounce & (buf.stuck[c] == 1) & (buf.floats[c, 0] > 0.0) & (target[c] == 0.0) \
-            & ~self.driven[buf.ints[c, 0]] & ~self.driven[buf.ints[c, 1]]
-        rows[c][held & solved[c]] = HELD
-        self.backend.rigid.solve_contact_restitution(buf.ints, buf.vJ, buf.vM, buf.vwn, rows, target,
+        self.backend.rigid.solve_contact_restitution(buf.ints, buf.vJ, buf.vM, buf.vwn, solved, target,
                                                      self.pair_first, self.pair_order, self.colour_bounds, vw,
                                                      iterations, q, self.inv_mass, self.inv_inertia,
                                                      buf.rows_a, buf.factors, buf.factored)

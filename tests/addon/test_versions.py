@@ -24,7 +24,7 @@ ENVIRONMENTS = (".venv", ".venv-bpy42", ".venv-bpy45", ".venv-bpy52")
 # Bit-identical on every version, numpy 1.26 and 2.x alike: cloth, and rigid bodies in contact
 # (whose numpy-side arithmetic avoids what changes its last bits between numpy releases: see
 # ``jakobsen_engine.geometry.reproducible``).
-EXAMPLES = ("flag", "rigid_boxes", "car", "tablecloth")
+EXAMPLES = ("flag", "rigid_boxes", "car", "tablecloth", "follow_path", "trailer")
 
 
 def _blenders() -> dict[str, tuple[str, str]]:

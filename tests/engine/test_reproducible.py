@@ -109,3 +109,31 @@ def test_rotation_polar_is_the_svds_nearest_rotation(spread):
     got = rp.rotation_polar(m)
     np.testing.assert_allclose(got, u @ vt, atol=1e-9)
     np.testing.assert_allclose(np.linalg.det(got), 1.0, atol=1e-12)
+
+
+@pytest.mark.parametrize("kind", ["random", "scaled", "diagonal", "two_equal", "all_equal", "near_equal"])
+def test_symmetric_eigen3_is_numpys_eigh(kind):
+    """Jacobi's eigenvalues and eigenvectors of inertia-like matrices against LAPACK's: the same
+    values to 1e-14 of the largest, the vectors orthonormal and each an eigenvector (a body's
+    principal axes; where eigenvalues repeat any orthonormal basis of their space will do)."""
+    for _ in range(300):
+        if kind == "random":
+            a = RNG.normal(size=(3, 3))
+            m = a @ a.T
+        elif kind == "scaled":
+            a = RNG.normal(size=(3, 3))
+            m = (a @ a.T) * 10.0 ** RNG.uniform(-9, 9)
+        elif kind == "diagonal":
+            m = np.diag(RNG.uniform(0.01, 5.0, 3))
+        else:
+            q, _ = np.linalg.qr(RNG.normal(size=(3, 3)))
+            values = {"two_equal": [1.0, 1.0, 2.5], "all_equal": [0.7, 0.7, 0.7],
+                      "near_equal": [1.0, 1.0 + 1e-12, 3.0]}[kind]
+            m = q @ np.diag(values) @ q.T
+            m = 0.5 * (m + m.T)
+        values, vectors = rp.symmetric_eigen3(m)
+        scale = np.abs(np.linalg.eigvalsh(m)).max()
+        np.testing.assert_allclose(values, np.linalg.eigvalsh(m), atol=1e-14 * scale, rtol=0)
+        assert np.all(np.diff(values) >= 0.0)
+        np.testing.assert_allclose(vectors.T @ vectors, np.eye(3), atol=1e-13)
+        np.testing.assert_allclose(m @ vectors, vectors * values, atol=1e-13 * scale, rtol=0)

@@ -19,7 +19,6 @@ import math
 import numpy as np
 from numba import njit
 
-from ...bodies.rigid import HELD
 from .vec import (add, cross, dot, exp_rotation, get3, get4, inertia_times, inv_inertia_times, log_rotation, mul, qmul,
                   qnormalize, rotate, rotate_back, sub)
 
@@ -517,12 +516,6 @@ def solve_contact_restitution(ints, J, M, wn, solved, target, pair_first, pair_o
                     if not abs(rhs[n]) <= VELOCITY_TOLERANCE:
                         far = True
                     n += 1
-                    if solved[c] == HELD:
-                        for j in (1, 2):
-                            rhs[n] = -_value(J, vw, c, j, ints[c, 0], ints[c, 1])
-                            if not abs(rhs[n]) <= VELOCITY_TOLERANCE:
-                                far = True
-                            n += 1
             if not far:
                 continue
             lo, hi = _pair_columns(ints, first, inv_mass, inv_inertia)
@@ -534,10 +527,6 @@ def solve_contact_restitution(ints, J, M, wn, solved, target, pair_first, pair_o
                     if solved[c]:
                         _row_a(J, q, inv_mass, inv_inertia, ints, c, 0, ints[c, 0] != pair_a, rows_a[row])
                         row += 1
-                        if solved[c] == HELD:
-                            for j in (1, 2):
-                                _row_a(J, q, inv_mass, inv_inertia, ints, c, j, ints[c, 0] != pair_a, rows_a[row])
-                                row += 1
                 _pair_factor(rows_a, r0, n, lo, hi, factors[first])
                 factored[first] = 1
             _pair_solve(rows_a, r0, n, lo, hi, factors[first], rhs, y, z, out)
@@ -546,10 +535,6 @@ def solve_contact_restitution(ints, J, M, wn, solved, target, pair_first, pair_o
                 if solved[c]:
                     _push(M, vw, c, 0, ints[c, 0], ints[c, 1], out[k])
                     k += 1
-                    if solved[c] == HELD:
-                        for j in (1, 2):
-                            _push(M, vw, c, j, ints[c, 0], ints[c, 1], out[k])
-                            k += 1
 
 
 @njit(**JIT)

@@ -10,7 +10,6 @@ from __future__ import annotations
 import numpy as np
 
 from ...geometry.quaternions import log_rotation as _log_rotation
-from ...bodies.rigid import HELD
 from . import quat as Q
 
 
@@ -340,39 +339,31 @@ def solve_contact_restitution(ints, J, M, wn, solved, target, pair_first, pair_o
             if not width:
                 continue
             P = len(pairs)
-            # A pair's rows in the compiled kernel's order: each solved contact's normal, then its
-            # two slip rows if it is HELD.
-            rows_c = np.zeros((P, 3 * width), np.int64)
-            rows_j = np.zeros((P, 3 * width), np.int64)
-            valid = np.zeros((P, 3 * width), bool)
+            rows_c = np.zeros((P, width), np.int64)
+            valid = np.zeros((P, width), bool)
             count = np.zeros(P, np.int64)
             for k in range(width):
                 has = size > k
                 c = np.where(has, first + k, 0)
-                for j in range(3):
-                    r = np.flatnonzero(has & (solved[c] != 0) & ((j == 0) | (solved[c] == HELD)))
-                    rows_c[r, count[r]] = c[r]
-                    rows_j[r, count[r]] = j
-                    valid[r, count[r]] = True
-                    count[r] += 1
+                r = np.flatnonzero(has & solved[c])
+                rows_c[r, count[r]] = c[r]
+                valid[r, count[r]] = True
+                count[r] += 1
             if not np.any(valid):
                 continue
-            n = int(count.max())
-            valid, rc, rj = valid[:, :n], np.where(valid, rows_c, 0)[:, :n], rows_j[:, :n]
+            rc = np.where(valid, rows_c, 0)
+            rj = np.zeros_like(rc)
             now = _value_rows(J, vw, rc.ravel(), rj.ravel(), ints).reshape(rc.shape)
-            rhs = np.where(valid, np.where(rj == 0, target[rc], 0.0) - now, 0.0)
+            rhs = np.where(valid, target[rc] - now, 0.0)
             swap = ints[rc, 0] != ints[np.where(size > 0, first, 0), 0][:, None]
             A = np.where(valid[..., None], _rows_a(J, q, inv_mass, inv_inertia, ints, rc, rj, swap), 0.0)
             out = _pair_impulses(A, rhs)
             out[np.all(np.abs(rhs) <= VELOCITY_TOLERANCE, axis=1)] = 0.0  # (padding: rhs 0)
-            for k in range(n):
+            for k in range(width):
                 sel = np.flatnonzero(valid[:, k])
                 if len(sel):
-                    for j in range(3):
-                        on = sel[rj[sel, k] == j]
-                        if len(on):
-                            cj = rc[on, k]
-                            _push(M, vw, cj, j, ints[cj, 0], ints[cj, 1], out[on, k])
+                    c = rc[sel, k]
+                    _push(M, vw, c, 0, ints[c, 0], ints[c, 1], out[sel, k])
 
 
 def colour_pairs(pairs: np.ndarray, movable: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
