@@ -566,7 +566,8 @@ class JakobsenSpringSettings(PropertyGroup):
         default=10.0, min=0.0, soft_max=1e5,
     )
     angular_damping: FloatProperty(
-        name="Angular Damping", description="Angular damping in newton metre seconds per radian",
+        name="Angular Damping", description="Angular damping in newton metre seconds: the torque for each radian a "
+                                            "second of relative turn",
         default=0.1, min=0.0, soft_max=1e3,
     )
     use_plastic: BoolProperty(

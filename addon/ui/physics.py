@@ -440,7 +440,7 @@ class PHYSICS_PT_jakobsen_spring(JakobsenPhysicsPanel, Panel):
         if s.spring_type in {'ANGULAR', 'BOTH'}:
             col = layout.column()
             prop_with_unit(col, s, "angular_stiffness", "Angular", "N m/rad")
-            prop_with_unit(col, s, "angular_damping", "Damping", "N m s/rad")
+            prop_with_unit(col, s, "angular_damping", "Damping", "N m s")  # (per radian: "N m s/rad" was cut)
         if linear:  # plastic and breaking act on the length
             _switched(layout, "Plastic", s, "use_plastic",
                       (("elastic_compression", "Compression"), ("elastic_stretch", "Stretch")))

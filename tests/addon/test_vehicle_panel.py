@@ -328,7 +328,7 @@ def test_a_label_too_wide_for_the_label_column_is_found(blender):
     layout.prop(spring.jakobsen.spring, "stiffness", text="Stiffness (N/m)")
     layout.column(heading="Linear Damping").prop(spring.jakobsen.spring, "use_plastic", text="")
     prop_with_unit(layout, spring.jakobsen.spring, "damping", "Damping (N s/m)", "N s/m")
-    prop_with_unit(layout, spring.jakobsen.spring, "angular_damping", "Damping", "N m s/rad")
+    prop_with_unit(layout, spring.jakobsen.spring, "angular_damping", "Damping", "N m s")
     assert _long_labels(layout) == ["'Stiffness (N/m)' (split)", "'Linear Damping' (split)",
                                     "'Damping (N s/m)' (split)"]
 
@@ -358,7 +358,7 @@ def test_the_cache_panel_bakes_frees_and_bakes_from_the_cache_this_object_or_all
 
 # Units as the properties' descriptions name them (in words, or as symbols), and as the panels
 # write them; the longest first ("newton metres per radian" before "newton metres").
-UNIT_WORDS = (("newton metre seconds per radian", "N m s/rad"), ("newton metres per radian", "N m/rad"),
+UNIT_WORDS = (("newton metre seconds", "N m s"), ("newton metres per radian", "N m/rad"),
               ("newton seconds per metre", "N s/m"), ("newtons per metre", "N/m"), ("newton metres", "N m"),
               ("newtons", "N"), ("pascals", "Pa"), ("hertz", "Hz"), ("kg/m³", "kg/m³"), ("kg/m²", "kg/m²"),
               ("kg/m", "kg/m"), ("per second", "1/s"))
@@ -458,7 +458,7 @@ def test_every_float_setting_in_the_panels_shows_its_unit(blender, helpers):
     ("PHYSICS_PT_jakobsen_spring", 'SPRING', {"spring_type": 'ANGULAR'}, "angular_stiffness", "Angular",
      "N m/rad"),
     ("PHYSICS_PT_jakobsen_spring", 'SPRING', {"spring_type": 'ANGULAR'}, "angular_damping", "Damping",
-     "N m s/rad"),
+     "N m s"),
     ("PHYSICS_PT_jakobsen_connector", 'CONNECTOR', {"connector_type": 'WHEEL_SUSPENSION'}, "suspension_stiffness",
      "Stiffness", "N/m"),
     ("PHYSICS_PT_jakobsen_connector", 'CONNECTOR', {"connector_type": 'WHEEL_SUSPENSION'}, "suspension_damping",
