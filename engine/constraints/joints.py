@@ -151,7 +151,8 @@ def _frame_from(axis, frame, where: str) -> np.ndarray:
             m = m[:3, :3]
         if m.shape != (3, 3) or not np.all(np.isfinite(m)):
             raise JakobsenError(f"{where}: the frame must be a finite 3x3 rotation")
-        if np.linalg.det(m) <= 0:
+        # (Relative to its size: a frame squashed flat has no nearest rotation to speak of.)
+        if np.linalg.det(m / max(float(np.abs(m).max()), 1e-300)) <= 1e-9:
             raise JakobsenError(f"{where}: the frame is mirrored (negative scale) or flat; give a rotation")
         # The nearest rotation (drops scale and shear): the polar factor, U V^T of an SVD, without
         # LAPACK (the same bits on every numpy: see ``reproducible``).
