@@ -303,8 +303,7 @@ class PlaybackCache:
         """The names (as at the start) of the objects the cache can bake: cloths, soft bodies and the
         rigid bodies the solver moves (also those it cannot draw, such as a mesh whose modifiers
         change its vertex count)."""
-        sm = self._job._sm
-        return [d.object_name for d in sm.deformables] + [b.object_name for b in sm.bodies if b.keyed]
+        return self._job.objects()
 
     def redraw_without(self, context, written=(), unwritten=()) -> None:
         """Objects were baked from the cache (``written``) or their bake freed (``unwritten``): draw

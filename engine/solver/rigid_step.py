@@ -642,12 +642,12 @@ class RigidStepper:
             ks = np.flatnonzero(pair_of == p)
             a, b = ints[ks[0], 0], ints[ks[0], 1]
             old = (vw[a].copy(), vw[b].copy())
-            self._strike_pair(a, b, ks, c_all, rows, vw, target, mu, pushed, slid, world)
+            self._strike_pair(a, b, ks, c_all, ints, rows, vw, target, mu, pushed, slid, world)
             self._no_energy_gained(a, b, old, vw, x, q)
 
-    def _strike_pair(self, a, b, ks, c_all, rows, vw, target, mu, pushed, slid, world) -> None:
-        """The bounce friction of one pair (see ``_bounce_friction``), in place on vw."""
-        ints = self.buffers.ints[c_all]
+    def _strike_pair(self, a, b, ks, c_all, ints, rows, vw, target, mu, pushed, slid, world) -> None:
+        """The bounce friction of one pair (see ``_bounce_friction``; ints: the rows of ``c_all``),
+        in place on vw."""
         # The pair's rows in its bodies' order (a contact of the pair may own B's point).
         J = rows.J[ks].copy()
         M = rows.M[ks].copy()

@@ -201,10 +201,23 @@ def rendered_pieces(points: np.ndarray, faces) -> int:
     return len({find(v) for v in used})
 
 
+def location_keys(obj) -> list:
+    """Every F-curve the object's animation shows, as (data path, index, its keys' points as bytes):
+    to tell two bakes' keys apart to the bit."""
+    from jakobsen_physics import actions
+
+    out = []
+    for fc in sorted(actions.assigned_fcurves(obj), key=lambda f: (f.data_path, f.array_index)):
+        co = np.empty(len(fc.keyframe_points) * 2, np.float32)
+        fc.keyframe_points.foreach_get("co", co)
+        out.append((fc.data_path, fc.array_index, co.tobytes()))
+    return out
+
+
 @pytest.fixture
 def helpers(blender):
     """The helpers above, for test modules (which cannot import conftest by name)."""
     from types import SimpleNamespace
 
     return SimpleNamespace(snapshot=snapshot, evaluated_world=evaluated_world, grid_mesh=grid_mesh, link=link,
-                           rendered_pieces=rendered_pieces)
+                           rendered_pieces=rendered_pieces, location_keys=location_keys)

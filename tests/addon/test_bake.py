@@ -405,15 +405,6 @@ def _box(name="Box", location=(0.35, -0.15, 1.45)):
     return box
 
 
-def _location_keys(obj) -> list:
-    out = []
-    for fc in sorted(actions.assigned_fcurves(obj), key=lambda f: (f.data_path, f.array_index)):
-        co = np.empty(len(fc.keyframe_points) * 2, np.float32)
-        fc.keyframe_points.foreach_get("co", co)
-        out.append((fc.data_path, fc.array_index, co.tobytes()))
-    return out
-
-
 def _shape_keys(obj) -> dict[str, bytes]:
     return {kb.name: shape_key_co(kb).astype(np.float32).tobytes() for kb in obj.data.shape_keys.key_blocks}
 
@@ -445,12 +436,12 @@ def test_the_bake_of_one_object_writes_what_the_full_bake_does_and_leaves_the_ot
     start = helpers.snapshot()
 
     assert bpy.ops.jakobsen.bake() == {'FINISHED'}
-    full_cloth, full_box = _shape_keys(cloth), _location_keys(box)
+    full_cloth, full_box = _shape_keys(cloth), helpers.location_keys(box)
     assert bpy.ops.jakobsen.free_bake() == {'FINISHED'} and helpers.snapshot() == start
     # They act on each other (so the Bake of one simulates all): without the cloth the box falls otherwise.
     cloth.jakobsen.enabled = False
     assert bpy.ops.jakobsen.bake() == {'FINISHED'}
-    assert _location_keys(box) != full_box
+    assert helpers.location_keys(box) != full_box
     assert bpy.ops.jakobsen.free_bake() == {'FINISHED'}
     cloth.jakobsen.enabled = True
 
@@ -473,16 +464,16 @@ def test_the_bake_of_one_object_writes_what_the_full_bake_does_and_leaves_the_ot
     scene.jakobsen.substeps = 4
     assert bpy.ops.jakobsen.bake() == {'FINISHED'}
     scene.jakobsen.substeps = 10
-    old_box = _location_keys(box)
+    old_box = helpers.location_keys(box)
     assert old_box != full_box  # (so that a box written again would be seen)
     before = helpers.snapshot()
     assert bpy.ops.jakobsen.bake(object_name="Flag") == {'FINISHED'}
     assert _shape_keys(cloth) == full_cloth
     mine = _actions_of(cloth)
     assert _all_but(helpers.snapshot(), cloth, mine) == _all_but(before, cloth, mine)
-    assert _location_keys(box) == old_box
+    assert helpers.location_keys(box) == old_box
     assert bpy.ops.jakobsen.bake(object_name="Box") == {'FINISHED'}
-    assert _location_keys(box) == full_box and _shape_keys(cloth) == full_cloth
+    assert helpers.location_keys(box) == full_box and _shape_keys(cloth) == full_cloth
     # Nothing the user had is lost: freeing puts back the scene as it was before any bake.
     assert bpy.ops.jakobsen.free_bake() == {'FINISHED'}
     assert helpers.snapshot() == start

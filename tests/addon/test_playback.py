@@ -262,7 +262,7 @@ def test_the_fingerprint_sees_force_fields_and_ignores_what_does_not_take_part(f
     assert playback.fingerprint(scene, view_layer) != with_field
 
 
-def test_a_rigid_body_on_playback_is_drawn_at_the_bakes_poses_and_bakes_the_same_keys(blender):
+def test_a_rigid_body_on_playback_is_drawn_at_the_bakes_poses_and_bakes_the_same_keys(blender, helpers):
     bpy.ops.mesh.primitive_cube_add(size=0.5, location=(0.0, 0.0, 1.5), rotation=(0.3, 0.2, 0.0))
     box = bpy.context.object
     box.name = "Box"
@@ -293,38 +293,33 @@ def test_a_rigid_body_on_playback_is_drawn_at_the_bakes_poses_and_bakes_the_same
         np.testing.assert_allclose(previews.geometry()["Box"][0], co.reshape(-1, 3) @ m[:3, :3].T + m[:3, 3],
                                    atol=1e-5)
     assert bpy.ops.jakobsen.bake_from_cache() == {'FINISHED'}
-    from_cache = _location_keys(box)
+    from_cache = helpers.location_keys(box)
     assert len(from_cache) >= 6 and all(len(c) == 20 * 2 * 4 for _, _, c in from_cache)  # 20 keys each
     assert bpy.ops.jakobsen.free_bake() == {'FINISHED'}
     scene.jakobsen.use_simulate_on_playback = False
     assert bpy.ops.jakobsen.bake() == {'FINISHED'}
-    assert _location_keys(box) == from_cache
+    assert helpers.location_keys(box) == from_cache
 
 
-def _location_keys(obj) -> list:
-    from jakobsen_physics import actions
-
-    out = []
-    for fc in sorted(actions.assigned_fcurves(obj), key=lambda f: (f.data_path, f.array_index)):
-        co = np.empty(len(fc.keyframe_points) * 2, np.float32)
-        fc.keyframe_points.foreach_get("co", co)
-        out.append((fc.data_path, fc.array_index, co.tobytes()))
-    return out
+def _box_over_the_cloth():
+    """A rigid box "Box" that falls onto ``pinned_cloth``'s flag within a few frames."""
+    bpy.ops.mesh.primitive_cube_add(size=0.4, location=(1.6, 1.4, 1.0), rotation=(0.4, 0.1, 0.0))
+    box = bpy.context.object
+    box.name = "Box"
+    box.jakobsen.enabled, box.jakobsen.type = True, 'RIGID_BODY'
+    return box
 
 
 def test_each_object_bakes_from_the_cache_and_frees_on_its_own_the_others_staying_cached(pinned_cloth, helpers):
     # Blender's Cloth cache per object: here the objects are simulated together (one cache), and
     # baking or freeing one of them leaves the others cached and drawn.
     cloth = pinned_cloth(frames=(1, 24))
-    bpy.ops.mesh.primitive_cube_add(size=0.4, location=(1.6, 1.4, 1.0), rotation=(0.4, 0.1, 0.0))
-    box = bpy.context.object
-    box.name = "Box"
-    box.jakobsen.enabled, box.jakobsen.type = True, 'RIGID_BODY'
+    box = _box_over_the_cloth()
     scene = bpy.context.scene
     scene.frame_set(1)
     before = helpers.snapshot()
     assert bpy.ops.jakobsen.bake() == {'FINISHED'}
-    baked_cloth, baked_box = shape_keys(cloth), _location_keys(box)
+    baked_cloth, baked_box = shape_keys(cloth), helpers.location_keys(box)
     assert bpy.ops.jakobsen.free_bake() == {'FINISHED'} and helpers.snapshot() == before
 
     scene.jakobsen.use_simulate_on_playback = True
@@ -347,7 +342,7 @@ def test_each_object_bakes_from_the_cache_and_frees_on_its_own_the_others_stayin
         bpy.ops.jakobsen.free_bake(object_name="Nothing")
 
     assert bpy.ops.jakobsen.bake_from_cache(object_name="Box") == {'FINISHED'}
-    assert _location_keys(box) == baked_box and baking.record_of(cloth) is None
+    assert helpers.location_keys(box) == baked_box and baking.record_of(cloth) is None
     assert bpy.ops.jakobsen.bake_from_cache(object_name="Curtain") == {'FINISHED'}
     assert shape_keys(cloth) == baked_cloth
     # Every object baked: the cache has nothing left to stand for and is freed.
@@ -369,10 +364,7 @@ def test_the_bake_of_one_object_leaves_the_others_cached_and_drawn(pinned_cloth,
     """The Cache panel's Bake of one object: it simulates the scene afresh (as Bake does), writes
     that object only, and the cache, which holds the same frames, goes on drawing the others."""
     cloth = pinned_cloth(frames=(1, 12))
-    bpy.ops.mesh.primitive_cube_add(size=0.4, location=(1.6, 1.4, 1.0), rotation=(0.4, 0.1, 0.0))
-    box = bpy.context.object
-    box.name = "Box"
-    box.jakobsen.enabled, box.jakobsen.type = True, 'RIGID_BODY'
+    box = _box_over_the_cloth()
     scene = bpy.context.scene
     scene.jakobsen.use_simulate_on_playback = True
     play(scene, range(1, 13))

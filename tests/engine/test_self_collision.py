@@ -533,3 +533,34 @@ def test_both_kinds_of_pairs_from_one_grid_are_those_found_apart(flier, kernel_b
     for other in lists[1:]:
         for a, b in zip(lists[0], other):
             np.testing.assert_array_equal(a, b)
+
+
+def upright_drop(n, distance, height, seconds=2.0):
+    """A 1 m sheet of n x n vertices held upright (leaning 3 degrees), its lower edge ``height``
+    above the ground, let fall: it piles up on the ground. Returns the final positions, the rest
+    positions and the triangles."""
+    from jakobsen_engine.geometry.primitives import grid
+
+    v, f = grid(n, n, 1.0)
+    v = np.stack([v[:, 0], v[:, 1] * 0.05, v[:, 1] + 0.5 + height], axis=1)
+    builder = engine.ModelBuilder()
+    builder.add_cloth(v, f, thickness=0.005, self_collision=True, self_distance=distance)
+    builder.add_collider(engine.Plane())
+    model = builder.finalize()
+    solver = engine.Solver(model, engine.SolverSettings(substeps=10))
+    state = solver.make_state()
+    for _ in range(int(seconds * 24)):
+        solver.step_frame(state)
+    return state.positions.copy(), v, model.surfaces.triangles
+
+
+@pytest.mark.compiled_only
+@pytest.mark.parametrize("n, distance, height", [(20, 0.01, 0.1), (30, 0.005, 0.3)])
+def test_a_sheet_piling_on_the_ground_ends_its_self_distance_apart(n, distance, height):
+    """The ground's contacts come after the self-collision pass in a substep; without a second
+    pass after them they squeezed the pile's layers closer (0.87 and 0.76 of the distance)."""
+    x, rest, triangles = upright_drop(n, distance, height)
+    assert np.ptp(x[:, 2]) < 0.15  # it fell and piled (it started 1 m tall)
+    ok = collidable(triangles, rest, distance)
+    iv, it = np.nonzero(ok)
+    assert closest_distances(x, triangles, iv, it).min() > 0.9 * distance
