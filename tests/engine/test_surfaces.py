@@ -19,8 +19,11 @@ def ground():
 
 # -- pressure ---------------------------------------------------------------------------------
 
+# Coarse meshes blown far (2 x, 2.5 x) are here because one linearised volume step settled a
+# 56-vertex sphere 13% over its target.
 @pytest.mark.parametrize("divisions, ratio, sphere", [(4, 1.15, True), (6, 1.4, True), (5, 1.25, False),
-                                                      (3, 1.6, False), (6, 0.8, True)])
+                                                      (3, 1.6, False), (6, 0.8, True), (3, 2.0, True),
+                                                      (2, 2.5, False), (3, 0.6, True)])
 def test_a_sealed_cloth_reaches_the_target_volume_ratio(divisions, ratio, sphere):
     v, f = cube(divisions, 0.8, sphere=sphere)
     b = engine.ModelBuilder()
