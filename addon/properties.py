@@ -345,6 +345,12 @@ class JakobsenSoftBodySettings(PropertyGroup):
         # (No unit='FREQUENCY': Blender 4.2 has none; the panel's label says Hz.)
         default=4.0, min=0.0, soft_max=50.0,
     )
+    jiggle_damping: FloatProperty(
+        name="Jiggle Damping",
+        description="How fast the jiggle dies, as a fraction of critical damping (0: it rings for ever; 1: it "
+                    "springs back without overshooting). Only the wobble is damped, not the body's fall or spin",
+        default=0.1, min=0.0, max=1.0, subtype='FACTOR',
+    )
     use_volume: BoolProperty(
         name="Volume",
         description="Keep the volume the mesh encloses (squashed, it bulges out at the sides); the mesh must "

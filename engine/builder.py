@@ -195,8 +195,8 @@ class ModelBuilder:
                   stretch_stiffness=math.inf, shear_stiffness=math.inf, bend_stiffness=0.05,
                   stretch_sweeps=3, pin_weights=None, pin_stiffness=1000.0, friction=0.5, restitution=0.0,
                   drag=0.0, long_range_attachments=True, self_collision=False, self_distance=None,
-                  pressure=0.0, pressure_stiffness=math.inf, shape_stiffness=0.0, plastic_limit=math.inf,
-                  plastic_rate=math.inf, tear_factor=math.inf) -> ClothHandle:
+                  pressure=0.0, pressure_stiffness=math.inf, shape_stiffness=0.0, shape_damping=0.1,
+                  plastic_limit=math.inf, plastic_rate=math.inf, tear_factor=math.inf) -> ClothHandle:
         """Cloth from a polygon mesh.
 
         vertices: (n, 3) m; faces: sequence of vertex-index sequences (or an (f, k) array);
@@ -216,6 +216,9 @@ class ModelBuilder:
         shape_stiffness: N/m per kg (1/s^2; 0 = none): a soft body, every vertex pulled towards
         the rest shape matched to where the body is now (Mueller et al. 2005), so it squashes,
         jiggles and recovers; sqrt(shape_stiffness) / (2 pi) is about its jiggle frequency, Hz.
+        shape_damping: how fast that jiggle dies, as a ratio of critical damping (0 = it rings for
+        ever, 1 = it springs back without overshooting); only the motion relative to the body's
+        own translation and spin is damped, so a falling or spinning soft body keeps its momentum.
         plastic_limit: the strain beyond which a stick's rest length (and a soft body's rest
         shape) changes: a dent that stays (inf = elastic); plastic_rate: 1/s, how fast (inf = at
         once). tear_factor: stretch and shear sticks break beyond this times their rest length.
@@ -266,12 +269,13 @@ class ModelBuilder:
             self._tether_groups.append((idx, where))
         self._surfaces.append(self._surface_record(where, verts, corners, starts, start, thickness,
                                                    self_collision, self_distance, pressure, pressure_stiffness,
-                                                   shape_stiffness, plastic_limit, plastic_rate, tear_factor))
+                                                   shape_stiffness, shape_damping, plastic_limit, plastic_rate,
+                                                   tear_factor))
         return ClothHandle(name=name, start=start, count=len(verts))
 
     def _surface_record(self, where, verts, corners, starts, start, thickness, self_collision, self_distance,
-                        pressure, pressure_stiffness, shape_stiffness, plastic_limit, plastic_rate,
-                        tear_factor) -> dict:
+                        pressure, pressure_stiffness, shape_stiffness, shape_damping, plastic_limit,
+                        plastic_rate, tear_factor) -> dict:
         """A cloth's whole-surface settings, checked (see ``particles.surfaces.Surfaces``)."""
         def one(value, what, **limits):
             return float(_per_item(value, 1, what, where, **limits)[0])
@@ -282,6 +286,7 @@ class ModelBuilder:
         pressure = one(pressure, "pressure (target volume ratio)", high=1e3)
         pressure_stiffness = one(pressure_stiffness, "pressure stiffness", low_open=True)
         shape_stiffness = one(shape_stiffness, "shape stiffness")
+        shape_damping = one(shape_damping, "shape damping", high=1e3)
         plastic_limit = one(plastic_limit, "plastic limit", low_open=True)
         plastic_rate = one(plastic_rate, "plastic rate", low_open=True)
         tear_factor = one(tear_factor, "tear factor", low=1.0, low_open=True)
@@ -301,6 +306,7 @@ class ModelBuilder:
                     pressure_compliance=pressure_compliance(pressure_stiffness, abs(volume) * max(pressure, 1e-9)),
                     rest_volume=volume, closed=closed,
                     shape_compliance=1.0 / shape_stiffness if shape_stiffness > 0.0 else math.inf,
+                    shape_damping=shape_damping,
                     plastic_limit=plastic_limit, plastic_rate=plastic_rate, tear_factor=tear_factor)
 
     # -- rigid bodies -------------------------------------------------------------------------

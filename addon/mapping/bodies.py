@@ -67,6 +67,7 @@ def surface_settings(obj, data: MeshData, warnings: list[str]) -> dict:
         sb = obj.jakobsen.soft_body
         check_numbers(sb, where)  # (the cloth group is checked with the other roles' groups)
         out["shape_stiffness"] = shape_stiffness(sb.jiggle_frequency)
+        out["shape_damping"] = float(sb.jiggle_damping)
         if sb.use_volume:
             out.update(pressure=1.0, pressure_stiffness=float(sb.volume_stiffness))
         if not sb.use_volume and sb.jiggle_frequency <= 0.0:

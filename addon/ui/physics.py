@@ -120,6 +120,7 @@ class PHYSICS_PT_jakobsen_soft_body(JakobsenPhysicsPanel, Panel):
         ob = context.object
         sb = ob.jakobsen.soft_body
         layout.prop(sb, "jiggle_frequency", text="Jiggle (Hz)")
+        layout.prop(sb, "jiggle_damping", text="Damping")
         cloth = ob.jakobsen.cloth
         if cloth.use_rigid_stretch and cloth.use_rigid_shear:
             # (Two lines: one is cut at the default width.)

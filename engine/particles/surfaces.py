@@ -26,7 +26,9 @@ class Surfaces:
     (negative when the faces point inwards; 0 for an open surface); closed: bool, every edge shared by exactly two
     faces; shape_compliance: the
     shape-matching compliance per unit mass, s^2 (inf = none: a cloth; a soft body keeps its shape
-    with stiffness 1 / compliance, N/m per kg); plastic_limit: the strain of a stick (or of a
+    with stiffness 1 / compliance, N/m per kg); shape_damping: how much of its jiggle a soft body
+    loses, as a ratio of critical damping (0 = rings for ever, 1 = springs back without
+    overshooting); plastic_limit: the strain of a stick (or of a
     soft body's vertex from its matched shape, relative to the body's size) beyond which its rest
     changes (inf = elastic); plastic_rate: how much of the strain beyond the limit becomes rest
     each second (1/s; inf = at once); tear_factor: a stretch or shear stick breaks when stretched
@@ -43,6 +45,7 @@ class Surfaces:
     rest_volume: np.ndarray
     closed: np.ndarray
     shape_compliance: np.ndarray
+    shape_damping: np.ndarray
     plastic_limit: np.ndarray
     plastic_rate: np.ndarray
     tear_factor: np.ndarray
@@ -98,7 +101,7 @@ def empty_surfaces() -> Surfaces:
     z = np.zeros(0)
     zi = np.zeros(0, np.int64)
     zb = np.zeros(0, bool)
-    return Surfaces(np.zeros((0, 3), np.int64), zi, zi, zi, zb, z, z, z, z, zb, z, z, z, z, ())
+    return Surfaces(np.zeros((0, 3), np.int64), zi, zi, zi, zb, z, z, z, z, zb, z, z, z, z, z, ())
 
 
 def join_surfaces(parts: list[dict]) -> Surfaces:
@@ -114,11 +117,12 @@ def join_surfaces(parts: list[dict]) -> Surfaces:
 
     out = Surfaces(tri, owner, per("start", np.int64), per("stop", np.int64), per("self_collision", bool),
                    per("self_distance"), per("pressure"), per("pressure_compliance"), per("rest_volume"),
-                   per("closed", bool), per("shape_compliance"), per("plastic_limit"), per("plastic_rate"),
+                   per("closed", bool), per("shape_compliance"), per("shape_damping"), per("plastic_limit"),
+                   per("plastic_rate"),
                    per("tear_factor"), tuple(p["name"] for p in parts))
     for a in (out.triangles, out.surface, out.start, out.stop, out.self_collision, out.self_distance,
               out.pressure, out.pressure_compliance, out.rest_volume, out.closed, out.shape_compliance,
-              out.plastic_limit, out.plastic_rate, out.tear_factor):
+              out.shape_damping, out.plastic_limit, out.plastic_rate, out.tear_factor):
         a.flags.writeable = False
     return out
 

@@ -387,3 +387,4 @@ class Solver:
             rigid.finish_substep(state.bodies)
         if surfaces:
             surfaces.end_substep(x, surface_state, state.time)
+            surfaces.damp_jiggle(x, xp)
