@@ -142,6 +142,15 @@ def test_jiggle_frequency_is_the_shape_stiffness_a_vertex_swings_at(blender, her
     assert shape_stiffness(hertz) == pytest.approx(1.0 / s.shape_compliance[k], rel=1e-12)
 
 
+@pytest.mark.parametrize("ratio", [0.0, 0.1, 0.65, 1.0])
+def test_jiggle_damping_reaches_the_engine_as_the_ratio_of_critical(blender, ratio):
+    jelly = _cube("Jelly", 'SOFT_BODY')
+    assert jelly.jakobsen.soft_body.jiggle_damping == pytest.approx(0.1)  # the default
+    jelly.jakobsen.soft_body.jiggle_damping = ratio
+    s, k = _surface(scene_to_model.build(bpy.context), "Jelly")
+    assert s.shape_damping[k] == pytest.approx(ratio, rel=1e-6)
+
+
 def test_volume_stiffness_and_volume_off_reach_the_engine(blender):
     jelly = _cube("Jelly", 'SOFT_BODY')
     sb = jelly.jakobsen.soft_body
@@ -296,6 +305,7 @@ def test_the_cloth_and_soft_body_panels_show_what_applies_with_toggles_in_their_
         assert panels["PHYSICS_PT_jakobsen_soft_body"].poll(context) == (role == 'SOFT_BODY')
     mesh.jakobsen.type = 'SOFT_BODY'
     assert ("jiggle_frequency", "Jiggle (Hz)") in _drawn(panels["PHYSICS_PT_jakobsen_soft_body"], context)
+    assert ("jiggle_damping", "Damping") in _drawn(panels["PHYSICS_PT_jakobsen_soft_body"], context)
     mesh.jakobsen.type = 'CLOTH'
     drawn = _drawn(panels["PHYSICS_PT_jakobsen_cloth"], context)
     assert ("popover", "JAKOBSEN_PT_cloth_presets") in drawn
