@@ -194,7 +194,7 @@ class ModelBuilder:
     def add_cloth(self, vertices, faces, *, name: str = "cloth", density=0.2, thickness=0.005,
                   stretch_stiffness=math.inf, shear_stiffness=math.inf, bend_stiffness=0.05,
                   stretch_sweeps=3, pin_weights=None, pin_stiffness=1000.0, friction=0.5, restitution=0.0,
-                  drag=0.0, long_range_attachments=True, self_collision=False, self_distance=None,
+                  drag=0.6, long_range_attachments=True, self_collision=False, self_distance=None,
                   pressure=0.0, pressure_stiffness=math.inf, shape_stiffness=0.0, shape_damping=0.1,
                   plastic_limit=math.inf, plastic_rate=math.inf, tear_factor=math.inf) -> ClothHandle:
         """Cloth from a polygon mesh.
@@ -205,7 +205,8 @@ class ModelBuilder:
         times the stretch sticks are relaxed per iteration (after shear and bend), which keeps
         fast-moving cloth from looking rubbery for less than the cost of more substeps;
         pin_weights: (n,) in [0, 1], 1 pins a vertex, between 0 and 1 pulls it to its rest
-        position with pin_stiffness * weight (N/m); drag: kg/m^2 of area (force -drag*area*|v|*v);
+        position with pin_stiffness * weight (N/m); drag: kg/m^3 (force -drag*area*|v - v_air|*(v - v_air));
+        0.6, about air on cloth as the add-on's Air Drag, lets a Wind field blow a new cloth (0: none);
         long_range_attachments: keep each free vertex within its rest distance of the nearest
         pinned vertex (Kim et al. 2012); only applied when stretching is rigid.
         self_collision: keep the cloth's non-adjacent parts self_distance m apart (default twice

@@ -52,7 +52,8 @@ def bench_engine(frames: int, *, backend: str = "numba", substeps: int = 10, gri
     weights[pinned] = 1.0
     start = time.perf_counter()
     builder = engine.ModelBuilder()
-    cloth = builder.add_cloth(vertices, faces, pin_weights=weights)
+    # (Blender's air is the damping below; no drag on top of it, as before drag was on by default.)
+    cloth = builder.add_cloth(vertices, faces, pin_weights=weights, drag=0.0)
     solver = engine.Solver(builder.finalize(), engine.SolverSettings(frame_rate=FPS, damping=AIR_DAMPING,
                                                                      substeps=substeps, backend=backend))
     state = solver.make_state()

@@ -379,7 +379,7 @@ def test_a_tiny_cloth_is_refused_for_too_few_substeps_and_hangs_with_enough():
 def test_a_huge_cloth_falls_with_gravity():
     v, f = grid(9, 9, 1e4)
     builder = engine.ModelBuilder()
-    builder.add_cloth(v, f, name="sail", thickness=1.0)
+    builder.add_cloth(v, f, name="sail", thickness=1.0, drag=0.0)  # (in a vacuum: it falls as a stone)
     solver = engine.Solver(builder.finalize())
     state = solver.make_state()
     for _ in range(24):

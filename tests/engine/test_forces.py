@@ -52,6 +52,33 @@ def test_particle_with_drag_reaches_the_wind_speed():
     assert abs(v[0]) < 1e-9 and abs(v[2]) < 1e-9
 
 
+def _flag_drift(strength, **cloth):
+    """How far (m, mean along the wind) a 1 x 0.6 m flag pinned along its pole edge drifts in 2 s
+    of a wind field along +y of ``strength`` m/s."""
+    from jakobsen_engine.geometry.primitives import grid
+
+    v, f = grid(21, 13, 1.0, 0.6)
+    v = np.stack([v[:, 0], np.zeros(len(v)), v[:, 1] + 1.5], axis=1)
+    b = engine.ModelBuilder()
+    b.add_cloth(v, f, pin_weights=(v[:, 0] < -0.5 + 1e-9).astype(float), **cloth)
+    b.add_force("wind", direction=(0.0, 1.0, 0.0), strength=strength)
+    solver = engine.Solver(b.finalize())
+    state = solver.make_state()
+    for _ in range(48):
+        solver.step_frame(state)
+    return float((state.positions[:, 1] - v[:, 1]).mean())
+
+
+def test_a_cloth_built_with_the_defaults_is_blown_by_the_wind():
+    # add_cloth's default air drag is the add-on's (0.6 kg/m^3): a wind field blows a flag built
+    # with nothing else set (it hung still at the old default, 0), as with drag=0.6 given, and
+    # further in a stronger wind; with drag=0 it is in a vacuum and the wind cannot reach it.
+    drift = {strength: _flag_drift(strength) for strength in (3.0, 8.0)}
+    assert drift[3.0] == _flag_drift(3.0, drag=0.6)
+    assert 0.1 < drift[3.0] < drift[8.0]
+    assert abs(_flag_drift(8.0, drag=0.0)) < 1e-12
+
+
 def test_particle_without_drag_ignores_the_wind():
     solver, state = particle_world([0, 0, 0], forces=[("wind", dict(strength=5.0, turbulence=0.5))])
     run(solver, state, 1.0)
