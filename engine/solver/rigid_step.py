@@ -31,6 +31,8 @@ OVERLAP = 0.02
 # Gauss-Seidel sweeps over a pair's contacts in each contact pass: two hold a stack of boxes
 # dropped onto each other (one let it topple).
 CONTACT_SWEEPS = 2
+# The least push, m, after which a particle is asked again for contacts (``_answer_again``).
+FAR_PUSH = 1e-3
 # The most passes of struck contacts an impact is carried on through bodies that touch, per
 # substep (``RigidStepper._propagate_impacts``): a cradle of n touching balls in any order needs
 # at most n - 1; a ball held between two walls at e = 1 would otherwise never stop.
@@ -911,8 +913,8 @@ class RigidStepper:
         it) can leave the particle in another. A tablecloth at 5 substeps had vertices pushed out
         of a leg sideways and left 8.6 mm inside the top above it. (Only those pushed far: cloth
         resting on a table sinks g h^2 a substep, and asking all of it again cost the tablecloth
-        bench 47%.)"""
-        far = answered[depth > 0.25 * radii[answered]]
+        bench 47%; and at least FAR_PUSH, or every push of a point particle would count.)"""
+        far = answered[depth > np.maximum(0.25 * radii[answered], FAR_PUSH)]
         if not len(far):
             return
         marked = np.zeros(len(px), bool)
