@@ -347,8 +347,8 @@ class JakobsenSoftBodySettings(PropertyGroup):
     )
     jiggle_damping: FloatProperty(
         name="Jiggle Damping",
-        description="How fast the jiggle dies, as a fraction of critical damping (0: it rings for ever; 1: it "
-                    "springs back without overshooting). Only the wobble is damped, not the body's fall or spin",
+        description="How fast the jiggle dies, as a fraction of critical damping (0: only what the substeps take; "
+                    "1: it springs back without overshooting). Only the wobble is damped, not the body's fall or spin",
         default=0.1, min=0.0, max=1.0, subtype='FACTOR',
     )
     use_volume: BoolProperty(

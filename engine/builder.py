@@ -217,9 +217,10 @@ class ModelBuilder:
         shape_stiffness: N/m per kg (1/s^2; 0 = none): a soft body, every vertex pulled towards
         the rest shape matched to where the body is now (Mueller et al. 2005), so it squashes,
         jiggles and recovers; sqrt(shape_stiffness) / (2 pi) is about its jiggle frequency, Hz.
-        shape_damping: how fast that jiggle dies, as a ratio of critical damping (0 = it rings for
-        ever, 1 = it springs back without overshooting); only the motion relative to the body's
-        own translation and spin is damped, so a falling or spinning soft body keeps its momentum.
+        shape_damping: how fast that jiggle dies, as a ratio of critical damping (1 = it springs
+        back without overshooting; below about pi f / (frame rate x substeps) the substeps' own
+        damping is what it gets); only the motion relative to the body's own translation and spin
+        (a pinned body's: its pins') is damped, so a falling or spinning soft body keeps its momentum.
         plastic_limit: the strain beyond which a stick's rest length (and a soft body's rest
         shape) changes: a dent that stays (inf = elastic); plastic_rate: 1/s, how fast (inf = at
         once). tear_factor: stretch and shear sticks break beyond this times their rest length.

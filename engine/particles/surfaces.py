@@ -23,13 +23,12 @@ class Surfaces:
     its particle range; self_collision: bool; self_distance: m, how close two of its non-adjacent
     parts may come; pressure: the volume it keeps as a ratio of its rest volume (0 = no pressure);
     pressure_compliance: m^3 per (N/m^2), 0 = the volume is held exactly; rest_volume: m^3, signed
-    (negative when the faces point inwards; 0 for an open surface); closed: bool, every edge shared by exactly two
-    faces; shape_compliance: the
-    shape-matching compliance per unit mass, s^2 (inf = none: a cloth; a soft body keeps its shape
-    with stiffness 1 / compliance, N/m per kg); shape_damping: how much of its jiggle a soft body
-    loses, as a ratio of critical damping (0 = rings for ever, 1 = springs back without
-    overshooting); plastic_limit: the strain of a stick (or of a
-    soft body's vertex from its matched shape, relative to the body's size) beyond which its rest
+    (negative when the faces point inwards; 0 for an open surface); closed: bool, every edge
+    shared by exactly two faces; shape_compliance: the shape-matching compliance per unit mass,
+    s^2 (inf = none: a cloth; a soft body keeps its shape with stiffness 1 / compliance, N/m per
+    kg); shape_damping: how much of its jiggle a soft body loses, as a ratio of critical damping
+    (1 = springs back without overshooting); plastic_limit: the strain of a stick (or of a soft
+    body's vertex from its matched shape, relative to the body's size) beyond which its rest
     changes (inf = elastic); plastic_rate: how much of the strain beyond the limit becomes rest
     each second (1/s; inf = at once); tear_factor: a stretch or shear stick breaks when stretched
     beyond this times its rest length (inf = never)."""
