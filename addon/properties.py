@@ -930,6 +930,25 @@ class JakobsenSceneSettings(PropertyGroup):
                                  "streams along it",
         subtype='VELOCITY', unit='VELOCITY', size=3, default=(0.0, 0.0, 0.0),
     )
+    use_deactivation: BoolProperty(
+        name="Deactivation",
+        description="Rigid bodies that have come to rest stop being simulated (they stay exactly where they "
+                    "are) until something moving comes near them: a body, an animated object or cloth. Bodies "
+                    "with motors, in a vehicle or following their animation never deactivate, nor does any body "
+                    "in a scene with force fields or deforming colliders",
+        default=True,
+    )
+    deactivate_speed: FloatProperty(
+        name="Speed",
+        description="A body whose every point moves slower than this (and stays within a tenth of this "
+                    "speed times the Time of where it was) is at rest",
+        unit='VELOCITY', default=0.01, min=0.0, max=10.0, soft_max=1.0, precision=3,
+    )
+    deactivate_time: FloatProperty(
+        name="Time",
+        description="How long a group of touching bodies must have been at rest before it deactivates",
+        subtype='TIME_ABSOLUTE', unit='TIME_ABSOLUTE', default=0.5, min=0.001, max=1e6, soft_max=10.0,
+    )
     use_scene_range: BoolProperty(
         name="Scene Frame Range", description="Bake the scene's frame range", default=True,
     )

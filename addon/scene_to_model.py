@@ -153,7 +153,9 @@ def solver_settings(scene) -> SolverSettings:
     settings = SolverSettings(frame_rate=scene.render.fps / scene.render.fps_base, substeps=props.substeps,
                               iterations="auto" if props.use_auto_iterations else props.iterations,
                               gravity=tuple(float(g) for g in gravity),
-                              damping=float(props.damping), air_velocity=tuple(float(w) for w in props.wind))
+                              damping=float(props.damping), air_velocity=tuple(float(w) for w in props.wind),
+                              sleeping=bool(props.use_deactivation), sleep_speed=float(props.deactivate_speed),
+                              sleep_time=float(props.deactivate_time))
     try:
         settings.validate()
     except JakobsenError as error:
@@ -175,7 +177,8 @@ def solver_settings(scene) -> SolverSettings:
 
 # The engine's settings and the Scene.jakobsen property each comes from.
 _PANEL_PROPERTY = {"air_velocity": "wind", "gravity": "gravity", "damping": "damping", "substeps": "substeps",
-                   "iterations": "iterations", "frame_rate": None}
+                   "iterations": "iterations", "frame_rate": None, "sleep_speed": "deactivate_speed",
+                   "sleep_time": "deactivate_time"}
 
 
 def build(context, *, frame_range: tuple[int, int] | None = None) -> SceneModel:

@@ -136,6 +136,22 @@ class BodyState:
         self.joint_broken_at = np.zeros(0)
         self.spring_rest = np.zeros(0)
         self.spring_broken_at = np.zeros(0)
+        # Sleeping (``solver.rigid_step.Sleep``): how long each body has been quiet, s; the pose it
+        # has kept meanwhile; whether it sleeps, and its group's number then.
+        self.quiet_time = np.zeros(count)
+        self.quiet_x = np.array(self.x[:count])
+        self.quiet_q = np.array(self.q[:count])
+        self.asleep = np.zeros(count, bool)
+        self.sleep_group = np.full(count, -1, np.int64)
+
+    def __setstate__(self, saved: dict) -> None:
+        """Unpickled (an add-on checkpoint): one saved before sleeping existed starts all awake."""
+        self.__dict__.update(saved)
+        count = len(self.x) - 1
+        if "asleep" not in saved:
+            self.quiet_time, self.asleep = np.zeros(count), np.zeros(count, bool)
+            self.quiet_x, self.quiet_q = np.array(self.x[:count]), np.array(self.q[:count])
+            self.sleep_group = np.full(count, -1, np.int64)
 
     @property
     def position(self) -> np.ndarray:
@@ -160,8 +176,9 @@ class BodyState:
         """The connectors' state: ``joint_broken_at`` (J,) s (NaN while intact), ``spring_rest``
         (S,) m (changes when a spring gives way plastically), ``spring_broken_at`` (S,) s; and
         the vehicles' drivers' (``vehicles.control.VehicleState``: speed integral, steering,
-        path segment, (V,) each)."""
-        out = (self.joint_broken_at, self.spring_rest, self.spring_broken_at)
+        path segment, (V,) each); and the sleeping bookkeeping (see ``__init__``)."""
+        out = (self.joint_broken_at, self.spring_rest, self.spring_broken_at, self.quiet_time, self.quiet_x,
+               self.quiet_q, self.asleep, self.sleep_group)
         drivers = getattr(self, "vehicles", None)
         return out + ((drivers.integral, drivers.steer, drivers.hint) if drivers is not None else ())
 

@@ -1,4 +1,4 @@
-"""The Scene tab: ``SCENE_PT_jakobsen_solver``, ``SCENE_PT_jakobsen_bake`` and
+"""The Scene tab: ``SCENE_PT_jakobsen_solver``, ``SCENE_PT_jakobsen_deactivation``, ``SCENE_PT_jakobsen_bake`` and
 ``SCENE_PT_jakobsen_cache`` (simulate on playback, laid out as Blender's Point Cache panel)."""
 
 import textwrap
@@ -41,6 +41,26 @@ class SCENE_PT_jakobsen_solver(JakobsenScenePanel, Panel):
             sub.prop(scene, "gravity")
         else:
             sub.prop(props, "gravity")
+
+
+class SCENE_PT_jakobsen_deactivation(JakobsenScenePanel, Panel):
+    """Rigid bodies at rest stop being simulated (Blender's Rigid Body > Dynamics > Deactivation)."""
+
+    bl_label = "Deactivation"
+    bl_parent_id = "SCENE_PT_jakobsen_solver"
+    bl_options = {'DEFAULT_CLOSED'}
+
+    def draw_header(self, context):
+        self.layout.prop(context.scene.jakobsen, "use_deactivation", text="")
+
+    def draw(self, context):
+        layout = self.layout
+        layout.use_property_split = True
+        props = context.scene.jakobsen
+        col = layout.column(align=True)
+        col.active = props.use_deactivation
+        col.prop(props, "deactivate_speed")
+        col.prop(props, "deactivate_time")
 
 
 def cache_info(scene) -> list[str]:
@@ -142,4 +162,4 @@ class SCENE_PT_jakobsen_cache(JakobsenScenePanel, Panel):
         sub.operator("jakobsen.free_bake", text="Free Bake")
 
 
-classes = (SCENE_PT_jakobsen_solver, SCENE_PT_jakobsen_bake, SCENE_PT_jakobsen_cache)
+classes = (SCENE_PT_jakobsen_solver, SCENE_PT_jakobsen_deactivation, SCENE_PT_jakobsen_bake, SCENE_PT_jakobsen_cache)

@@ -24,6 +24,7 @@ from ..geometry import reproducible
 from ..geometry.reproducible import matmul, psd_lstsq
 from ..model import BodyState, Model
 from ..vehicles.control import VehicleState, drive_vehicles
+from .sleeping import Sleep
 
 MARGIN = 5e-3
 # A body starting deeper than this fraction of its thickness inside another is warned about.
@@ -109,7 +110,7 @@ class ContactBuffers:
 
 class RigidStepper:
     def __init__(self, model: Model, h: float, frame: float, gravity: np.ndarray, bounce_speed: float,
-                 velocity_iterations: int, backend):
+                 velocity_iterations: int, backend, sleeping: tuple = (False, 0.0, 1.0)):
         bodies = model.bodies
         self.backend = backend
         self.model, self.bodies, self.h, self.frame = model, bodies, h, frame
@@ -209,6 +210,16 @@ class RigidStepper:
         self.springs_yield = bool(sp.count) and bool(np.any(sp.linear & (
             np.isfinite(sp.break_stretch) | np.isfinite(sp.break_compression) | np.isfinite(sp.elastic_stretch)
             | np.isfinite(sp.elastic_compression))))
+        # Sleeping (``solver.sleeping``): a sleeping body is a static one for the frame, so the
+        # masks and inverse masses here are the model's with the sleepers taken out.
+        enabled, speed, time = sleeping
+        self.sleep = Sleep(model, speed, time, frame, enabled, bool(len(self.deforming)))
+        self.base_dynamic = self.dynamic.copy()
+        self.base_inv_mass = self.inv_mass.copy()
+        self.base_inv_inertia = self.inv_inertia.copy()
+        self.joints_awake = np.ones(model.joints.count, bool)
+        self.near_particles = np.zeros(0, np.int64)  # bodies cloth can reach this frame: they stay awake
+        self.springs_awake = np.ones(sp.count, bool)
 
     # -- state --------------------------------------------------------------------------------
 
@@ -263,10 +274,13 @@ class RigidStepper:
 
     # -- per frame ----------------------------------------------------------------------------
 
-    def begin_frame(self, bodies: BodyState, particles: np.ndarray, radii: np.ndarray, movable: np.ndarray) -> None:
+    def begin_frame(self, bodies: BodyState, particles: np.ndarray, radii: np.ndarray, movable: np.ndarray,
+                    time: float | None = None) -> None:
         """Broad phase for the coming frame, with bounding spheres grown by one frame of motion:
         which pairs of bodies and which bodies and world shapes can touch (coloured once here, so
-        that pairs of a colour share no moving body), and which particles can touch which shapes."""
+        that pairs of a colour share no moving body), and which particles can touch which shapes.
+        Sleeping groups that something moving can reach wake first (``solver.sleeping``); time:
+        the frame's start, s (for the animated bodies' motion ahead)."""
         b = self.bodies
         x, q, v, w = bodies.arrays()
         with np.errstate(invalid="ignore"):  # a plane's bound is infinite
@@ -276,6 +290,13 @@ class RigidStepper:
         solid = self.solid
         pairs = sweep_and_prune(x[solid], reach[solid]) if len(solid) else np.zeros((0, 2), np.int64)
         pairs = solid[pairs] if len(pairs) else pairs
+        self.particle_candidates = self._particle_candidates(x, reach, particles, radii, movable)
+        if self.sleep.active:
+            owners = self.geo[4][self.particle_candidates[:, 1]] if len(self.particle_candidates) \
+                else np.zeros(0, np.int64)
+            self.near_particles = owners[owners >= 0]
+            self.sleep.wake(bodies, pairs, time, self.near_particles)
+            self._sleep_masks(bodies)
         if len(pairs):
             pairs = pairs[self.dynamic[pairs[:, 0]] | self.dynamic[pairs[:, 1]]]
         j = self.model.joints
@@ -305,12 +326,34 @@ class RigidStepper:
         self.sweeper.begin_frame(self.pairs)
         del geo_owner
         self.fed_by_particles = np.zeros(0, np.int64)
-        self.particle_candidates = self._particle_candidates(x, reach, particles, radii, movable)
         # Whether a dynamic body can meet particles this frame (then the solver repeats the
         # cloth's sticks and these contacts a few rounds a substep: ``solver.COUPLING_ROUNDS``).
         owners = self.geo[4][self.particle_candidates[:, 1]] if len(self.particle_candidates) else np.zeros(0, np.int64)
         owners = owners[owners >= 0]
         self.particles_meet_dynamic = bool(np.any(self.dynamic[owners] & (self.inv_mass[owners] > 0)))
+
+    def _sleep_masks(self, bodies: BodyState) -> None:
+        """The frame's dynamic mask, inverse masses and inertias with the sleeping bodies static,
+        and which connectors and springs join an awake body (the others rest with them)."""
+        asleep = np.append(bodies.asleep, False)
+        self.dynamic[:] = self.base_dynamic & ~asleep
+        self.inv_mass[:] = np.where(asleep, 0.0, self.base_inv_mass)
+        self.inv_inertia[:] = np.where(asleep[:, None], 0.0, self.base_inv_inertia)
+        j, sp = self.model.joints, self.model.springs
+        self.joints_awake = ~(asleep[j.a] | asleep[j.b])
+        self.springs_awake = ~(asleep[sp.a] | asleep[sp.b])
+
+    def end_frame(self, bodies: BodyState) -> None:
+        """Groups of bodies quiet long enough fall asleep (``solver.sleeping``)."""
+        if not self.sleep.active:
+            return
+        buf = self.buffers
+        contact_pairs = buf.ints[:self.contact_count, :2]
+        self.sleep.settle(bodies, contact_pairs, self.near_particles)
+
+    def _intact_joints(self, bodies: BodyState) -> np.ndarray:
+        """The connectors to solve: intact, and not between sleeping bodies."""
+        return np.isnan(bodies.joint_broken_at) & self.joints_awake
 
     def _particle_candidates(self, x, reach, particles, radii, movable) -> np.ndarray:
         """(particle, shape) pairs, sorted by particle: every movable particle against every world
@@ -403,8 +446,9 @@ class RigidStepper:
         x, q, v, w = bodies.arrays()
         model = self.model
         if model.springs.count:
+            active = np.isnan(bodies.spring_broken_at) & self.springs_awake
             self.backend.springs.apply_springs(model.springs, x, q, v, w, self.inv_mass, self.inv_inertia, self.h,
-                                               bodies.spring_rest, np.isnan(bodies.spring_broken_at), self.accel)
+                                               bodies.spring_rest, active, self.accel)
         if model.joints.count:
             self.joint_impulses[...] = 0.0
             self.limit_hits[...] = 0.0
@@ -479,7 +523,7 @@ class RigidStepper:
                                                       self.motor_lam, self.drive_step)
         if self.model.joints.count:
             self.backend.joints.solve_joints(self.model.joints, self.joint_layout, x, q, self.S, self.inv_mass,
-                                             self.inv_inertia, np.isnan(bodies.joint_broken_at), self.steer,
+                                             self.inv_inertia, self._intact_joints(bodies), self.steer,
                                              self.joint_impulses, self.limit_hits, self.x_prev, self.q_prev,
                                              self.joint_from_start)
 
@@ -497,7 +541,7 @@ class RigidStepper:
             # pass along the rows of the poses now takes what is left (a swinging chain of 20
             # hinged links was 1.4 mm apart at its joints without it).
             self.backend.joints.solve_joints(self.model.joints, self.joint_layout, x, q, self.S, self.inv_mass,
-                                             self.inv_inertia, np.isnan(bodies.joint_broken_at) & self.polish,
+                                             self.inv_inertia, self._intact_joints(bodies) & self.polish,
                                              self.steer, self.joint_impulses)
         if count or self.model.joints.count or self.model.motors.count or shared:
             k.apply_corrections(x, q, self.S, self.momentum, self.inertia, self.dynamic, h)
@@ -542,7 +586,7 @@ class RigidStepper:
             snap = np.isnan(bodies.joint_broken_at) & ((force > j.break_force) | (torque > j.break_torque))
             bodies.joint_broken_at[snap] = t1
             bounce_limits(j, self.joint_layout, x, q, v, w, self.v_before, self.w_before, self.inv_mass,
-                          self.inv_inertia, self.steer, np.isnan(bodies.joint_broken_at), self.limit_hits,
+                          self.inv_inertia, self.steer, self._intact_joints(bodies), self.limit_hits,
                           self.bounce_speed)
         if self.springs_yield:
             active = np.isnan(bodies.spring_broken_at)

@@ -36,6 +36,14 @@ class SolverSettings:
     multipliers; ``solver.GLOBAL_REDUCTION``), so that a cloth's stretch converges and it sags
     the same at any substep count (issue 11 test 4); off by default for now (it costs 5-20 times
     the sweeps, and not every test of the rest passes with it yet).
+    sleeping: rigid bodies that have come to rest are put to sleep (Blender's and Bullet's
+    Deactivation, Jolt's and Rapier's sleeping): a group of touching or connected bodies whose
+    every point has moved slower than sleep_speed m/s, and stayed within a tenth of sleep_speed x
+    sleep_time (half a millimetre; a hundredth of its size if smaller) of where it was, for
+    sleep_time s is no longer stepped until something
+    moving comes near it (a body, an animated collider, cloth). Bodies with motors, in a vehicle,
+    jointed to an animated body, following their animation, and any body in a scene with force
+    fields or deforming colliders never sleep. ``solver.rigid_step.Sleep``.
     """
 
     frame_rate: float = 24.0
@@ -51,6 +59,9 @@ class SolverSettings:
     backend: str = "auto"
     energy_guard: bool = True
     global_solve: bool = False
+    sleeping: bool = True
+    sleep_speed: float = 0.01
+    sleep_time: float = 0.5
 
     def validate(self) -> None:
         """Raise JakobsenError (its ``setting`` the field's name) for a setting out of range."""
@@ -81,6 +92,17 @@ class SolverSettings:
         if not isinstance(self.global_solve, (bool, np.bool_)):
             raise JakobsenError(f"solver settings: global_solve must be True or False, got {self.global_solve!r}",
                                 setting="global_solve")
+        if not isinstance(self.sleeping, (bool, np.bool_)):
+            raise JakobsenError(f"solver settings: sleeping must be True or False, got {self.sleeping!r}",
+                                setting="sleeping")
+        if not (isinstance(self.sleep_speed, (int, float, np.floating, np.integer)) and not isinstance(
+                self.sleep_speed, bool) and math.isfinite(self.sleep_speed) and 0.0 <= self.sleep_speed <= 10.0):
+            raise JakobsenError("solver settings: sleep_speed must be a speed from 0 to 10 m/s (0: never sleep), "
+                                f"got {self.sleep_speed!r}", setting="sleep_speed")
+        if not (isinstance(self.sleep_time, (int, float, np.floating, np.integer)) and not isinstance(
+                self.sleep_time, bool) and math.isfinite(self.sleep_time) and 0.0 < self.sleep_time <= 1e6):
+            raise JakobsenError("solver settings: sleep_time must be a positive number of seconds, got "
+                                f"{self.sleep_time!r}", setting="sleep_time")
         if not isinstance(self.energy_guard, (bool, np.bool_)):
             raise JakobsenError(f"solver settings: energy_guard must be True or False, got {self.energy_guard!r}",
                                 setting="energy_guard")

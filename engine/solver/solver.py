@@ -158,7 +158,8 @@ class Solver:
         # so resting contacts do not buzz.
         self._bounce_speed = max(2.0 * float(np.linalg.norm(self._gravity)) * h, 1e-4)
         self._rigid = RigidStepper(model, h, 1.0 / settings.frame_rate, self._gravity, self._bounce_speed,
-                                   settings.velocity_iterations, self.backend) \
+                                   settings.velocity_iterations, self.backend,
+                                   (settings.sleeping, settings.sleep_speed, settings.sleep_time)) \
             if model.bodies.count or model.shapes.count else None
         if self._rigid:
             self._rigid.air_velocity = self._air  # the still air that body drag and winds act against
@@ -269,7 +270,8 @@ class Solver:
                     self._self_contacts.begin_frame(state.positions, state.previous_positions,
                                                     1.0 / self.settings.frame_rate, self.settings.substeps)
                 if self._rigid:
-                    self._rigid.begin_frame(state.bodies, state.positions, self.model.radii, self._movable)
+                    self._rigid.begin_frame(state.bodies, state.positions, self.model.radii, self._movable,
+                                            state.time)
                     if self._guard:
                         self._guard.begin(state, self._rigid)
                 for k in range(self.settings.substeps):
@@ -279,6 +281,8 @@ class Solver:
                         before = k / self.settings.substeps
                         state.previous_positions[pins] = pin_start + (pin_end - pin_start) * before
                     self._substep(state)
+                if self._rigid:
+                    self._rigid.end_frame(state.bodies)
             # Finite in float64 is not enough: Blender keeps single precision, where 1e39 is inf.
             finite = _in_float32(np.hstack([state.positions, state.previous_positions]))
             if not finite.all():

@@ -186,6 +186,39 @@ def test_solver_settings_come_from_the_scene(blender):
     assert scene_to_model.solver_settings(scene).iterations == "auto"
     props.use_auto_iterations = False
     assert scene_to_model.solver_settings(scene).iterations == 2
+    # Deactivation: on by default, as the engine's sleeping; its speed and time carried over.
+    s = scene_to_model.solver_settings(scene)
+    assert s.sleeping and s.sleep_speed == pytest.approx(0.01) and s.sleep_time == pytest.approx(0.5)
+    props.use_deactivation, props.deactivate_speed, props.deactivate_time = False, 0.05, 2.5
+    s = scene_to_model.solver_settings(scene)
+    assert not s.sleeping and s.sleep_speed == pytest.approx(0.05) and s.sleep_time == pytest.approx(2.5)
+
+
+def test_a_deactivated_box_keys_the_same_pose_to_the_end(blender):
+    """A box dropped in a baked scene comes to rest and deactivates: the keys it gets from then
+    on repeat its pose exactly; with Deactivation off it rests in the same place."""
+    scene = bpy.context.scene
+    scene.frame_start, scene.frame_end = 1, 72
+    heights = {}
+    for deactivate in (True, False):
+        for obj in list(bpy.data.objects):
+            bpy.data.objects.remove(obj)
+        scene.jakobsen.use_deactivation = deactivate
+        bpy.ops.mesh.primitive_plane_add(size=10)
+        _enable(bpy.context.object, 'COLLIDER')
+        bpy.ops.mesh.primitive_cube_add(size=0.5, location=(0, 0, 0.6))
+        cube = bpy.context.object
+        _enable(cube, 'RIGID_BODY')
+        assert bpy.ops.jakobsen.bake() == {'FINISHED'}
+        z = []
+        for frame in range(1, 73):
+            scene.frame_set(frame)
+            z.append(cube.matrix_world.translation.z)
+        heights[deactivate] = np.array(z)
+    asleep, awake = heights[True], heights[False]
+    assert np.all(asleep[-24:] == asleep[-1])  # frozen for the last second
+    assert asleep[-1] == pytest.approx(0.25, abs=0.005)
+    assert abs(asleep[-1] - awake[-1]) < 1e-4
 
 
 def test_connectors_must_join_bodies_that_take_part(pinned_cloth):
