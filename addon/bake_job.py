@@ -288,6 +288,10 @@ class BakeJob:
         keep = frame - sm.frame_start + 1
         self._results = {name: frames[:keep] for name, frames in other._results.items()}
         self._poses = {name: frames[:keep] for name, frames in other._poses.items()}
+        if state.bodies is not None:
+            # An edit (friction, a motor, Deactivation itself) may concern bodies asleep in the
+            # old state: the new settings wake them all, and they fall asleep again if still at rest.
+            state.bodies.wake_all()
         self.state, self.frame, self.step_seconds = state, frame, other.step_seconds
 
     def results(self, object_name: str) -> np.ndarray:

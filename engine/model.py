@@ -144,6 +144,15 @@ class BodyState:
         self.asleep = np.zeros(count, bool)
         self.sleep_group = np.full(count, -1, np.int64)
 
+    def wake_all(self) -> None:
+        """Every body awake, its quiet time restarted (``solver.sleeping``): after the state was
+        changed from outside the solver (a velocity set, the settings edited)."""
+        self.asleep[:] = False
+        self.sleep_group[:] = -1
+        self.quiet_time[:] = 0.0
+        count = len(self.asleep)
+        self.quiet_x[:], self.quiet_q[:] = self.x[:count], self.q[:count]
+
     def __setstate__(self, saved: dict) -> None:
         """Unpickled (an add-on checkpoint): one saved before sleeping existed starts all awake."""
         self.__dict__.update(saved)

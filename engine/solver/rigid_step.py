@@ -291,6 +291,9 @@ class RigidStepper:
         pairs = sweep_and_prune(x[solid], reach[solid]) if len(solid) else np.zeros((0, 2), np.int64)
         pairs = solid[pairs] if len(pairs) else pairs
         self.particle_candidates = self._particle_candidates(x, reach, particles, radii, movable)
+        if not self.sleep.active and bodies.asleep.any():
+            bodies.wake_all()  # (sleeping turned off for a state that had sleepers)
+            self._sleep_masks(bodies)
         if self.sleep.active:
             owners = self.geo[4][self.particle_candidates[:, 1]] if len(self.particle_candidates) \
                 else np.zeros(0, np.int64)

@@ -76,7 +76,10 @@ class Sleep:
         count = self.count
         x, q, v, w = bodies.arrays()
         mover = np.zeros(count + 1, bool)
-        mover[:count] = self.dynamic & ~asleep & (self._speed(v, w) > self.speed)
+        # Awake bodies faster than the speed, and those that never sleep (a motor's, a vehicle's,
+        # a follow pull's: driven, they push however slowly; a pusher at 8 mm/s stalled against
+        # a sleeping box).
+        mover[:count] = self.dynamic & ~asleep & ((self._speed(v, w) > self.speed) | ~self.sleepable)
         if len(self.kinematic) and time is not None:
             # Animated bodies that move within the coming frame (sampled at its middle and end).
             k = self.kinematic
@@ -89,6 +92,11 @@ class Sleep:
             reach[a[mover[b]]] = True
             reach[b[mover[a]]] = True
         reach[near_particles[near_particles < count]] = True
+        # Sleepers changed from outside the solver (a velocity set, a pose moved) or no longer
+        # allowed to sleep (a motor added when the settings changed): awake, with their groups.
+        moved = self._moved(bodies.quiet_x, bodies.quiet_q, x[:count], q[:count], slice(None)) > self.drift
+        reach[:count] |= asleep & (np.any(v[:count] != 0.0, axis=1) | np.any(w[:count] != 0.0, axis=1) | moved
+                                   | ~self.sleepable)
         woken_groups = np.unique(bodies.sleep_group[reach[:count] & asleep])
         if not len(woken_groups):
             return
@@ -139,6 +147,8 @@ class Sleep:
         if not falls.any():
             return
         asleep[falls] = True
+        # (Asleep where it is now: a pose changed from outside is told by any drift from here.)
+        bodies.quiet_x[falls], bodies.quiet_q[falls] = x[:count][falls], q[:count][falls]
         bodies.sleep_group[falls] = group[falls]
         v[:count][falls] = 0.0
         w[:count][falls] = 0.0

@@ -192,6 +192,64 @@ def test_cloth_dropped_onto_a_sleeping_box_wakes_it_and_drapes_over_it():
     assert state.positions[:, 2].min() < 0.3  # and hanging over its sides
 
 
+@pytest.mark.parametrize("speed", [0.004, 0.008, 0.05])
+def test_a_motor_pushing_slowly_moves_a_sleeping_box_as_an_awake_one(speed):
+    """A driven body never sleeps and may push slower than the sleep speed: it still wakes what
+    it pushes (it stalled against the sleeping box)."""
+    def push(sleeping):
+        builder = engine.ModelBuilder()
+        builder.add_rigid_body(*box_mesh((0.4, 0.4, 0.4), (0, 0, 0.2)), shape="box", friction=0.5, mass=1.0)
+        pusher = builder.add_rigid_body(*box_mesh((0.2, 0.4, 0.4), (-0.33, 0, 0.2)), shape="box", mass=5.0,
+                                        friction=0.0)
+        builder.add_motor(pusher, None, (1, 0, 0), kind="linear", mode="speed",
+                          target=lambda t: 0.0 if t < 1.5 else speed, force=500.0)
+        builder.add_collider(engine.Plane(friction=0.5))
+        solver = engine.Solver(builder.finalize(), engine.SolverSettings(frame_rate=FPS, sleeping=sleeping))
+        state = solver.make_state()
+        slept = False
+        for _ in range(5 * FPS):
+            solver.step_frame(state)
+            slept |= bool(state.bodies.asleep[0])
+        return slept, state.bodies.position[0, 0]
+
+    (slept, moved), (_, reference) = push(True), push(False)
+    assert slept  # it slept before the pusher started
+    assert reference > 0.5 * speed * 3.5 - 0.03  # (awake it is pushed: the pusher closes its 3 cm gap first)
+    assert moved == pytest.approx(reference, abs=1e-3)
+
+
+def test_a_sleeping_box_kicked_or_moved_by_a_script_wakes():
+    builder = engine.ModelBuilder()
+    builder.add_rigid_body(*box_mesh((0.4, 0.4, 0.4), (0, 0, 0.2)), shape="box")
+    builder.add_collider(engine.Plane())
+    solver = engine.Solver(builder.finalize(), engine.SolverSettings(frame_rate=FPS))
+    state = solver.make_state()
+    frames(solver, state, FPS)
+    assert state.bodies.asleep[0]
+    state.bodies.velocity[0] = (0.0, 0.0, 3.0)  # kicked upwards
+    solver.step_frame(state)
+    assert not state.bodies.asleep[0] and state.bodies.position[0, 2] > 0.25
+    frames(solver, state, 2 * FPS)
+    assert state.bodies.asleep[0]
+    state.bodies.position[0, 2] = 1.5  # lifted into the air
+    frames(solver, state, FPS // 2)
+    assert state.bodies.position[0, 2] < 1.5 - 0.5 * G * 0.4 ** 2  # falling
+
+
+def test_turning_sleeping_off_wakes_what_sleeps():
+    builder = engine.ModelBuilder()
+    builder.add_rigid_body(*box_mesh((0.4, 0.4, 0.4), (0, 0, 0.2)), shape="box", friction=0.1)
+    builder.add_collider(engine.Plane(friction=0.1))
+    model = builder.finalize()
+    solver = engine.Solver(model, engine.SolverSettings(frame_rate=FPS))
+    state = solver.make_state()
+    frames(solver, state, FPS)
+    assert state.bodies.asleep[0]
+    awake = engine.Solver(model, engine.SolverSettings(frame_rate=FPS, sleeping=False))
+    awake.step_frame(state)
+    assert not state.bodies.asleep.any()
+
+
 def test_settings_out_of_range_are_refused_naming_the_setting():
     for name, value in (("sleep_speed", -1.0), ("sleep_speed", float("nan")), ("sleep_time", 0.0),
                         ("sleeping", "yes")):
