@@ -136,8 +136,12 @@ class BodyState:
         self.joint_broken_at = np.zeros(0)
         self.spring_rest = np.zeros(0)
         self.spring_broken_at = np.zeros(0)
-        # Sleeping (``solver.rigid_step.Sleep``): how long each body has been quiet, s; the pose it
-        # has kept meanwhile; whether it sleeps, and its group's number then.
+        self._all_awake()
+
+    def _all_awake(self) -> None:
+        """Sleeping (``solver.sleeping``): how long each body has been quiet, s; the pose it has
+        kept meanwhile; whether it sleeps, and its group's number then. New arrays, all awake."""
+        count = len(self.x) - 1
         self.quiet_time = np.zeros(count)
         self.quiet_x = np.array(self.x[:count])
         self.quiet_q = np.array(self.q[:count])
@@ -146,21 +150,17 @@ class BodyState:
 
     def wake_all(self) -> None:
         """Every body awake, its quiet time restarted (``solver.sleeping``): after the state was
-        changed from outside the solver (a velocity set, the settings edited)."""
-        self.asleep[:] = False
-        self.sleep_group[:] = -1
-        self.quiet_time[:] = 0.0
+        changed from outside the solver (a velocity set, the settings edited). In place: the
+        solver's rollback holds these arrays."""
         count = len(self.asleep)
+        self.asleep[:], self.sleep_group[:], self.quiet_time[:] = False, -1, 0.0
         self.quiet_x[:], self.quiet_q[:] = self.x[:count], self.q[:count]
 
     def __setstate__(self, saved: dict) -> None:
         """Unpickled (an add-on checkpoint): one saved before sleeping existed starts all awake."""
         self.__dict__.update(saved)
-        count = len(self.x) - 1
         if "asleep" not in saved:
-            self.quiet_time, self.asleep = np.zeros(count), np.zeros(count, bool)
-            self.quiet_x, self.quiet_q = np.array(self.x[:count]), np.array(self.q[:count])
-            self.sleep_group = np.full(count, -1, np.int64)
+            self._all_awake()
 
     @property
     def position(self) -> np.ndarray:

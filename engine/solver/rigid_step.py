@@ -291,13 +291,14 @@ class RigidStepper:
         pairs = sweep_and_prune(x[solid], reach[solid]) if len(solid) else np.zeros((0, 2), np.int64)
         pairs = solid[pairs] if len(pairs) else pairs
         self.particle_candidates = self._particle_candidates(x, reach, particles, radii, movable)
+        # The bodies movable particles can reach this frame.
+        owners = self.geo[4][self.particle_candidates[:, 1]] if len(self.particle_candidates) \
+            else np.zeros(0, np.int64)
+        self.near_particles = owners[owners >= 0]
         if not self.sleep.active and bodies.asleep.any():
             bodies.wake_all()  # (sleeping turned off for a state that had sleepers)
             self._sleep_masks(bodies)
         if self.sleep.active:
-            owners = self.geo[4][self.particle_candidates[:, 1]] if len(self.particle_candidates) \
-                else np.zeros(0, np.int64)
-            self.near_particles = owners[owners >= 0]
             self.sleep.wake(bodies, pairs, time, self.near_particles)
             self._sleep_masks(bodies)
         if len(pairs):
@@ -331,8 +332,7 @@ class RigidStepper:
         self.fed_by_particles = np.zeros(0, np.int64)
         # Whether a dynamic body can meet particles this frame (then the solver repeats the
         # cloth's sticks and these contacts a few rounds a substep: ``solver.COUPLING_ROUNDS``).
-        owners = self.geo[4][self.particle_candidates[:, 1]] if len(self.particle_candidates) else np.zeros(0, np.int64)
-        owners = owners[owners >= 0]
+        owners = self.near_particles
         self.particles_meet_dynamic = bool(np.any(self.dynamic[owners] & (self.inv_mass[owners] > 0)))
 
     def _sleep_masks(self, bodies: BodyState) -> None:
