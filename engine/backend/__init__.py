@@ -23,7 +23,7 @@ from ..errors import JakobsenError
 NAMES = ("numba", "numpy")
 # The kernel modules each backend provides, by the same names.
 MODULES = ("particles", "distance", "contacts", "rigid", "joints", "motors", "springs", "sweep", "self_contact",
-           "surfaces", "fields")
+           "surfaces", "fields", "vehicles")
 
 _default = os.environ.get("JAKOBSEN_BACKEND", "auto")
 _loaded: dict[str, "Backend"] = {}
@@ -48,6 +48,7 @@ class Backend:
     self_contact: ModuleType
     surfaces: ModuleType
     fields: ModuleType
+    vehicles: ModuleType
     note: str = ""
 
 

@@ -463,7 +463,7 @@ class RigidStepper:
             # The drivers set steering, drive torques, brakes and grip for this substep.
             effort = np.array(self.motors.effort)
             drive_vehicles(model.vehicles, bodies.vehicles, t1, self.h, self.gravity, x, q, v, w, self.inv_mass,
-                           self.inv_inertia, self.steer, effort, self.body_friction)
+                           self.inv_inertia, self.steer, effort, self.body_friction, self.backend.vehicles)
             self.motors = replace(self.motors, effort=effort)
         if model.motors.count:
             motors = self.motors
@@ -555,15 +555,8 @@ class RigidStepper:
         if count:
             # Static friction held these in the last pass: the slip they still have (B's frame)
             # carries over to their next anchor.
-            c = slice(0, count)
-            stuck = np.flatnonzero((buf.stuck[c] == 1) & (buf.lam[c] > 0.0) & (buf.ints[c, 2] >= 0))
-            a, b = buf.ints[stuck, 0], buf.ints[stuck, 1]
-            end = x[a] + quat.rotate(q[a], buf.local_a[stuck])
-            residual = quat.rotate(quat.conjugate(q[b]), end - x[b]) - buf.anchor[stuck]
-            keys = buf.ints[stuck, 2]
-            order = np.argsort(keys, kind="stable")
-            self.anchor_keys = keys[order]
-            self.anchor_residual = residual[order]
+            self.anchor_keys, self.anchor_residual = k.stuck_anchors(x, q, buf.ints, buf.local_a, buf.anchor,
+                                                                     buf.stuck, buf.lam, count)
         else:
             self.anchor_keys = np.zeros(0, np.int64)
         k.velocities(x, q, v, w, self.x_prev, self.q_prev, self.momentum, self.inv_inertia, self.dynamic,
@@ -605,38 +598,27 @@ class RigidStepper:
         self.backend.rigid.contact_rows(x, q, x, self.inv_mass, self.inv_inertia, buf.ints, buf.local_a, buf.local_b,
                                         buf.normal, buf.anchor, count, False, buf.vJ, buf.vM, buf.vbase, buf.vwn,
                                         buf.vwt)
-        touching = buf.lam[c] > 0.0
         restitution = buf.floats[c, 1]
-        approaching = (self.speed_before < -self.bounce_speed) & (restitution > 0.0)
-        bounce = touching & approaching
-        # Contacts of a bouncing pair that would touch within the next substep bounce with it:
-        # the corners of a face landing flat make one impact, not a sequence of corner impacts
-        # that sets the body rocking (and a hair of tilt would decide which corner goes first).
-        pair_of = np.repeat(np.arange(len(self.pairs)), np.diff(self.pair_first))
-        hit = np.zeros(len(self.pairs), bool)
-        hit[pair_of[bounce]] = True
-        soon = approaching & ~touching & hit[pair_of] & (buf.vbase[c, 0] < -self.speed_before * h)
-        bounce |= soon
-        # Bouncing contacts leave at e times the speed they hit with, at the moment of impact
-        # within the substep (found from the gap at its start under constant acceleration, as for
-        # particles), so e = 1 keeps the energy; resting ones at zero normal speed, which takes
-        # away the outward speed that projecting a penetration out would add.
-        a_n = self.accel_n
-        # Normal velocity at the substep's start: v was the mean over the last substep, half a
-        # substep of acceleration behind. (From the gaps' change it would be off by the corners'
-        # centripetal travel in a substep, which for a spinning body is several percent.)
-        v0 = self.speed_before + 0.5 * a_n * h
-        z0 = np.maximum(self.gap_start, 0.0)
-        tau = np.clip(2.0 * z0 / np.maximum(-v0 + np.sqrt(np.maximum(v0 * v0 - 2.0 * a_n * z0, 0.0)), 1e-15),
-                      0.0, h)
-        # The body ends the substep at the surface leaving at that speed (a particle is also
-        # carried on by the rest of the substep; a body is not, which delays it by up to a
-        # substep per bounce but keeps the energy). v is the mean velocity over a substep, the
-        # speed at its end less half a substep of acceleration.
-        target = np.zeros(buf.capacity)
-        target[c] = np.where(bounce, -restitution * (v0 + a_n * tau) - 0.5 * a_n * h, 0.0)
-        solved = np.zeros(buf.capacity, bool)
-        solved[c] = touching | soon
+        # Which contacts the solve takes and the speed each leaves with (one kernel:
+        # ``rigid.restitution_targets``):
+        # - contacts of a bouncing pair that would touch within the next substep bounce with it:
+        #   the corners of a face landing flat make one impact, not a sequence of corner impacts
+        #   that sets the body rocking (and a hair of tilt would decide which corner goes first);
+        # - bouncing contacts leave at e times the speed they hit with, at the moment of impact
+        #   within the substep (found from the gap at its start under constant acceleration, as
+        #   for particles), so e = 1 keeps the energy; resting ones at zero normal speed, which
+        #   takes away the outward speed that projecting a penetration out would add;
+        # - the normal velocity at the substep's start: v was the mean over the last substep,
+        #   half a substep of acceleration behind (from the gaps' change it would be off by the
+        #   corners' centripetal travel in a substep, which for a spinning body is several
+        #   percent);
+        # - the body ends the substep at the surface leaving at that speed (a particle is also
+        #   carried on by the rest of the substep; a body is not, which delays it by up to a
+        #   substep per bounce but keeps the energy). v is the mean velocity over a substep, the
+        #   speed at its end less half a substep of acceleration.
+        bounce, touching, soon, target, solved = self.backend.rigid.restitution_targets(
+            buf.lam[c], restitution, self.speed_before, self.gap_start, self.accel_n, buf.vbase[c, 0],
+            self.pair_first, self.bounce_speed, h, buf.capacity)
         if not np.any(solved):
             return
         chain = self._propagate_impacts(q, solved, target, restitution)
@@ -654,10 +636,12 @@ class RigidStepper:
         # after a friction strike that turned the body can ask more than the impact had: a 1 m
         # box tumbling onto a corner (e = 1, friction 0.5) left with 1.45 times its energy. An
         # impact never adds energy: each bouncing pair is held to what it had (``_no_energy_gained``).
-        bouncing_pairs = np.unique(pair_of[:count][bounce & touching & (buf.floats[c, 0] > 0.0)])
-        for p in bouncing_pairs:
-            a, b = buf.ints[self.pair_first[p], 0], buf.ints[self.pair_first[p], 1]
-            self._no_energy_gained(a, b, (before[a], before[b]), vw, x, q)
+        struck = bounce & touching & (buf.floats[c, 0] > 0.0)
+        if np.any(struck):
+            pair_of = np.repeat(np.arange(len(self.pairs)), np.diff(self.pair_first))[:count]
+            for p in np.unique(pair_of[struck]):
+                a, b = buf.ints[self.pair_first[p], 0], buf.ints[self.pair_first[p], 1]
+                self._no_energy_gained(a, b, (before[a], before[b]), vw, x, q)
         v[...], w[...] = vw[:, :3], vw[:, 3:]
 
     def _bounce_friction(self, x, q, vw, bouncing, target) -> None:

@@ -28,7 +28,6 @@ import math
 
 import numpy as np
 
-from ..backend.numpy.rigid import world_inverse_inertia
 from ..errors import JakobsenError
 from ..geometry import quaternions as quat
 from ..geometry.reproducible import arctan2
@@ -71,107 +70,46 @@ def _value(setting, t: float, where: str, what: str) -> float:
 
 
 def drive_vehicles(vehicles: tuple, state: VehicleState, t: float, h: float, gravity: float, x, q, v, w,
-                   inv_mass, inv_inertia, steer, effort, friction) -> None:
+                   inv_mass, inv_inertia, steer, effort, friction, kernels) -> None:
     """One substep of every vehicle's driver, in place: angular velocities w (drive torques and
     their reaction), v and w (anti-roll bars), joint steering angles ``steer`` (J,), the brake
-    motors' efforts ``effort`` (M,), and the wheels' ``friction`` (B + 1,)."""
+    motors' efforts ``effort`` (M,), and the wheels' ``friction`` (B + 1,). kernels: the
+    backend's ``vehicles`` module (``drive_wheels``)."""
     for k, car in enumerate(vehicles):
-        _drive(car, k, state, t, h, gravity, x, q, v, w, inv_mass, inv_inertia, steer, effort, friction)
+        _drive(car, k, state, t, h, gravity, x, q, v, w, inv_mass, inv_inertia, steer, effort, friction, kernels)
 
 
 def _drive(car: Vehicle, k: int, state: VehicleState, t, h, gravity, x, q, v, w, inv_mass, inv_inertia, steer,
-           effort, friction) -> None:
-    # (Few, large array operations: this runs every substep and was a sixth of the car example's
-    # time as one small operation after another. Each is elementwise, so the same bits as one by one.)
+           effort, friction, kernels) -> None:
+    # What the driver asks for is decided here (the settings may be functions of time, and a path
+    # is followed by a search along it); what the wheels do with it is one kernel
+    # (``drive_wheels``: as numpy glue it was a fifth of the car example's time).
     where = f"vehicle '{car.name}'"
-    c = car.chassis
-    qc = q[c]
-    wheels = car.wheels
-    n = len(wheels)
-    # The chassis' forward, left and up and each wheel's axle, in the world: one rotation.
-    turned = quat.rotate(np.concatenate([np.repeat(qc[None], 3, axis=0), q[wheels]]),
-                         np.concatenate([car.forward_local[None], car.left_local[None], car.up_local[None],
-                                         car.axle_local]))
-    forward, left, up, axles = turned[0], turned[1], turned[2], turned[3:]
-    speed = float(v[c] @ forward)
-
-    # -- what the driver asks for --
     target = _value(car.target_speed, t, where, "the target speed")
     if car.path is not None:
+        c = car.chassis
+        forward, left, up = quat.rotate(np.repeat(q[c][None], 3, axis=0),
+                                        np.stack([car.forward_local, car.left_local, car.up_local]))
+        speed = float(v[c] @ forward)
         angle, target, braking = _follow(car, k, state, t, h, x, q, v, forward, left, up, speed, target)
     else:
         braking = 0.0
         angle = min(max(_value(car.steering, t, where, "the steering angle"), -car.max_steering), car.max_steering)
         state.steer[k] = angle
     _steer_wheels(car, angle, steer)
-
-    # -- drive --
     brake = max(_value(car.brake, t, where, "the brake"), braking)
     available = _value(car.throttle, t, where, "the throttle") * _value(car.motor_torque, t, where,
                                                                           "the motor torque") * (1.0 - brake)
-    driven = np.flatnonzero(car.driven)
-    # The chassis' world inverse inertia (and the wheels'), only when something needs it.
-    i_chassis = None
-    if len(driven) and available > 0.0:
-        spin = np.einsum("ki,ki->k", w[wheels] - w[c], axles)  # forward rolling is positive
-        both = np.append(wheels, c)
-        inertias = world_inverse_inertia(quat.to_matrix(q[both]), inv_inertia[both])
-        i_wheel, i_chassis = inertias[:n], inertias[n]
-        r = float(np.mean(car.radius[driven]))
-        inertia = car.mass * r * r
-        gain = inertia / RESPONSE
-        wheel_error = target / r - float(np.mean(spin[driven]))
-        # The integral only acts within the torque there is, and not while the drive is at its
-        # limit (no wind-up while accelerating, held or coasting).
-        if abs(gain * wheel_error + state.integral[k]) < available:
-            state.integral[k] = min(max(state.integral[k] + gain * (target - speed) / r * h / INTEGRAL,
-                                        -available), available)
-        total = min(max(gain * wheel_error + state.integral[k], -available), available)
-        axle_of = car.axle[driven].tolist()
-        groups = len(set(axle_of))
-        torque = np.zeros(n)
-        for member, g in zip(driven.tolist(), axle_of):
-            torque[member] = total / groups / axle_of.count(g)
-        if car.traction_control:
-            # A driven wheel turning more than SLIP (plus SLIP_SPEED at its rim) faster than the
-            # ground passes under it has lost its grip: its torque fades out over as much again,
-            # so one wheel that lets go does not spin up and take the open differential's torque.
-            rolling = quat.cross(axles, up)  # each wheel's own forward
-            ground = np.einsum("ki,ki->k", v[wheels], rolling) / car.radius
-            slack = SLIP * np.abs(ground) + SLIP_SPEED / car.radius
-            excess = np.where(torque >= 0.0, spin - ground, ground - spin) - slack
-            torque *= np.clip(1.0 - excess / slack, 0.0, 1.0)
-        impulse = (torque * h)[:, None] * axles  # (W, 3) angular impulses on the wheels
-        w[wheels] += np.einsum("kij,kj->ki", i_wheel, impulse)
-        w[c] -= i_chassis @ impulse.sum(axis=0)
-    else:
-        state.integral[k] = 0.0
-    # -- brakes and rolling resistance --
     handbrake = _value(car.handbrake, t, where, "the handbrake")
-    rear = car.axle > 0
-    load = car.mass * gravity / n
-    effort[car.brakes] = car.brake_torque * (brake + np.where(rear, HANDBRAKE * handbrake, 0.0)) \
-        + car.rolling_resistance * load * car.radius
-
-    # -- drift: the rear lets go in proportion to the steering --
-    if car.drift > 0.0 and car.max_steering > 0.0:
-        lock = min(abs(state.steer[k]) / car.max_steering, 1.0)
-        friction[wheels] = np.where(rear, car.friction * (1.0 - DRIFT_GRIP * car.drift * lock), car.friction)
-
-    # -- anti-roll bars --
-    if len(car.roll_pairs):
-        pivots = x[c] + quat.rotate(qc[None], car.pivot_local)
-        axes = quat.rotate(qc[None], car.travel_axis_local)
-        travel = np.einsum("ki,ki->k", x[wheels] - pivots, axes)
-        if i_chassis is None:
-            i_chassis = world_inverse_inertia(quat.to_matrix(qc), inv_inertia[c])
-        for (lw, rw), stiffness in zip(car.roll_pairs, car.roll_stiffness):
-            force = stiffness * (travel[lw] - travel[rw])  # pushes the higher wheel down, the other up
-            for m, sign in ((lw, -1.0), (rw, 1.0)):
-                p = sign * force * h * axes[m]
-                v[wheels[m]] += inv_mass[wheels[m]] * p
-                v[c] -= inv_mass[c] * p
-                w[c] -= i_chassis @ quat.cross(pivots[m] - x[c], p)
+    # Drift: the rear lets go in proportion to the steering.
+    drifting = car.drift > 0.0 and car.max_steering > 0.0
+    grip_loss = DRIFT_GRIP * car.drift * min(abs(state.steer[k]) / car.max_steering, 1.0) if drifting else 0.0
+    kernels.drive_wheels(car.chassis, car.wheels, car.driven, car.axle, car.radius, car.brakes, car.forward_local,
+                         car.up_local, car.axle_local, car.roll_pairs, car.roll_stiffness, car.pivot_local,
+                         car.travel_axis_local, car.mass, car.friction, target, available, brake, handbrake, drifting,
+                         grip_loss, car.traction_control, car.brake_torque, car.rolling_resistance, state.integral, k,
+                         h, gravity, RESPONSE, INTEGRAL, HANDBRAKE, SLIP, SLIP_SPEED, x, q, v, w, inv_mass,
+                         inv_inertia, effort, friction)
 
 
 def _steer_wheels(car: Vehicle, angle: float, steer) -> None:

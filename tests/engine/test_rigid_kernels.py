@@ -143,3 +143,133 @@ def test_finding_and_advancing_the_fast_queries_agrees(rng):
     assert len(a[0]) == len(b[0]) > 0
     np.testing.assert_array_equal(a[1], b[1])
     assert_close(a, b)
+
+
+def test_the_sweeps_corrections_agree(rng):
+    """``sweep.relative_motion`` and ``sweep.correct_hits`` on both backends: a whole sweep of
+    boxes thrown fast and spinning at the ground and at each other ends with the same poses, and
+    it corrected something (a body taken back, or its turn stopped at the impact)."""
+    import jakobsen_engine as engine
+    from jakobsen_engine.collision import sweep
+
+    corners = np.array([[x, y, z] for x in (-1, 1) for y in (-1, 1) for z in (-1, 1)], float)
+    faces = [[0, 1, 3, 2], [4, 6, 7, 5], [0, 4, 5, 1], [2, 3, 7, 6], [0, 2, 6, 4], [1, 5, 7, 3]]
+    builder = engine.ModelBuilder()
+    count = 6
+    for k in range(count):
+        size = rng.uniform(0.05, 0.3, 3)
+        builder.add_rigid_body(corners * size + (0.3 * k, 0.0, 0.3), faces, shape="box", mass=rng.uniform(0.5, 3))
+    builder.add_collider(engine.Plane())
+    model = builder.finalize()
+    x0, q0 = _poses(rng, count)
+    x0[:count, 0], x0[:count, 1], x0[:count, 2] = 0.3 * np.arange(count), 0.0, rng.uniform(0.2, 0.4, count)
+    x1 = x0 + np.vstack([rng.normal(scale=0.25, size=(count, 3)) - (0.0, 0.0, 0.3), np.zeros((1, 3))])
+    q1 = quat.normalize(quat.multiply(quat.exp_rotation(np.vstack([rng.normal(scale=0.8, size=(count, 3)),
+                                                                    np.zeros((1, 3))])), q0))
+    inv_mass = np.append(1.0 / model.bodies.mass, 0.0)
+    pairs = np.array([[a, b, b] for a in range(count) for b in range(a + 1, count)]
+                     + [[a, count, 0] for a in range(count)], np.int64)
+    pairs[:len(pairs) - count, 2] = model.bodies.shape_index[pairs[:len(pairs) - count, 1]]
+    out = []
+    for name in ("numba", "numpy"):
+        kernels = backend.select(name).sweep
+        motion = kernels.relative_motion(x0, q0, x1, q1)
+        s = sweep.Sweeper(model, kernels)
+        s.begin_frame(pairs)
+        xe, qe = x1.copy(), q1.copy()
+        changed = s.run(x0, q0, xe, qe, inv_mass)
+        out.append((motion, changed, xe, qe))
+    (motion_a, changed_a, xa, qa), (motion_b, changed_b, xb, qb) = out
+    assert_close(motion_a, motion_b)
+    assert changed_a and changed_b
+    np.testing.assert_allclose(xa, xb, rtol=1e-12, atol=1e-13)
+    np.testing.assert_allclose(qa, qb, rtol=1e-12, atol=1e-13)
+    assert np.abs(xa - x1).max() + np.abs(qa - q1).max() > 1e-3
+
+
+@pytest.mark.parametrize("traction, drifting", [(True, False), (False, True)])
+def test_the_vehicle_drive_agrees(rng, traction, drifting):
+    """``vehicles.drive_wheels`` on both backends: a car (four wheels, two axles, front-wheel or
+    all-wheel drive, anti-roll bars) at random poses and velocities, asked random speeds, torques
+    and brakes: the same angular and linear velocities, speed integral, brake efforts and grip."""
+    from .vehicle_rigs import car
+
+    axle = dict(rest=0.0, travel=0.2, stiffness=6e4, damping=4e3, anti_roll=rng.uniform(1e3, 2e4))
+    builder, index, chassis, wheels = car(drive=str(rng.choice(["front", "all"])),
+                                          suspension={"front": axle, "rear": axle}, drift=0.6 if drifting else 0.0)
+    model = builder.finalize()
+    vehicle = model.vehicles[index]
+    bodies = model.bodies.count
+    x, q = _poses(rng, bodies)
+    x[wheels[0].index:wheels[-1].index + 1] = x[chassis.index] + rng.normal(scale=0.8, size=(len(wheels), 3))
+    v = np.vstack([rng.normal(scale=3.0, size=(bodies, 3)), np.zeros((1, 3))])
+    w = np.vstack([rng.normal(scale=10.0, size=(bodies, 3)), np.zeros((1, 3))])
+    inv_mass = np.append(1.0 / model.bodies.mass, 0.0)
+    inv_inertia = np.vstack([rng.uniform(0.01, 2.0, size=(bodies, 3)), np.zeros((1, 3))])
+    for _ in range(3):
+        settings = dict(target=rng.uniform(-20, 20), available=rng.uniform(0, 3000) * rng.integers(0, 2),
+                        brake=rng.uniform(0, 1), handbrake=rng.uniform(0, 1), integral=rng.uniform(-500, 500))
+
+        def args():
+            return (vehicle.chassis, vehicle.wheels, vehicle.driven, vehicle.axle, vehicle.radius, vehicle.brakes,
+                    vehicle.forward_local, vehicle.up_local, vehicle.axle_local, vehicle.roll_pairs,
+                    vehicle.roll_stiffness, vehicle.pivot_local, vehicle.travel_axis_local, vehicle.mass,
+                    vehicle.friction, settings["target"], settings["available"], settings["brake"],
+                    settings["handbrake"], drifting, 0.3 if drifting else 0.0, traction, vehicle.brake_torque,
+                    vehicle.rolling_resistance, np.array([0.0, settings["integral"]]), 1, 1 / 240, 9.81, 0.15, 0.5,
+                    0.8, 0.1, 0.5, x.copy(), q.copy(), v.copy(), w.copy(), inv_mass, inv_inertia,
+                    np.zeros(model.motors.count), np.full(bodies + 1, 0.7))
+
+        a, b = both("drive_wheels", "vehicles", args)
+        assert_close(a, b)
+        assert len(vehicle.roll_pairs) == 2 and np.abs(a[-6] - v).max() > 1e-6  # the bars pushed
+        assert np.all(a[-2] > 0)  # brakes and rolling resistance
+        if drifting:
+            rear = vehicle.axle > 0  # the rear lets go of 0.3 of its grip, the front keeps its own
+            np.testing.assert_allclose(a[-1][vehicle.wheels], vehicle.friction * np.where(rear, 0.7, 1.0))
+        if settings["available"] > 0:
+            assert np.abs(a[-5] - w).max() > 1e-6  # the drive turned the wheels
+
+
+def test_the_restitution_targets_agree(rng):
+    """``rigid.restitution_targets`` on both backends: random contacts in pairs (touching or not,
+    approaching or resting, some about to touch), the same choice and the same speeds; and a pair
+    that bounces takes its contacts that close within the substep with it."""
+    pairs = 60
+    pair_first = np.concatenate([[0], np.cumsum(rng.integers(1, 5, pairs))]).astype(np.int64)
+    count = int(pair_first[-1])
+    seed = int(rng.integers(1 << 30))
+    results = []
+    for name in ("numba", "numpy"):
+        r = np.random.default_rng(seed)
+        inputs = (np.where(r.uniform(size=count) < 0.6, r.uniform(0, 1e-3, count), 0.0),
+                  np.where(r.uniform(size=count) < 0.8, r.uniform(0, 1, count), 0.0),
+                  r.normal(scale=2.0, size=count), r.normal(scale=1e-3, size=count),
+                  r.normal(scale=10.0, size=count), r.uniform(-1e-3, 1e-2, count), pair_first, 0.05, 1 / 240,
+                  count + 5)
+        results.append(backend.select(name).rigid.restitution_targets(*inputs))
+    (bounce, touching, soon, target, solved), reference = results
+    for a, b in zip(results[0], reference):
+        assert a.dtype == b.dtype and a.shape == b.shape
+    np.testing.assert_array_equal(bounce, reference[0])
+    np.testing.assert_array_equal(soon, reference[2])
+    np.testing.assert_array_equal(solved, reference[4])
+    np.testing.assert_allclose(target, reference[3], rtol=1e-12, atol=1e-15)
+    assert soon.any() and (~bounce & solved[:count]).any()  # bounces of the coming substep, and rests
+    assert not target[count:].any() and not solved[count:].any()
+
+
+def test_the_carried_slip_of_stuck_contacts_agrees(rng):
+    """``rigid.stuck_anchors`` on both backends: the held contacts' keys in order and their slip."""
+    bodies, count = 5, 30
+    x, q = _poses(rng, bodies)
+    ints = np.stack([rng.integers(0, bodies, count), rng.integers(0, bodies + 1, count),
+                     rng.permutation(count * 3)[:count] - 5], axis=1).astype(np.int64)
+    local_a, anchor = rng.normal(size=(count + 4, 3)), rng.normal(size=(count + 4, 3))
+    stuck = rng.integers(0, 2, count + 4).astype(np.int64)
+    lam = np.where(rng.uniform(size=count + 4) < 0.7, 1.0, 0.0)
+    a = backend.select("numba").rigid.stuck_anchors(x, q, ints, local_a, anchor, stuck, lam, count)
+    b = backend.select("numpy").rigid.stuck_anchors(x, q, ints, local_a, anchor, stuck, lam, count)
+    np.testing.assert_array_equal(a[0], b[0])
+    assert len(a[0]) > 3 and np.all(np.diff(a[0]) > 0)
+    np.testing.assert_allclose(a[1], b[1], rtol=1e-12, atol=1e-13)

@@ -24,7 +24,8 @@ from .vehicle_rigs import G, car, chassis_position, forward_speed, run
 @pytest.fixture(autouse=True)
 def compiled_only(kernel_backend):
     if kernel_backend == "numpy":
-        pytest.skip("vehicles are stepped on the compiled kernels (the driver is the same Python on both)")
+        pytest.skip("vehicles are stepped on the compiled kernels (the drive kernel is held to the reference by "
+                    "test_rigid_kernels.py)")
 
 
 def _circle_radius(points):

@@ -580,3 +580,62 @@ def colour_pairs(pairs: np.ndarray, movable: np.ndarray) -> tuple[np.ndarray, np
     order = np.argsort(colour, kind="stable")
     bounds = np.searchsorted(colour[order], np.arange(int(colour.max()) + 2))
     return order.astype(np.int64), bounds.astype(np.int64)
+
+
+@njit(**JIT)
+def restitution_targets(lam, restitution, speed_before, gap_start, accel_n, gap_now, pair_first, bounce_speed, h,
+                        capacity):
+    """The numpy reference's restitution targets, contact by contact."""
+    count = speed_before.shape[0]
+    pairs = pair_first.shape[0] - 1
+    touching = np.empty(count, np.bool_)
+    approaching = np.empty(count, np.bool_)
+    bounce = np.empty(count, np.bool_)
+    soon = np.zeros(count, np.bool_)
+    hit = np.zeros(pairs, np.bool_)
+    for p in range(pairs):
+        for c in range(pair_first[p], min(pair_first[p + 1], count)):
+            touching[c] = lam[c] > 0.0
+            approaching[c] = speed_before[c] < -bounce_speed and restitution[c] > 0.0
+            bounce[c] = touching[c] and approaching[c]
+            if bounce[c]:
+                hit[p] = True
+    target = np.zeros(capacity)
+    solved = np.zeros(capacity, np.bool_)
+    for p in range(pairs):
+        for c in range(pair_first[p], min(pair_first[p + 1], count)):
+            soon[c] = approaching[c] and not touching[c] and hit[p] and gap_now[c] < -speed_before[c] * h
+            if soon[c]:
+                bounce[c] = True
+            a = accel_n[c]
+            v0 = speed_before[c] + 0.5 * a * h
+            if bounce[c]:
+                z0 = max(gap_start[c], 0.0)
+                tau = min(max(2.0 * z0 / max(-v0 + math.sqrt(max(v0 * v0 - 2.0 * a * z0, 0.0)), 1e-15), 0.0), h)
+                target[c] = -restitution[c] * (v0 + a * tau) - 0.5 * a * h
+            solved[c] = touching[c] or soon[c]
+    return bounce, touching, soon, target, solved
+
+
+@njit(**JIT)
+def stuck_anchors(x, q, ints, local_a, anchor, stuck, lam, count):
+    """The numpy reference's carried slip of the contacts static friction held, contact by contact."""
+    held = 0
+    for c in range(count):
+        if stuck[c] == 1 and lam[c] > 0.0 and ints[c, 2] >= 0:
+            held += 1
+    keys = np.empty(held, np.int64)
+    residual = np.empty((held, 3))
+    k = 0
+    for c in range(count):
+        if stuck[c] == 1 and lam[c] > 0.0 and ints[c, 2] >= 0:
+            a = ints[c, 0]
+            b = ints[c, 1]
+            end = add(get3(x, a), rotate(get4(q, a), get3(local_a, c)))
+            r = rotate((q[b, 0], -q[b, 1], -q[b, 2], -q[b, 3]), sub(end, get3(x, b)))
+            keys[k] = ints[c, 2]
+            for i in range(3):
+                residual[k, i] = r[i] - anchor[c, i]
+            k += 1
+    order = np.argsort(keys, kind="mergesort")
+    return keys[order], residual[order]

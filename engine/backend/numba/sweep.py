@@ -14,7 +14,7 @@ import numpy as np
 from numba import njit
 
 from . import distance as _distances
-from .vec import add, conj, exp_rotation, get3, get4, qmul, rotate, sub
+from .vec import add, conj, cross, dot, exp_rotation, get3, get4, log_rotation, norm, qmul, qnormalize, rotate, sub
 
 JIT = dict(cache=True, nogil=True, error_model="numpy")
 # The per-evaluation helpers are inlined: as calls each passes the whole shape table (geo, 22
@@ -169,3 +169,108 @@ def fast_hits(geo, x0, q0, dx, phi, sides, side_first, queries, local, radius, a
                    shape_thickness, bound, world, contact_depth, iterations, bisections, touch, f, side, p, xo, xt, n,
                    allow, depth, move, spin)
     return f[:c], side[:c], p[:c], xo[:c], xt[:c], n[:c], allow[:c], depth[:c]
+
+
+@njit(**JIT)
+def relative_motion(x0, q0, x1, q1):
+    """The numpy reference's motion of each body over the substep, body by body: dx, phi."""
+    count = x0.shape[0]
+    dx = np.empty((count, 3))
+    phi = np.zeros((count, 3))
+    for b in range(count):
+        for i in range(3):
+            dx[b, i] = x1[b, i] - x0[b, i]
+        if b < count - 1:  # (the world's stays zero)
+            r = log_rotation(qmul(get4(q1, b), conj(get4(q0, b))))
+            for i in range(3):
+                phi[b, i] = r[i]
+    return dx, phi
+
+
+@njit(**JIT)
+def _before(key, a, b):
+    """Whether plan a sorts before plan b: by its key's columns in order (stable: by index last)."""
+    for c in range(key.shape[1]):
+        if key[a, c] != key[b, c]:
+            return key[a, c] < key[b, c]
+    return a < b
+
+
+@njit(**JIT)
+def correct_hits(f, side, p, xo, xt, n, allow, depth, sides, x0, q0, x1, q1, dx, phi, inv_mass, bound, world):
+    """The numpy reference's correction of the hits, hit by hit with the same arithmetic (see
+    ``backend/numpy/sweep.py``), in place on x1 and q1; whether anything was changed."""
+    k = f.shape[0]
+    key = np.empty((k, 4))  # -max(shift, 0), f, owner, target: the order the plans are applied in
+    shifts = np.empty(k)
+    turns = np.zeros((k, 2), np.bool_)
+    which = np.empty(k, np.int64)
+    count = 0
+    for g in range(k):
+        fg = f[g]
+        owner = sides[side[g], 0]
+        target = sides[side[g], 1]
+        deep = max(depth[g], 0.0)
+        allowed = allow[g]
+        rest = 1.0 - fg
+        turn_owner = fg > 0.0 and inv_mass[owner] > 0.0 and norm(get3(phi, owner)) * bound[owner] * rest > allowed
+        turn_target = (fg > 0.0 and target < world and inv_mass[target] > 0.0
+                       and norm(get3(phi, target)) * bound[target] * rest > allowed)
+        pg = get3(p, g)
+        v_point = get3(dx, owner)
+        if not turn_owner:
+            v_point = add(v_point, cross(get3(phi, owner), sub(pg, get3(xo, g))))
+        v_surface = get3(dx, target)
+        if not turn_target:
+            v_surface = add(v_surface, cross(get3(phi, target), sub(pg, get3(xt, g))))
+        approach = -dot(get3(n, g), sub(v_point, v_surface)) * rest
+        shift = deep + approach - allowed
+        if shift > 0.0 or turn_owner or turn_target:
+            key[count, 0] = -max(shift, 0.0)
+            key[count, 1] = fg
+            key[count, 2] = owner
+            key[count, 3] = target
+            shifts[count] = shift
+            turns[count, 0] = turn_owner
+            turns[count, 1] = turn_target
+            which[count] = g
+            count += 1
+    order = np.arange(count)
+    for a in range(1, count):  # insertion sort: a handful of plans
+        m = order[a]
+        b = a - 1
+        while b >= 0 and _before(key, m, order[b]):
+            order[b + 1] = order[b]
+            b -= 1
+        order[b + 1] = m
+    done = np.zeros(x1.shape[0], np.bool_)
+    changed = False
+    for r in range(count):
+        c = order[r]
+        g = which[c]
+        owner = sides[side[g], 0]
+        target = sides[side[g], 1]
+        if done[owner] or done[target]:
+            continue
+        done[owner] = True
+        if target != world:
+            done[target] = True
+        fg = f[g]
+        for body, turn in ((owner, turns[c, 0]), (target, turns[c, 1])):
+            if turn:
+                e = exp_rotation((phi[body, 0] * fg, phi[body, 1] * fg, phi[body, 2] * fg))
+                turned = qnormalize(qmul(e, get4(q0, body)))
+                for i in range(4):
+                    q1[body, i] = turned[i]
+                changed = True
+        w_o = inv_mass[owner]
+        w_t = inv_mass[target]
+        shift = shifts[c]
+        if shift > 0.0 and w_o + w_t > 0.0:
+            so = shift * w_o / (w_o + w_t)
+            st = shift * w_t / (w_o + w_t)
+            for i in range(3):
+                x1[owner, i] += n[g, i] * so
+                x1[target, i] -= n[g, i] * st
+            changed = True
+    return changed

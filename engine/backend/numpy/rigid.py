@@ -388,3 +388,44 @@ def colour_pairs(pairs: np.ndarray, movable: np.ndarray) -> tuple[np.ndarray, np
     order = np.argsort(colour, kind="stable")
     bounds = np.searchsorted(colour[order], np.arange(int(colour.max()) + 2))
     return order.astype(np.int64), bounds.astype(np.int64)
+
+
+def restitution_targets(lam, restitution, speed_before, gap_start, accel_n, gap_now, pair_first, bounce_speed, h,
+                        capacity):
+    """Which of the substep's ``count`` contacts the restitution solve takes, and the normal speed
+    each should leave with (see ``RigidStepper._restitution``): bounce, touching, soon (count,)
+    bools and target, solved (capacity,). lam: the contacts' normal impulses (touching where
+    positive); speed_before, gap_start, accel_n: their normal speed and gap at the substep's start
+    and relative normal acceleration; gap_now: their gap at the corrected poses."""
+    count = len(speed_before)
+    touching = lam > 0.0
+    approaching = (speed_before < -bounce_speed) & (restitution > 0.0)
+    bounce = touching & approaching
+    pair_of = np.repeat(np.arange(len(pair_first) - 1), np.diff(pair_first))
+    hit = np.zeros(len(pair_first) - 1, bool)
+    hit[pair_of[bounce]] = True
+    soon = approaching & ~touching & hit[pair_of] & (gap_now < -speed_before * h)
+    bounce |= soon
+    v0 = speed_before + 0.5 * accel_n * h
+    z0 = np.maximum(gap_start, 0.0)
+    tau = np.clip(2.0 * z0 / np.maximum(-v0 + np.sqrt(np.maximum(v0 * v0 - 2.0 * accel_n * z0, 0.0)), 1e-15),
+                  0.0, h)
+    target = np.zeros(capacity)
+    target[:count] = np.where(bounce, -restitution * (v0 + accel_n * tau) - 0.5 * accel_n * h, 0.0)
+    solved = np.zeros(capacity, bool)
+    solved[:count] = touching | soon
+    return bounce, touching, soon, target, solved
+
+
+def stuck_anchors(x, q, ints, local_a, anchor, stuck, lam, count):
+    """The contacts that static friction held in the last pass (stuck, pushing, with a key): their
+    keys, sorted, and the slip each still has in B's frame (where A's point is now, less its
+    anchor), which carries over to its next anchor."""
+    c = slice(0, count)
+    held = np.flatnonzero((stuck[c] == 1) & (lam[c] > 0.0) & (ints[c, 2] >= 0))
+    a, b = ints[held, 0], ints[held, 1]
+    end = x[a] + Q.rotate(q[a], local_a[held])
+    residual = Q.rotate(Q.conjugate(q[b]), end - x[b]) - anchor[held]
+    keys = ints[held, 2]
+    order = np.argsort(keys, kind="stable")
+    return keys[order], residual[order]

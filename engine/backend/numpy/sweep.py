@@ -119,3 +119,58 @@ def fast_hits(geo, x0, q0, dx, phi, sides, side_first, queries, local, radius, a
                                                allow, speed, world, iterations, bisections, touch)
     got = np.flatnonzero(np.isfinite(hit))
     return hit[got], side[got], p[got], xo[got], xt[got], n[got], allow[got], depth[got]
+
+
+def relative_motion(x0, q0, x1, q1):
+    """The substep's motion of each body from (x0, q0) to (x1, q1): dx (B+1, 3) and the rotation
+    vector phi (B+1, 3) of q1 q0^-1 (the world's, the last row, zero)."""
+    dx = x1 - x0
+    phi = quat.log_rotation(quat.multiply(q1, quat.conjugate(q0)))
+    phi[-1] = 0.0
+    return dx, phi
+
+
+def correct_hits(f, side, p, xo, xt, n, allow, depth, sides, x0, q0, x1, q1, dx, phi, inv_mass, bound, world):
+    """Apply, in place on the end poses x1 (B+1, 3) and q1 (B+1, 4), for each body the hit (as
+    ``fast_hits`` returns them) that needs the largest correction; the others wait for the next
+    round, which sees the corrected motion. Returns whether anything was changed."""
+    plans = []
+    for g in range(len(f)):
+        fg, owner, target = float(f[g]), int(sides[side[g], 0]), int(sides[side[g], 1])
+        deep, allowed = max(float(depth[g]), 0.0), float(allow[g])
+        # Rotation a body makes after the impact is dropped when it alone could drive the
+        # point in deeper than allowed (a spinning plate's corner); its angular momentum is
+        # kept. Otherwise (a rolling wheel, a body already resting on what it touches) it
+        # turns on as the solve lets it. Bodies that are not moved (kinematic) keep their motion.
+        rest = 1.0 - fg
+        turn_owner = bool(fg > 0.0 and inv_mass[owner] > 0.0
+                          and np.linalg.norm(phi[owner]) * bound[owner] * rest > allowed)
+        turn_target = bool(fg > 0.0 and target < world and inv_mass[target] > 0.0
+                           and np.linalg.norm(phi[target]) * bound[target] * rest > allowed)
+        # How the point moves relative to the surface under it over the rest of the substep.
+        v_point = dx[owner] + (0.0 if turn_owner else quat.cross(phi[owner], p[g] - xo[g]))
+        v_surface = dx[target] + (0.0 if turn_target else quat.cross(phi[target], p[g] - xt[g]))
+        approach = -float(n[g] @ (v_point - v_surface)) * rest
+        shift = deep + approach - allowed
+        if shift > 0.0 or turn_owner or turn_target:
+            plans.append((-max(shift, 0.0), fg, owner, target, n[g], shift, turn_owner, turn_target))
+    done = set()
+    changed = False
+    for _, fg, owner, target, normal, shift, turn_owner, turn_target in sorted(plans, key=lambda p: p[:4]):
+        if owner in done or target in done:
+            continue
+        done.add(owner)
+        if target != world:
+            done.add(target)
+        if turn_owner:
+            q1[owner] = quat.normalize(quat.multiply(quat.exp_rotation(phi[owner] * fg), q0[owner]))
+            changed = True
+        if turn_target:
+            q1[target] = quat.normalize(quat.multiply(quat.exp_rotation(phi[target] * fg), q0[target]))
+            changed = True
+        w_o, w_t = inv_mass[owner], inv_mass[target]
+        if shift > 0.0 and w_o + w_t > 0.0:
+            x1[owner] += normal * (shift * w_o / (w_o + w_t))
+            x1[target] -= normal * (shift * w_t / (w_o + w_t))
+            changed = True
+    return changed
