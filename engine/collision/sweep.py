@@ -97,7 +97,7 @@ class Sweeper:
     ``run`` every substep."""
 
     def __init__(self, model, kernels):
-        self.kernels = kernels  # the backend's sweep kernels (fast_hits)
+        self.kernels = kernels  # the backend's sweep kernels (relative_motion, fast_hits, correct_hits)
         b = model.bodies
         self.count = b.count
         self.geo = model.shapes.kernel_arrays()

@@ -588,9 +588,9 @@ def restitution_targets(lam, restitution, speed_before, gap_start, accel_n, gap_
     """The numpy reference's restitution targets, contact by contact."""
     count = speed_before.shape[0]
     pairs = pair_first.shape[0] - 1
-    touching = np.empty(count, np.bool_)
-    approaching = np.empty(count, np.bool_)
-    bounce = np.empty(count, np.bool_)
+    touching = np.zeros(count, np.bool_)
+    approaching = np.zeros(count, np.bool_)
+    bounce = np.zeros(count, np.bool_)
     soon = np.zeros(count, np.bool_)
     hit = np.zeros(pairs, np.bool_)
     for p in range(pairs):

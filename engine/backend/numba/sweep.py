@@ -1,9 +1,10 @@
-"""The sweep of fast bodies, compiled: conservative advancement of each fast query (a sample point
-of one body against a shape of another or of the world) to where it first touches.
+"""The sweep of fast bodies, compiled: each body's motion over the substep, conservative
+advancement of each fast query (a sample point of one body against a shape of another or of the
+world) to where it first touches, and each body's correction from its hits.
 
-The reference is ``collision/sweep.py`` (``Sweeper._hits``: ``geometry`` and ``_advance``, numpy
-over all queries at once); this is the same arithmetic query by query, with the same distance
-routine, so the two give the same bits.
+The reference is ``backend/numpy/sweep.py`` (numpy over all queries at once; the corrections
+hit by hit); this is the same arithmetic query by query and hit by hit, with the same distance
+routine, so the two give the same numbers (``collision/sweep.py`` says what the sweep is for).
 """
 
 from __future__ import annotations

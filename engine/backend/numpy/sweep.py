@@ -1,6 +1,7 @@
-"""The sweep of fast bodies, the numpy reference: conservative advancement of the fast queries
-(sample points against shapes), all at once. ``backend/numba/sweep.py`` does the same query by
-query, with the same arithmetic; ``collision/sweep.py`` says what the sweep is for."""
+"""The sweep of fast bodies, the numpy reference: each body's motion over the substep,
+conservative advancement of the fast queries (sample points against shapes), all at once, and
+each body's correction from its hits. ``backend/numba/sweep.py`` does the same query by query,
+with the same arithmetic; ``collision/sweep.py`` says what the sweep is for."""
 
 from __future__ import annotations
 
