@@ -16,7 +16,7 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from numba import njit
+from numba import njit, prange
 
 JIT = dict(cache=True, nogil=True, error_model="numpy")
 # How far outside a triangle (in barycentric terms) a vertex may pass its plane and still count
@@ -246,15 +246,16 @@ def _vertex_pairs(x, x_prev, tri, tri_surface, vert, vert_surface, reach, near_s
                 continue
             g1, s1 = _gap2(x, p, tri[t, 0], tri[t, 1], tri[t, 2])
             if not g1 < reach2:
+                # Ending further from the triangle than the reach and both their motions, the
+                # vertex cannot have been within the reach at the start, nor come through it:
+                # most candidates stop here, before the start's distance is computed.
+                m = reach[s] + motion[p] + max(motion[tri[t, 0]], motion[tri[t, 1]],
+                                               motion[tri[t, 2]])
+                if not g1 < m * m:
+                    continue
                 g0, s0 = _gap2(x_prev, p, tri[t, 0], tri[t, 1], tri[t, 2])
                 if not g0 < reach2:
                     if not ((s0 > 0.0 and s1 < 0.0) or (s0 < 0.0 and s1 > 0.0)):
-                        continue
-                    # Through the plane: through the triangle only if it ends no
-                    # further from it than it and the triangle moved.
-                    m = reach[s] + motion[p] + max(motion[tri[t, 0]], motion[tri[t, 1]],
-                                                   motion[tri[t, 2]])
-                    if not g1 < m * m:
                         continue
             found = _insert_in_run(found, first, count, t)  # this vertex's run, kept ascending
             count += 1
@@ -699,26 +700,106 @@ def _edge_grid(elo, ehi, reach_max, qext_max):
     return origin, cell, mask, start, bucket, box
 
 
+# Cloths with at least this many self-colliding edges search their edge pairs on all cores, in
+# EDGE_CHUNKS chunks, each chunk's pairs then joined in order: the same pairs in the same order as
+# one serial search (each edge's partners depend on that edge alone), whatever the cores. Below
+# it starting the threads costs more than it saves.
+PARALLEL_EDGES = 8_000
+EDGE_CHUNKS = 16
+
+
 @njit(**JIT)
-def _edge_pairs(x, x_prev, edges, edge_surface, reach, near_start, near_edges, elo, ehi, origin, cell, mask, start,
-                bucket, box):
-    """Each edge's partners through the grid of the edges' boxes (``_edge_grid``): an entry of a
-    lower edge is passed over before its box is read (each pair from its lower edge), the box read
-    beside the entry; ``mark`` keeps each partner once (an edge is in every cell its box covers)."""
-    ne = edges.shape[0]
-    pair_a = np.empty(0, np.int64)
+def _edge_motion(x, x_prev, edges):
     motion = np.zeros(x.shape[0])
-    for e in range(ne):
+    for e in range(edges.shape[0]):
         for c in range(2):
             q = edges[e, c]
             dx = x[q, 0] - x_prev[q, 0]
             dy = x[q, 1] - x_prev[q, 1]
             dz = x[q, 2] - x_prev[q, 2]
             motion[q] = math.sqrt(dx * dx + dy * dy + dz * dz)
+    return motion
+
+
+@njit(**JIT)
+def _edge_pairs(x, x_prev, edges, edge_surface, reach, near_start, near_edges, elo, ehi, origin, cell, mask, start,
+                bucket, box):
+    """Each edge's partners through the grid of the edges' boxes (``_edge_grid``): an entry of a
+    lower edge is passed over before its box is read (each pair from its lower edge), the box read
+    beside the entry; ``mark`` keeps each partner once (an edge is in every cell its box covers).
+    Large cloths on all cores (``PARALLEL_EDGES``)."""
+    ne = edges.shape[0]
+    motion = _edge_motion(x, x_prev, edges)
+    if ne >= PARALLEL_EDGES:
+        return _edge_pairs_parallel(x, x_prev, edges, edge_surface, reach, near_start, near_edges, elo, ehi, origin,
+                                    cell, mask, start, bucket, box, motion)
     mark = np.full(ne, -1, np.int64)
-    found = np.empty(64, np.int64)
+    capacity = 64
+    while True:
+        pair_a = np.empty(capacity, np.int64)
+        found = np.empty(capacity, np.int64)
+        count = _edge_pairs_range(x, x_prev, edges, edge_surface, reach, near_start, near_edges, elo, ehi, origin,
+                                  cell, mask, start, bucket, box, motion, mark, 0, ne, pair_a, found)
+        if count >= 0:
+            return pair_a[:count].copy(), found[:count].copy()
+        capacity *= 4
+        mark[:] = -1
+
+
+@njit(parallel=True, **JIT)
+def _edge_pairs_parallel(x, x_prev, edges, edge_surface, reach, near_start, near_edges, elo, ehi, origin, cell, mask,
+                         start, bucket, box, motion):
+    ne = edges.shape[0]
+    chunks = max(1, min(ne, EDGE_CHUNKS))
+    bounds = np.empty(chunks + 1, np.int64)
+    for c in range(chunks + 1):
+        bounds[c] = (ne * c) // chunks
+    counts = np.full(chunks, -1, np.int64)
+    capacity = 64 + 2 * (ne // chunks)
+    out_a = np.empty((0, 0), np.int64)
+    out_b = np.empty((0, 0), np.int64)
+    # A chunk that finds more pairs than its row holds is searched again with rows four times
+    # longer (rare: a cloth piled in many layers).
+    while True:
+        grown_a = np.empty((chunks, capacity), np.int64)
+        grown_b = np.empty((chunks, capacity), np.int64)
+        for c in range(chunks):
+            for w in range(counts[c]):  # the chunks done (none the first time) keep their pairs
+                grown_a[c, w] = out_a[c, w]
+                grown_b[c, w] = out_b[c, w]
+        out_a = grown_a
+        out_b = grown_b
+        for c in prange(chunks):
+            if counts[c] < 0:
+                mark = np.full(ne, -1, np.int64)
+                counts[c] = _edge_pairs_range(x, x_prev, edges, edge_surface, reach, near_start, near_edges, elo,
+                                              ehi, origin, cell, mask, start, bucket, box, motion, mark, bounds[c],
+                                              bounds[c + 1], out_a[c], out_b[c])
+        if np.all(counts >= 0):
+            break
+        capacity *= 4
+    total = 0
+    for c in range(chunks):
+        total += counts[c]
+    pair_a = np.empty(total, np.int64)
+    pair_b = np.empty(total, np.int64)
+    w = 0
+    for c in range(chunks):
+        for m in range(counts[c]):
+            pair_a[w] = out_a[c, m]
+            pair_b[w] = out_b[c, m]
+            w += 1
+    return pair_a, pair_b
+
+
+@njit(**JIT)
+def _edge_pairs_range(x, x_prev, edges, edge_surface, reach, near_start, near_edges, elo, ehi, origin, cell, mask,
+                      start, bucket, box, motion, mark, e_first, e_stop, pair_a, found):
+    """The partners of edges e_first to e_stop - 1 into pair_a and found (each edge's ascending):
+    how many, or -1 if they do not fit."""
     count = 0
-    for e in range(ne):
+    room = found.shape[0]
+    for e in range(e_first, e_stop):
         for m in range(near_start[e], near_start[e + 1]):
             mark[near_edges[m]] = e
         s = edge_surface[e]
@@ -737,11 +818,12 @@ def _edge_pairs(x, x_prev, edges, edge_surface, reach, near_start, near_edges, e
             for j in range(_cell(qlo1, origin[1], cell), _cell(qhi1, origin[1], cell) + 1):
                 for k in range(_cell(qlo2, origin[2], cell), _cell(qhi2, origin[2], cell) + 1):
                     h = _hash(i, j, k, mask)
-                    for q in range(start[h], start[h + 1]):
+                    # A cell's entries ascend: read from the top down to this edge's own.
+                    for q in range(start[h + 1] - 1, start[h] - 1, -1):
                         f = bucket[q]
                         # Each pair once, from its lower edge; never an edge sharing a corner.
                         if f <= e:
-                            continue
+                            break
                         if not (qlo0 <= box[q, 3] and box[q, 0] <= qhi0 and qlo1 <= box[q, 4]
                                 and box[q, 1] <= qhi1 and qlo2 <= box[q, 5] and box[q, 2] <= qhi2):
                             continue
@@ -756,22 +838,26 @@ def _edge_pairs(x, x_prev, edges, edge_surface, reach, near_start, near_edges, e
                             continue
                         g1 = _segments(x, a0, a1, b0, b1)[0]
                         if not g1 < reach2:
+                            # Ending further apart than the reach and both their motions, they
+                            # were not within it at the start, nor passed through each other.
+                            mv = r + max(motion[a0], motion[a1]) + max(motion[b0], motion[b1])
+                            if not g1 < mv * mv:
+                                continue
                             g0 = _segments(x_prev, a0, a1, b0, b1)[0]
                             if not g0 < reach2:
                                 if not _crossed(x, x_prev, a0, a1, b0, b1):
                                     continue
-                                # Through each other's line: through each other only if
-                                # they end no further apart than they moved.
-                                mv = r + max(motion[a0], motion[a1]) + max(motion[b0], motion[b1])
-                                if not g1 < mv * mv:
-                                    continue
-                        found = _insert_in_run(found, first, count, f)
+                        if count == room:
+                            return -1
+                        w = count
+                        while w > first and found[w - 1] > f:  # this edge's run, kept ascending
+                            found[w] = found[w - 1]
+                            w -= 1
+                        found[w] = f
                         count += 1
-        if count > pair_a.shape[0]:
-            pair_a = _grow(pair_a, count)
         for w in range(first, count):
             pair_a[w] = e
-    return pair_a[:count].copy(), found[:count].copy()
+    return count
 
 
 @njit(**JIT)

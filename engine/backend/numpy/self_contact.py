@@ -129,12 +129,13 @@ def find_pairs(x, x_prev, tri, tri_surface, vert, vert_surface, reach, near_star
         reach2 = reach[vert_surface[iv]] * reach[vert_surface[iv]]
         g1, s1 = _gap2(x, p, t[:, 0], t[:, 1], t[:, 2])
         g0, s0 = _gap2(x_prev, p, t[:, 0], t[:, 1], t[:, 2])
-        # Through the plane: through the triangle only if it ends no further from it than it
-        # and the triangle moved.
+        # Near at the start, or through the plane: either only if it ends no further from the
+        # triangle than the reach and both their motions (the distance changes by no more than
+        # they moved; near at the start implies it, and the compiled search tests it first).
         m = reach[vert_surface[iv]] + motion[p] + np.maximum(np.maximum(motion[t[:, 0]], motion[t[:, 1]]),
                                                              motion[t[:, 2]])
-        through = (((s0 > 0.0) & (s1 < 0.0)) | ((s0 < 0.0) & (s1 > 0.0))) & (g1 < m * m)
-        keep = (g1 < reach2) | (g0 < reach2) | through
+        through = ((g0 < reach2) | ((s0 > 0.0) & (s1 < 0.0)) | ((s0 < 0.0) & (s1 > 0.0))) & (g1 < m * m)
+        keep = (g1 < reach2) | through
         found_v.append(iv[keep])
         found_t.append(it[keep])
     return np.concatenate(found_v).astype(np.int64), np.concatenate(found_t).astype(np.int64)
@@ -473,8 +474,10 @@ def find_edge_pairs(x, x_prev, tri, tri_edges, edges, edge_surface, reach, near_
         g1 = _segments_v(x, a0, a1, b0, b1)
         g0 = _segments_v(x_prev, a0, a1, b0, b1)
         m = r[ia] + np.maximum(motion[a0], motion[a1]) + np.maximum(motion[b0], motion[b1])
-        through = _crossed_v(x, x_prev, a0, a1, b0, b1) & (g1 < m * m)
-        keep = (g1 < reach2) | (g0 < reach2) | through
+        # Near at the start or through each other: either only if they end no further apart
+        # than the reach and their motions (as the vertex-triangle pairs).
+        through = ((g0 < reach2) | _crossed_v(x, x_prev, a0, a1, b0, b1)) & (g1 < m * m)
+        keep = (g1 < reach2) | through
         found_a.append(ia[keep])
         found_b.append(ib[keep])
     return np.concatenate(found_a).astype(np.int64), np.concatenate(found_b).astype(np.int64)
