@@ -537,26 +537,28 @@ def test_both_kinds_of_pairs_from_one_grid_are_those_found_apart(flier, kernel_b
 
 @pytest.mark.compares_backends
 @pytest.mark.skipif(backend.numba_problem() is not None, reason="numba cannot load here")
-def test_a_large_cloth_searches_its_edge_pairs_on_all_cores_with_the_same_result(kernel_backend):
-    # From PARALLEL_EDGES edges the compiled search runs in EDGE_CHUNKS chunks on all cores and
-    # joins them in order; a chunk that finds more pairs than its first row holds searches again.
-    # The lists must be the reference's, in its order, every run.
+@pytest.mark.parametrize("kind", ["vertex", "edge"])
+def test_a_large_cloth_searches_its_pairs_on_all_cores_with_the_same_result(kind, kernel_backend):
+    # From PARALLEL_SEARCH vertices (or edges) the compiled search runs in SEARCH_CHUNKS chunks on
+    # all cores and joins them in order; a chunk that finds more pairs than its first row holds
+    # searches again. The lists must be the reference's, in its order, every run.
     if kernel_backend != "numba":
         pytest.skip("compares both backends itself")
     from jakobsen_engine.backend.numba import self_contact as compiled
     rng = np.random.default_rng(370)
-    rest, faces, x, x_prev = crumpled_cloth(rng, 60, 60)
+    n = 90 if kind == "vertex" else 60
+    rest, faces, x, x_prev = crumpled_cloth(rng, n, n)
     builder = engine.ModelBuilder()
     builder.add_cloth(rest, faces, self_collision=True, self_distance=0.015)
     model = builder.finalize()
     runs = []
     for name in ("numba", "numpy", "numba"):
         c = SelfContacts(model, backend.select(name))
-        runs.append(c.find_edge_pairs(x, x_prev))
-    ne = len(SelfContacts(model, backend.select("numpy")).edges)
-    assert ne >= compiled.PARALLEL_EDGES
+        runs.append(c.find_pairs(x, x_prev) if kind == "vertex" else c.find_edge_pairs(x, x_prev))
+    searched = len(rest) if kind == "vertex" else len(unique_edges(faces)[0])
+    assert searched >= compiled.PARALLEL_SEARCH
     # More pairs than all the chunks' first rows hold: some chunk searched again.
-    assert len(runs[0][0]) > compiled.EDGE_CHUNKS * (64 + 2 * (ne // compiled.EDGE_CHUNKS))
+    assert len(runs[0][0]) > compiled.SEARCH_CHUNKS * (64 + 2 * (searched // compiled.SEARCH_CHUNKS))
     for other in runs[1:]:
         for a, b in zip(runs[0], other):
             np.testing.assert_array_equal(a, b)

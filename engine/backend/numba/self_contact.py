@@ -22,13 +22,12 @@ JIT = dict(cache=True, nogil=True, error_model="numpy")
 # How far outside a triangle (in barycentric terms) a vertex may pass its plane and still count
 # as through it: the plane distance is taken as linear over the substep, which it nearly is.
 THROUGH = 0.05
-
-
-@njit(**JIT)
-def _grow(a, size):
-    b = np.empty(max(2 * a.shape[0], size), a.dtype)
-    b[:a.shape[0]] = a
-    return b
+# Cloths with at least this many self-colliding vertices (or edges) search their vertex-triangle
+# (or edge) pairs on all cores, in SEARCH_CHUNKS chunks, each chunk's pairs then joined in order:
+# the same pairs in the same order as one serial search (each vertex's or edge's partners depend
+# on it alone), whatever the cores. Below it starting the threads costs more than it saves.
+PARALLEL_SEARCH = 8_000
+SEARCH_CHUNKS = 16
 
 
 @njit(**JIT)
@@ -216,9 +215,10 @@ def _walk(lo0, lo1, lo2, hi0, hi1, hi2, tlo, thi, origin, cell, mask, start, buc
 @njit(**JIT)
 def _vertex_pairs(x, x_prev, tri, tri_surface, vert, vert_surface, reach, near_start, near_tris, vlo, vhi,
                   tlo, thi, origin, cell, mask, start, bucket):
+    """Each vertex's triangles through the grid of the triangles' boxes, ascending. Large cloths
+    on all cores (``PARALLEL_SEARCH``)."""
     nt = tri.shape[0]
     nv = vert.shape[0]
-    pair_v = np.empty(0, np.int64)
     motion = np.zeros(x.shape[0])
     for k in range(nv):
         q = vert[k]
@@ -226,11 +226,105 @@ def _vertex_pairs(x, x_prev, tri, tri_surface, vert, vert_surface, reach, near_s
         dy = x[q, 1] - x_prev[q, 1]
         dz = x[q, 2] - x_prev[q, 2]
         motion[q] = math.sqrt(dx * dx + dy * dy + dz * dz)
+    if nv >= PARALLEL_SEARCH:
+        return _vertex_pairs_parallel(x, x_prev, tri, tri_surface, vert, vert_surface, reach, near_start, near_tris,
+                                      vlo, vhi, tlo, thi, origin, cell, mask, start, bucket, motion)
     mark = np.full(nt, -1, np.int64)
-    near = np.empty(tri.shape[0], np.int64)
-    found = np.empty(64, np.int64)
+    near = np.empty(nt, np.int64)
+    capacity = 64
+    while True:
+        pair_v = np.empty(capacity, np.int64)
+        found = np.empty(capacity, np.int64)
+        count = _vertex_pairs_range(x, x_prev, tri, tri_surface, vert, vert_surface, reach, near_start, near_tris,
+                                    vlo, vhi, tlo, thi, origin, cell, mask, start, bucket, motion, mark, near, 0, nv,
+                                    pair_v, found)
+        if count >= 0:
+            return pair_v[:count].copy(), found[:count].copy()
+        capacity *= 4
+        mark[:] = -1
+
+
+@njit(inline="always", **JIT)
+def _insert_in_run(found, first, count, value):
+    """found[first:count] (ascending) with value inserted in order at found[first:count + 1]
+    (there is room)."""
+    w = count
+    while w > first and found[w - 1] > value:
+        found[w] = found[w - 1]
+        w -= 1
+    found[w] = value
+
+
+@njit(**JIT)
+def _chunks(n):
+    """The parallel search of n elements: the chunks' bounds (SEARCH_CHUNKS or fewer), their
+    counts (-1: not searched yet), the first rows' length and empty rows."""
+    chunks = max(1, min(n, SEARCH_CHUNKS))
+    bounds = np.empty(chunks + 1, np.int64)
+    for c in range(chunks + 1):
+        bounds[c] = (n * c) // chunks
+    empty = np.empty((chunks, 0), np.int64)
+    return bounds, np.full(chunks, -1, np.int64), 64 + 2 * (n // chunks), empty, empty.copy()
+
+
+@njit(**JIT)
+def _regrow(out_a, out_b, counts, capacity):
+    """The chunks' rows made ``capacity`` long, the pairs of the chunks done kept."""
+    grown_a = np.empty((counts.shape[0], capacity), np.int64)
+    grown_b = np.empty((counts.shape[0], capacity), np.int64)
+    for c in range(counts.shape[0]):
+        for w in range(counts[c]):
+            grown_a[c, w] = out_a[c, w]
+            grown_b[c, w] = out_b[c, w]
+    return grown_a, grown_b
+
+
+@njit(**JIT)
+def _join(out_a, out_b, counts):
+    """The chunks' pairs, one after the other."""
+    total = 0
+    for c in range(counts.shape[0]):
+        total += counts[c]
+    pair_a = np.empty(total, np.int64)
+    pair_b = np.empty(total, np.int64)
+    w = 0
+    for c in range(counts.shape[0]):
+        for m in range(counts[c]):
+            pair_a[w] = out_a[c, m]
+            pair_b[w] = out_b[c, m]
+            w += 1
+    return pair_a, pair_b
+
+
+@njit(parallel=True, **JIT)
+def _vertex_pairs_parallel(x, x_prev, tri, tri_surface, vert, vert_surface, reach, near_start, near_tris, vlo, vhi,
+                           tlo, thi, origin, cell, mask, start, bucket, motion):
+    nt = tri.shape[0]
+    nv = vert.shape[0]
+    bounds, counts, capacity, out_v, out_t = _chunks(nv)
+    while True:  # as _edge_pairs_parallel
+        out_v, out_t = _regrow(out_v, out_t, counts, capacity)
+        for c in prange(bounds.shape[0] - 1):
+            if counts[c] < 0:
+                mark = np.full(nt, -1, np.int64)
+                near = np.empty(nt, np.int64)
+                counts[c] = _vertex_pairs_range(x, x_prev, tri, tri_surface, vert, vert_surface, reach, near_start,
+                                                near_tris, vlo, vhi, tlo, thi, origin, cell, mask, start, bucket,
+                                                motion, mark, near, bounds[c], bounds[c + 1], out_v[c], out_t[c])
+        if np.all(counts >= 0):
+            return _join(out_v, out_t, counts)
+        capacity *= 4
+
+
+@njit(**JIT)
+def _vertex_pairs_range(x, x_prev, tri, tri_surface, vert, vert_surface, reach, near_start, near_tris, vlo, vhi,
+                        tlo, thi, origin, cell, mask, start, bucket, motion, mark, near, v_first, v_stop, pair_v,
+                        found):
+    """The triangles of vertices v_first to v_stop - 1 into pair_v and found (each vertex's
+    ascending): how many, or -1 if they do not fit."""
     count = 0
-    for v in range(nv):
+    room = found.shape[0]
+    for v in range(v_first, v_stop):
         for m in range(near_start[v], near_start[v + 1]):
             mark[near_tris[m]] = v
         s = vert_surface[v]
@@ -257,13 +351,13 @@ def _vertex_pairs(x, x_prev, tri, tri_surface, vert, vert_surface, reach, near_s
                 if not g0 < reach2:
                     if not ((s0 > 0.0 and s1 < 0.0) or (s0 < 0.0 and s1 > 0.0)):
                         continue
-            found = _insert_in_run(found, first, count, t)  # this vertex's run, kept ascending
+            if count == room:
+                return -1
+            _insert_in_run(found, first, count, t)  # this vertex's run, kept ascending
             count += 1
-        if count > pair_v.shape[0]:
-            pair_v = _grow(pair_v, count)
         for w in range(first, count):
             pair_v[w] = v
-    return pair_v[:count].copy(), found[:count].copy()
+    return count
 
 
 @njit(**JIT)
@@ -566,20 +660,6 @@ def _side(x, a0, a1, b0, b1):
 
 
 @njit(**JIT)
-def _insert_in_run(found, first, count, value):
-    """found[first:count] (ascending) with value inserted in order at found[first:count + 1],
-    ``found`` grown first if it is full; returns it."""
-    if count == found.shape[0]:
-        found = _grow(found, count + 1)
-    w = count
-    while w > first and found[w - 1] > value:
-        found[w] = found[w - 1]
-        w -= 1
-    found[w] = value
-    return found
-
-
-@njit(**JIT)
 def _bucket_boxes(lo, hi, origin, cell):
     """Boxes (lo, hi: (n, 3)) into a hashed grid of cells ``cell`` wide from ``origin``: (mask,
     start, bucket), the boxes in cell hash h being bucket[start[h]:start[h + 1]], ascending (a box
@@ -700,14 +780,6 @@ def _edge_grid(elo, ehi, reach_max, qext_max):
     return origin, cell, mask, start, bucket, box
 
 
-# Cloths with at least this many self-colliding edges search their edge pairs on all cores, in
-# EDGE_CHUNKS chunks, each chunk's pairs then joined in order: the same pairs in the same order as
-# one serial search (each edge's partners depend on that edge alone), whatever the cores. Below
-# it starting the threads costs more than it saves.
-PARALLEL_EDGES = 8_000
-EDGE_CHUNKS = 16
-
-
 @njit(**JIT)
 def _edge_motion(x, x_prev, edges):
     motion = np.zeros(x.shape[0])
@@ -727,10 +799,10 @@ def _edge_pairs(x, x_prev, edges, edge_surface, reach, near_start, near_edges, e
     """Each edge's partners through the grid of the edges' boxes (``_edge_grid``): an entry of a
     lower edge is passed over before its box is read (each pair from its lower edge), the box read
     beside the entry; ``mark`` keeps each partner once (an edge is in every cell its box covers).
-    Large cloths on all cores (``PARALLEL_EDGES``)."""
+    Large cloths on all cores (``PARALLEL_SEARCH``)."""
     ne = edges.shape[0]
     motion = _edge_motion(x, x_prev, edges)
-    if ne >= PARALLEL_EDGES:
+    if ne >= PARALLEL_SEARCH:
         return _edge_pairs_parallel(x, x_prev, edges, edge_surface, reach, near_start, near_edges, elo, ehi, origin,
                                     cell, mask, start, bucket, box, motion)
     mark = np.full(ne, -1, np.int64)
@@ -750,46 +822,20 @@ def _edge_pairs(x, x_prev, edges, edge_surface, reach, near_start, near_edges, e
 def _edge_pairs_parallel(x, x_prev, edges, edge_surface, reach, near_start, near_edges, elo, ehi, origin, cell, mask,
                          start, bucket, box, motion):
     ne = edges.shape[0]
-    chunks = max(1, min(ne, EDGE_CHUNKS))
-    bounds = np.empty(chunks + 1, np.int64)
-    for c in range(chunks + 1):
-        bounds[c] = (ne * c) // chunks
-    counts = np.full(chunks, -1, np.int64)
-    capacity = 64 + 2 * (ne // chunks)
-    out_a = np.empty((0, 0), np.int64)
-    out_b = np.empty((0, 0), np.int64)
+    bounds, counts, capacity, out_a, out_b = _chunks(ne)
     # A chunk that finds more pairs than its row holds is searched again with rows four times
-    # longer (rare: a cloth piled in many layers).
+    # longer (rare: a cloth piled in many layers); the chunks done keep theirs.
     while True:
-        grown_a = np.empty((chunks, capacity), np.int64)
-        grown_b = np.empty((chunks, capacity), np.int64)
-        for c in range(chunks):
-            for w in range(counts[c]):  # the chunks done (none the first time) keep their pairs
-                grown_a[c, w] = out_a[c, w]
-                grown_b[c, w] = out_b[c, w]
-        out_a = grown_a
-        out_b = grown_b
-        for c in prange(chunks):
+        out_a, out_b = _regrow(out_a, out_b, counts, capacity)
+        for c in prange(bounds.shape[0] - 1):
             if counts[c] < 0:
                 mark = np.full(ne, -1, np.int64)
                 counts[c] = _edge_pairs_range(x, x_prev, edges, edge_surface, reach, near_start, near_edges, elo,
                                               ehi, origin, cell, mask, start, bucket, box, motion, mark, bounds[c],
                                               bounds[c + 1], out_a[c], out_b[c])
         if np.all(counts >= 0):
-            break
+            return _join(out_a, out_b, counts)
         capacity *= 4
-    total = 0
-    for c in range(chunks):
-        total += counts[c]
-    pair_a = np.empty(total, np.int64)
-    pair_b = np.empty(total, np.int64)
-    w = 0
-    for c in range(chunks):
-        for m in range(counts[c]):
-            pair_a[w] = out_a[c, m]
-            pair_b[w] = out_b[c, m]
-            w += 1
-    return pair_a, pair_b
 
 
 @njit(**JIT)
@@ -849,11 +895,7 @@ def _edge_pairs_range(x, x_prev, edges, edge_surface, reach, near_start, near_ed
                                     continue
                         if count == room:
                             return -1
-                        w = count
-                        while w > first and found[w - 1] > f:  # this edge's run, kept ascending
-                            found[w] = found[w - 1]
-                            w -= 1
-                        found[w] = f
+                        _insert_in_run(found, first, count, f)  # this edge's run, kept ascending
                         count += 1
         for w in range(first, count):
             pair_a[w] = e
