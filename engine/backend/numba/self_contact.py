@@ -213,25 +213,32 @@ def _walk(lo0, lo1, lo2, hi0, hi1, hi2, tlo, thi, origin, cell, mask, start, buc
 
 
 @njit(**JIT)
+def _motion(x, x_prev, particles):
+    """How far each of the particles moved over the substep, m (by particle; 0 for the others)."""
+    motion = np.zeros(x.shape[0])
+    for k in range(particles.shape[0]):
+        q = particles[k]
+        dx = x[q, 0] - x_prev[q, 0]
+        dy = x[q, 1] - x_prev[q, 1]
+        dz = x[q, 2] - x_prev[q, 2]
+        motion[q] = math.sqrt(dx * dx + dy * dy + dz * dz)
+    return motion
+
+
+@njit(**JIT)
 def _vertex_pairs(x, x_prev, tri, tri_surface, vert, vert_surface, reach, near_start, near_tris, vlo, vhi,
                   tlo, thi, origin, cell, mask, start, bucket):
     """Each vertex's triangles through the grid of the triangles' boxes, ascending. Large cloths
     on all cores (``PARALLEL_SEARCH``)."""
     nt = tri.shape[0]
     nv = vert.shape[0]
-    motion = np.zeros(x.shape[0])
-    for k in range(nv):
-        q = vert[k]
-        dx = x[q, 0] - x_prev[q, 0]
-        dy = x[q, 1] - x_prev[q, 1]
-        dz = x[q, 2] - x_prev[q, 2]
-        motion[q] = math.sqrt(dx * dx + dy * dy + dz * dz)
+    motion = _motion(x, x_prev, vert)
     if nv >= PARALLEL_SEARCH:
         return _vertex_pairs_parallel(x, x_prev, tri, tri_surface, vert, vert_surface, reach, near_start, near_tris,
                                       vlo, vhi, tlo, thi, origin, cell, mask, start, bucket, motion)
     mark = np.full(nt, -1, np.int64)
     near = np.empty(nt, np.int64)
-    capacity = 64
+    capacity = 64 + 2 * nv  # as a chunk's first row: searched again only in a deep pile
     while True:
         pair_v = np.empty(capacity, np.int64)
         found = np.empty(capacity, np.int64)
@@ -781,19 +788,6 @@ def _edge_grid(elo, ehi, reach_max, qext_max):
 
 
 @njit(**JIT)
-def _edge_motion(x, x_prev, edges):
-    motion = np.zeros(x.shape[0])
-    for e in range(edges.shape[0]):
-        for c in range(2):
-            q = edges[e, c]
-            dx = x[q, 0] - x_prev[q, 0]
-            dy = x[q, 1] - x_prev[q, 1]
-            dz = x[q, 2] - x_prev[q, 2]
-            motion[q] = math.sqrt(dx * dx + dy * dy + dz * dz)
-    return motion
-
-
-@njit(**JIT)
 def _edge_pairs(x, x_prev, edges, edge_surface, reach, near_start, near_edges, elo, ehi, origin, cell, mask, start,
                 bucket, box):
     """Each edge's partners through the grid of the edges' boxes (``_edge_grid``): an entry of a
@@ -801,12 +795,12 @@ def _edge_pairs(x, x_prev, edges, edge_surface, reach, near_start, near_edges, e
     beside the entry; ``mark`` keeps each partner once (an edge is in every cell its box covers).
     Large cloths on all cores (``PARALLEL_SEARCH``)."""
     ne = edges.shape[0]
-    motion = _edge_motion(x, x_prev, edges)
+    motion = _motion(x, x_prev, edges.ravel())
     if ne >= PARALLEL_SEARCH:
         return _edge_pairs_parallel(x, x_prev, edges, edge_surface, reach, near_start, near_edges, elo, ehi, origin,
                                     cell, mask, start, bucket, box, motion)
     mark = np.full(ne, -1, np.int64)
-    capacity = 64
+    capacity = 64 + 2 * ne  # as a chunk's first row: searched again only in a deep pile
     while True:
         pair_a = np.empty(capacity, np.int64)
         found = np.empty(capacity, np.int64)
