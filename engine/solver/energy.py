@@ -57,23 +57,18 @@ def body_energies(model, bodies, gravity) -> np.ndarray:
     return np.where(b.mode == BodyMode.KINEMATIC, 0.0, kinetic_energies(model, bodies) + potential)
 
 
-def spring_energies(model, bodies, h=None) -> np.ndarray:
-    """Energy (S,) J stored in each intact spring (linear and angular), at the current rest
-    lengths.
+def spring_stiffnesses(model, h=None):
+    """The stiffnesses (S,) N/m and (S,) N m/rad the energy of each spring is counted with.
 
     h: the substep, s. A spring too stiff for it is integrated implicitly (engine.springs), which
     makes it act as one of stiffness 1 / (h^2 w) (w its bodies' inverse mass); its stretch is then
     the substep's rounding (a 1e9 N/m spring holding a 1 kg weight is 0.1 mm out at 240 Hz, 1e9 / 2
     of its square is 15 J of nothing), so with h the stiffness counted is held to that."""
-    from ..constraints.springs import resolvable_stiffness, spring_lengths, turn_bound
+    from ..constraints.springs import resolvable_stiffness, turn_bound
 
     s = model.springs
-    if not s.count:
-        return np.zeros(0)
-    x, q = bodies.x, bodies.q
-    _, _, _, length = spring_lengths(s, x, q)
     k, k_turn = s.stiffness, s.angular_stiffness
-    if h is not None:
+    if h is not None and s.count:
         b = model.bodies
         inv_mass = np.append(b.inverse_mass, 0.0)
         inv_inertia = np.append(b.inverse_inertia.max(axis=1) if b.count else np.zeros(0), 0.0)
@@ -82,6 +77,21 @@ def spring_energies(model, bodies, h=None) -> np.ndarray:
         k = resolvable_stiffness(k, turn_bound(s, np.vstack([b.inverse_inertia, np.zeros((1, 3))])), h)
         k = np.minimum(k, 1.0 / np.maximum(h * h * (inv_mass[s.a] + inv_mass[s.b]), 1e-300))
         k_turn = np.minimum(k_turn, 1.0 / np.maximum(h * h * (inv_inertia[s.a] + inv_inertia[s.b]), 1e-300))
+    return k, k_turn
+
+
+def spring_energies(model, bodies, h=None, stiffness=None) -> np.ndarray:
+    """Energy (S,) J stored in each intact spring (linear and angular), at the current rest
+    lengths, counted with ``spring_stiffnesses(model, h)`` (or ``stiffness``, what it returned
+    for this model: it depends on the model and the substep only)."""
+    from ..constraints.springs import spring_lengths
+
+    s = model.springs
+    if not s.count:
+        return np.zeros(0)
+    x, q = bodies.x, bodies.q
+    _, _, _, length = spring_lengths(s, x, q)
+    k, k_turn = spring_stiffnesses(model, h) if stiffness is None else stiffness
     out = np.where(s.linear, 0.5 * k * (length - bodies.spring_rest) ** 2, 0.0)
     if np.any(s.angular):
         rel = quat.multiply(quat.conjugate(q[s.a]), q[s.b])
@@ -178,6 +188,7 @@ class EnergyGuard:
             for end in (sp.a, sp.b):
                 inside = end < count
                 np.maximum.at(self.swing, end[inside], omega_h[inside])
+        self.spring_stiffness = spring_stiffnesses(model, settings.substep)
         self.start = None
 
     def begin(self, state, rigid) -> None:
@@ -217,7 +228,7 @@ class EnergyGuard:
         model = self.model
         e = body_energies(model, state.bodies, self.gravity)
         stored = np.zeros_like(e)
-        springs = spring_energies(model, state.bodies, self.settings.substep)
+        springs = spring_energies(model, state.bodies, stiffness=self.spring_stiffness)
         if len(springs):
             count = model.bodies.count
             s = model.springs

@@ -511,24 +511,25 @@ class RigidStepper:
         self.gap_start = buf.gap_start[:count]
         self.accel_n = buf.accel_n[:count]
 
-    def solve_positions(self, bodies: BodyState) -> None:
+    def solve_positions(self, bodies: BodyState, passes: int = 1) -> None:
+        """``passes`` rounds of the position solve: contacts, motors, then connectors, each round
+        (one kernel call for all of them: ``rigid.solve_position_passes``)."""
         x, q, _, _ = bodies.arrays()
+        contacts = motors = joints = None
         if self.contact_count:
             buf = self.buffers
-            self.backend.rigid.solve_contact_positions(buf.ints, buf.J, buf.M, buf.base, buf.wn, buf.wt,
-                                                       buf.floats[:, 0], self.pair_first, self.pair_order,
-                                                       self.colour_bounds, buf.lam, buf.lam_t, buf.stuck, self.S,
-                                                       CONTACT_SWEEPS, q, self.inv_mass, self.inv_inertia,
-                                                       buf.rows_a, buf.factors, buf.factored)
+            contacts = (buf.ints, buf.J, buf.M, buf.base, buf.wn, buf.wt, buf.floats[:, 0], self.pair_first,
+                        self.pair_order, self.colour_bounds, buf.lam, buf.lam_t, buf.stuck, self.S, CONTACT_SWEEPS, q,
+                        self.inv_mass, self.inv_inertia, buf.rows_a, buf.factors, buf.factored)
         if self.model.motors.count:
-            self.backend.motors.solve_motor_positions(self.motors, x, q, self.x_prev, self.q_prev, self.S,
-                                                      self.inv_mass, self.inv_inertia, self.h, self.motor_speeds,
-                                                      self.motor_lam, self.drive_step)
+            motors = (self.motors, x, q, self.x_prev, self.q_prev, self.S, self.inv_mass, self.inv_inertia, self.h,
+                      self.motor_speeds, self.motor_lam, self.drive_step)
         if self.model.joints.count:
-            self.backend.joints.solve_joints(self.model.joints, self.joint_layout, x, q, self.S, self.inv_mass,
-                                             self.inv_inertia, self._intact_joints(bodies), self.steer,
-                                             self.joint_impulses, self.limit_hits, self.x_prev, self.q_prev,
-                                             self.joint_from_start)
+            joints = (self.model.joints, self.joint_layout, x, q, self.S, self.inv_mass, self.inv_inertia,
+                      self._intact_joints(bodies), self.steer, self.joint_impulses, self.limit_hits, self.x_prev,
+                      self.q_prev, self.joint_from_start)
+        if passes > 0 and (contacts or motors or joints):
+            self.backend.rigid.solve_position_passes(passes, contacts, motors, joints)
 
     def finish_substep(self, bodies: BodyState) -> None:
         """Apply the substep's corrections, take velocities from the poses, then restitution."""

@@ -357,21 +357,29 @@ def _solve_joints(a, b, local_a, local_b, frame_a, rot_a, rot_b, steer_axis, lin
             impulses[j, r] += per_row[j, r]
 
 
+def joint_arguments(joints, layout, x, q, S, inv_mass, inv_inertia, active, steer, impulses, limit_hits=None,
+                    x_start=None, q_start=None, from_start=None) -> tuple:
+    """``_solve_joints``' arguments from the reference's (see ``solve_joints``): what the fused
+    passes of ``rigid.solve_position_passes`` take too."""
+    from ...constraints.joints import JOINT_DAMPING, JOINT_MAX_TURN
+
+    j = joints
+    hits = limit_hits if limit_hits is not None else np.zeros((j.count, 6))
+    return (j.a, j.b, j.local_a, j.local_b, j.frame_a, j.rot_a, j.rot_b, j.steer_axis, j.lin_mode, j.lin_lower,
+            j.lin_upper, j.swing_mode, j.cone, j.twist_mode, j.twist_lower, j.twist_upper, layout.rows,
+            layout.bodies, layout.side_a, layout.side_b, layout.mechanism, x, q, S, inv_mass, inv_inertia,
+            np.ascontiguousarray(active, dtype=np.bool_), np.ascontiguousarray(steer, dtype=np.float64),
+            impulses, hits, limit_hits is not None, JOINT_DAMPING, JOINT_MAX_TURN,
+            np.zeros((0, 3)) if x_start is None else x_start, np.zeros((0, 4)) if q_start is None else q_start,
+            np.ones(j.count, np.bool_) if from_start is None else np.ascontiguousarray(from_start, dtype=np.bool_))
+
+
 def solve_joints(joints, layout, x, q, S, inv_mass, inv_inertia, active, steer, impulses, limit_hits=None,
                  x_start=None, q_start=None, from_start=None) -> None:
     """One Newton step on every joint, adding to the corrections S (B+1, 6): the reference's
     signature (``constraints.joints.solve_joints``: Joints, JointLayout, arrays) over the compiled
     step."""
-    from ...constraints.joints import JOINT_DAMPING, JOINT_MAX_TURN
-
     if not len(layout.rows):
         return
-    j = joints
-    hits = limit_hits if limit_hits is not None else np.zeros((j.count, 6))
-    _solve_joints(j.a, j.b, j.local_a, j.local_b, j.frame_a, j.rot_a, j.rot_b, j.steer_axis, j.lin_mode, j.lin_lower,
-                 j.lin_upper, j.swing_mode, j.cone, j.twist_mode, j.twist_lower, j.twist_upper, layout.rows,
-                 layout.bodies, layout.side_a, layout.side_b, layout.mechanism, x, q, S, inv_mass, inv_inertia,
-                 np.ascontiguousarray(active, dtype=np.bool_), np.ascontiguousarray(steer, dtype=np.float64),
-                 impulses, hits, limit_hits is not None, JOINT_DAMPING, JOINT_MAX_TURN,
-                 np.zeros((0, 3)) if x_start is None else x_start, np.zeros((0, 4)) if q_start is None else q_start,
-                 np.ones(j.count, np.bool_) if from_start is None else np.ascontiguousarray(from_start, dtype=np.bool_))
+    _solve_joints(*joint_arguments(joints, layout, x, q, S, inv_mass, inv_inertia, active, steer, impulses,
+                                   limit_hits, x_start, q_start, from_start))

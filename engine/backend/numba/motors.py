@@ -61,15 +61,22 @@ def _solve_motor_positions(a, b, axis_a, linear, mode, effort, force_mode, x, q,
                 S[ib, 3 + i] -= tb[i]
 
 
+def motor_arguments(motors, x, q, x_prev, q_prev, S, inv_mass, inv_inertia, h: float, speeds, lam,
+                    step_limit=None) -> tuple:
+    """``_solve_motor_positions``' arguments from the reference's (see ``solve_motor_positions``):
+    what the fused passes of ``rigid.solve_position_passes`` take too."""
+    from ...constraints.motors import MODES
+
+    limited = step_limit is not None
+    return (motors.a, motors.b, motors.axis_a, motors.linear, motors.mode, motors.effort, MODES.index("force"), x, q,
+            x_prev, q_prev, S, inv_mass, inv_inertia, float(h), np.ascontiguousarray(speeds, dtype=np.float64), lam,
+            step_limit if limited else np.zeros(motors.count), limited)
+
+
 def solve_motor_positions(motors, x, q, x_prev, q_prev, S, inv_mass, inv_inertia, h: float, speeds, lam,
                           step_limit=None) -> None:
     """The reference's signature (``constraints.motors.solve_motor_positions``) over the kernel."""
-    from ...constraints.motors import MODES
-
     if not motors.count:
         return
-    limited = step_limit is not None
-    _solve_motor_positions(motors.a, motors.b, motors.axis_a, motors.linear, motors.mode, motors.effort,
-                           MODES.index("force"), x, q, x_prev, q_prev, S, inv_mass, inv_inertia, float(h),
-                           np.ascontiguousarray(speeds, dtype=np.float64), lam,
-                           step_limit if limited else np.zeros(motors.count), limited)
+    _solve_motor_positions(*motor_arguments(motors, x, q, x_prev, q_prev, S, inv_mass, inv_inertia, h, speeds, lam,
+                                            step_limit))

@@ -19,6 +19,8 @@ import math
 import numpy as np
 from numba import njit
 
+from .joints import _solve_joints, joint_arguments
+from .motors import _solve_motor_positions, motor_arguments
 from .vec import (add, cross, dot, exp_rotation, get3, get4, inertia_times, inv_inertia_times, log_rotation, mul, qmul,
                   qnormalize, rotate, rotate_back, sub)
 
@@ -482,6 +484,34 @@ def velocities(x, q, v, w, x_prev, q_prev, momentum, inv_inertia, dynamic, kinem
         elif kinematic[b]:
             r = log_rotation(qmul(get4(q, b), (q_prev[b, 0], -q_prev[b, 1], -q_prev[b, 2], -q_prev[b, 3])))
             w[b, 0], w[b, 1], w[b, 2] = r[0] / h, r[1] / h, r[2] / h
+
+
+@njit(**JIT)
+def _position_passes(passes, contacts, motors, joints):
+    """``passes`` rounds of contacts, motors and joints in that order; a part that is None is
+    left out (numba prunes its branch when it compiles)."""
+    for _ in range(passes):
+        if contacts is not None:
+            solve_contact_positions(*contacts)
+        if motors is not None:
+            _solve_motor_positions(*motors)
+        if joints is not None:
+            _solve_joints(*joints)
+
+
+def solve_position_passes(passes: int, contacts, motors, joints) -> None:
+    """``passes`` rounds of the bodies' position solve in one compiled call: per round the
+    contacts (``solve_contact_positions``' arguments), the motors (``solve_motor_positions``')
+    and the joints (``solve_joints``'), each None to leave it out. The same kernels in the same
+    order as calling the three ``passes`` times; one call instead of three a round, whose
+    argument checks were most of the car example's position solve (77 us a round against about
+    25 us of work)."""
+    if motors is not None and not motors[0].count:
+        motors = None
+    if joints is not None and not len(joints[1].rows):
+        joints = None
+    _position_passes(int(passes), contacts, None if motors is None else motor_arguments(*motors),
+                     None if joints is None else joint_arguments(*joints))
 
 
 @njit(**JIT)

@@ -429,3 +429,20 @@ def stuck_anchors(x, q, ints, local_a, anchor, stuck, lam, count):
     keys = ints[held, 2]
     order = np.argsort(keys, kind="stable")
     return keys[order], residual[order]
+
+
+def solve_position_passes(passes: int, contacts, motors, joints) -> None:
+    """``passes`` rounds of the bodies' position solve: per round the contacts
+    (``solve_contact_positions``' arguments), the motors (``solve_motor_positions``') and the
+    joints (``solve_joints``'), each None to leave it out (the compiled backend does the rounds in
+    one call)."""
+    from .joints import solve_joints
+    from .motors import solve_motor_positions
+
+    for _ in range(passes):
+        if contacts is not None:
+            solve_contact_positions(*contacts)
+        if motors is not None:
+            solve_motor_positions(*motors)
+        if joints is not None:
+            solve_joints(*joints)
