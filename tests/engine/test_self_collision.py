@@ -537,6 +537,43 @@ def test_both_kinds_of_pairs_from_one_grid_are_those_found_apart(flier, kernel_b
 
 @pytest.mark.compares_backends
 @pytest.mark.skipif(backend.numba_problem() is not None, reason="numba cannot load here")
+@pytest.mark.parametrize("apart", [0.5, 3.0, 800.0])
+def test_two_cloths_near_or_far_apart_give_the_same_pairs_from_a_dense_or_a_hashed_grid(apart, kernel_backend):
+    # The compiled grid has a slot for every cell of its boxes' bounds when they are compact (two
+    # crumpled cloths side by side) and hashes the cells when they are spread (the same cloths
+    # 800 m apart: nearly all of that box empty). The pairs do not depend on the grid: the same
+    # lists as the reference's, both cloths' pairs.
+    if kernel_backend != "numba":
+        pytest.skip("compares both backends itself")
+    from jakobsen_engine.backend.numba import self_contact as compiled
+    rng = np.random.default_rng(470)
+    builder = engine.ModelBuilder()
+    xs, x_prevs = [], []
+    for shift in (0.0, 1.0 + apart):
+        rest, faces, x, x_prev = crumpled_cloth(rng, 21, 21)
+        builder.add_cloth(rest + (shift, 0.0, 0.0), faces, self_collision=True, self_distance=0.015)
+        xs.append(x + (shift, 0.0, 0.0))
+        x_prevs.append(x_prev + (shift, 0.0, 0.0))
+    x, x_prev = np.concatenate(xs), np.concatenate(x_prevs)
+    model = builder.finalize()
+    lists = []
+    for name in ("numba", "numpy"):
+        c = SelfContacts(model, backend.select(name))
+        lists.append(c.kernels.find_all_pairs(x, x_prev, c.triangles, c.tri_surface, c.vertices, c.vert_surface,
+                                              c.tri_edges, c.edges, c.edge_surface, c.reach, c.near_start,
+                                              c.near_tris, c.near_edge_start, c.near_edges))
+    vlo, vhi, vext = compiled._vertex_boxes(x, x_prev, c.vertices, c.vert_surface, c.reach)
+    layout = compiled._grid(x, x_prev, c.triangles, compiled._largest(c.reach), vext)[4]
+    assert (layout[0] > 0) == (apart < 100.0)  # dense near, hashed far
+    half = len(x) // 2
+    pair_v = lists[0][0]
+    assert np.sum(c.vertices[pair_v] < half) > 200 and np.sum(c.vertices[pair_v] >= half) > 200  # both cloths
+    for a, b in zip(*lists):
+        np.testing.assert_array_equal(a, b)
+
+
+@pytest.mark.compares_backends
+@pytest.mark.skipif(backend.numba_problem() is not None, reason="numba cannot load here")
 @pytest.mark.parametrize("kind", ["vertex", "edge"])
 def test_a_large_cloth_searches_its_pairs_on_all_cores_with_the_same_result(kind, kernel_backend):
     # From PARALLEL_SEARCH vertices (or edges) the compiled search runs in SEARCH_CHUNKS chunks on

@@ -1,14 +1,15 @@
 """Self-collision kernels compiled with numba: the functions of ``backend/numpy/self_contact.py``
 with the same arguments and the same numbers.
 
-``find_pairs`` finds the same candidate set as the reference's brute force through a hashed grid
-of cells (a triangle's box is entered in every cell it covers, a vertex looks in every cell its
-box covers), and lists each vertex's triangles in ascending order, as the reference does; the
-projection is the reference's Gauss-Seidel loop, pair by pair in that order, term by term.
-``find_edge_pairs`` looks in a hashed grid of the edges' boxes (each entry's box stored beside it)
-and lists each edge's partners ascending, as the reference's brute force does; ``find_all_pairs``
-finds both kinds in one call (the pairs do not depend on the cells, only the time does). All
-serial: the same order, the same bits, every run.
+``find_pairs`` finds the same candidate set as the reference's brute force through a grid of
+cells (a triangle's box is entered in every cell it covers, a vertex looks in every cell its box
+covers; dense or hashed, see ``_bucket_boxes``), and lists each vertex's triangles in ascending
+order, as the reference does; the projection is the reference's Gauss-Seidel loop, pair by pair
+in that order, term by term. ``find_edge_pairs`` looks in a grid of the edges' boxes (each
+entry's box stored beside it) and lists each edge's partners ascending, as the reference's brute
+force does; ``find_all_pairs`` finds both kinds in one call (the pairs do not depend on the
+cells, only the time does). Large cloths search on all cores in fixed chunks joined in order
+(``PARALLEL_SEARCH``); the rest is serial: the same order, the same bits, every run.
 """
 
 from __future__ import annotations
@@ -28,6 +29,9 @@ THROUGH = 0.05
 # on it alone), whatever the cores. Below it starting the threads costs more than it saves.
 PARALLEL_SEARCH = 8_000
 SEARCH_CHUNKS = 16
+# A grid is dense (a slot for every cell of its boxes' bounds) when that is at most this many
+# slots an entry, else hashed (see _bucket_boxes).
+DENSE_CELLS = 4
 
 
 @njit(**JIT)
@@ -38,6 +42,27 @@ def _cell(value, origin, cell):
 @njit(**JIT)
 def _hash(i, j, k, mask):
     return ((i * 73856093) ^ (j * 19349663) ^ (k * 83492791)) & mask
+
+
+@njit(inline="always", **JIT)
+def _span(lo, hi, origin, cell, n):
+    """The cells first..last that the side lo..hi of a box covers; within a dense grid's n cells
+    (nothing lies outside them), all of them in a hashed grid (n = 0)."""
+    first = _cell(lo, origin, cell)
+    last = _cell(hi, origin, cell)
+    if n > 0:
+        first = max(first, 0)
+        last = min(last, n - 1)
+    return first, last
+
+
+@njit(inline="always", **JIT)
+def _slot(i, j, k, layout):
+    """The slot of cell (i, j, k) in a grid's ``layout`` (``_bucket_boxes``): its index in a
+    dense grid, its hash in a hashed one."""
+    if layout[0] > 0:
+        return (i * layout[1] + j) * layout[2] + k
+    return _hash(i, j, k, layout[3])
 
 
 @njit(**JIT)
@@ -151,9 +176,9 @@ def find_pairs(x, x_prev, tri, tri_surface, vert, vert_surface, reach, near_star
     if tri.shape[0] == 0 or vert.shape[0] == 0:
         return np.empty(0, np.int64), np.empty(0, np.int64)
     vlo, vhi, vext_max = _vertex_boxes(x, x_prev, vert, vert_surface, reach)
-    tlo, thi, origin, cell, mask, start, bucket = _grid(x, x_prev, tri, _largest(reach), vext_max)
+    tlo, thi, origin, cell, layout, start, bucket = _grid(x, x_prev, tri, _largest(reach), vext_max)
     return _vertex_pairs(x, x_prev, tri, tri_surface, vert, vert_surface, reach, near_start, near_tris, vlo, vhi,
-                         tlo, thi, origin, cell, mask, start, bucket)
+                         tlo, thi, origin, cell, layout, start, bucket)
 
 
 @njit(**JIT)
@@ -169,14 +194,14 @@ def find_all_pairs(x, x_prev, tri, tri_surface, vert, vert_surface, tri_edges, e
         return none, none, none, none
     vlo, vhi, vext_max = _vertex_boxes(x, x_prev, vert, vert_surface, reach)
     elo, ehi, qext_max = _edge_boxes(x, x_prev, edges, edge_surface, reach)
-    tlo, thi, origin, cell, mask, start, bucket = _grid(x, x_prev, tri, _largest(reach), vext_max)
+    tlo, thi, origin, cell, layout, start, bucket = _grid(x, x_prev, tri, _largest(reach), vext_max)
     pair_v, pair_t = _vertex_pairs(x, x_prev, tri, tri_surface, vert, vert_surface, reach, near_start, near_tris,
-                                   vlo, vhi, tlo, thi, origin, cell, mask, start, bucket)
+                                   vlo, vhi, tlo, thi, origin, cell, layout, start, bucket)
     if edges.shape[0] == 0:
         return pair_v, pair_t, none, none
-    origin, cell, mask, start, bucket, box = _edge_grid(elo, ehi, _largest(reach), qext_max)
+    origin, cell, layout, start, bucket, box = _edge_grid(elo, ehi, _largest(reach), qext_max)
     pair_a, pair_b = _edge_pairs(x, x_prev, edges, edge_surface, reach, near_edge_start, near_edges, elo, ehi,
-                                 origin, cell, mask, start, bucket, box)
+                                 origin, cell, layout, start, bucket, box)
     return pair_v, pair_t, pair_a, pair_b
 
 
@@ -189,16 +214,19 @@ def _largest(reach):
 
 
 @njit(inline="always", **JIT)
-def _walk(lo0, lo1, lo2, hi0, hi1, hi2, tlo, thi, origin, cell, mask, start, bucket, seen, stamp, out):
+def _walk(lo0, lo1, lo2, hi0, hi1, hi2, tlo, thi, origin, cell, layout, start, bucket, seen, stamp, out):
     """The triangles of the grid whose boxes overlap the box (lo, hi), each once, in the grid's
     order: how many, into out (room for every triangle). A triangle is skipped once ``seen`` holds
     ``stamp`` for it (the walk sets it: a triangle is in every cell its box covers). Inlined: as a
     call (growing and returning its array) it made the searches more than twice as slow."""
     n = 0
-    for i in range(_cell(lo0, origin[0], cell), _cell(hi0, origin[0], cell) + 1):
-        for j in range(_cell(lo1, origin[1], cell), _cell(hi1, origin[1], cell) + 1):
-            for k in range(_cell(lo2, origin[2], cell), _cell(hi2, origin[2], cell) + 1):
-                h = _hash(i, j, k, mask)
+    i0, i1 = _span(lo0, hi0, origin[0], cell, layout[0])
+    j0, j1 = _span(lo1, hi1, origin[1], cell, layout[1])
+    k0, k1 = _span(lo2, hi2, origin[2], cell, layout[2])
+    for i in range(i0, i1 + 1):
+        for j in range(j0, j1 + 1):
+            for k in range(k0, k1 + 1):
+                h = _slot(i, j, k, layout)
                 for q in range(start[h], start[h + 1]):
                     t = bucket[q]
                     if seen[t] == stamp:
@@ -227,7 +255,7 @@ def _motion(x, x_prev, particles):
 
 @njit(**JIT)
 def _vertex_pairs(x, x_prev, tri, tri_surface, vert, vert_surface, reach, near_start, near_tris, vlo, vhi,
-                  tlo, thi, origin, cell, mask, start, bucket):
+                  tlo, thi, origin, cell, layout, start, bucket):
     """Each vertex's triangles through the grid of the triangles' boxes, ascending. Large cloths
     on all cores (``PARALLEL_SEARCH``)."""
     nt = tri.shape[0]
@@ -235,7 +263,7 @@ def _vertex_pairs(x, x_prev, tri, tri_surface, vert, vert_surface, reach, near_s
     motion = _motion(x, x_prev, vert)
     if nv >= PARALLEL_SEARCH:
         return _vertex_pairs_parallel(x, x_prev, tri, tri_surface, vert, vert_surface, reach, near_start, near_tris,
-                                      vlo, vhi, tlo, thi, origin, cell, mask, start, bucket, motion)
+                                      vlo, vhi, tlo, thi, origin, cell, layout, start, bucket, motion)
     mark = np.full(nt, -1, np.int64)
     near = np.empty(nt, np.int64)
     capacity = 64 + 2 * nv  # as a chunk's first row: searched again only in a deep pile
@@ -243,7 +271,7 @@ def _vertex_pairs(x, x_prev, tri, tri_surface, vert, vert_surface, reach, near_s
         pair_v = np.empty(capacity, np.int64)
         found = np.empty(capacity, np.int64)
         count = _vertex_pairs_range(x, x_prev, tri, tri_surface, vert, vert_surface, reach, near_start, near_tris,
-                                    vlo, vhi, tlo, thi, origin, cell, mask, start, bucket, motion, mark, near, 0, nv,
+                                    vlo, vhi, tlo, thi, origin, cell, layout, start, bucket, motion, mark, near, 0, nv,
                                     pair_v, found)
         if count >= 0:
             return pair_v[:count].copy(), found[:count].copy()
@@ -305,7 +333,7 @@ def _join(out_a, out_b, counts):
 
 @njit(parallel=True, **JIT)
 def _vertex_pairs_parallel(x, x_prev, tri, tri_surface, vert, vert_surface, reach, near_start, near_tris, vlo, vhi,
-                           tlo, thi, origin, cell, mask, start, bucket, motion):
+                           tlo, thi, origin, cell, layout, start, bucket, motion):
     nt = tri.shape[0]
     nv = vert.shape[0]
     bounds, counts, capacity, out_v, out_t = _chunks(nv)
@@ -316,7 +344,7 @@ def _vertex_pairs_parallel(x, x_prev, tri, tri_surface, vert, vert_surface, reac
                 mark = np.full(nt, -1, np.int64)
                 near = np.empty(nt, np.int64)
                 counts[c] = _vertex_pairs_range(x, x_prev, tri, tri_surface, vert, vert_surface, reach, near_start,
-                                                near_tris, vlo, vhi, tlo, thi, origin, cell, mask, start, bucket,
+                                                near_tris, vlo, vhi, tlo, thi, origin, cell, layout, start, bucket,
                                                 motion, mark, near, bounds[c], bounds[c + 1], out_v[c], out_t[c])
         if np.all(counts >= 0):
             return _join(out_v, out_t, counts)
@@ -325,7 +353,7 @@ def _vertex_pairs_parallel(x, x_prev, tri, tri_surface, vert, vert_surface, reac
 
 @njit(**JIT)
 def _vertex_pairs_range(x, x_prev, tri, tri_surface, vert, vert_surface, reach, near_start, near_tris, vlo, vhi,
-                        tlo, thi, origin, cell, mask, start, bucket, motion, mark, near, v_first, v_stop, pair_v,
+                        tlo, thi, origin, cell, layout, start, bucket, motion, mark, near, v_first, v_stop, pair_v,
                         found):
     """The triangles of vertices v_first to v_stop - 1 into pair_v and found (each vertex's
     ascending): how many, or -1 if they do not fit."""
@@ -340,7 +368,7 @@ def _vertex_pairs_range(x, x_prev, tri, tri_surface, vert, vert_surface, reach, 
         first = count
         # The near triangles are marked already: the walk skips them.
         n = _walk(vlo[v, 0], vlo[v, 1], vlo[v, 2], vhi[v, 0], vhi[v, 1], vhi[v, 2], tlo, thi, origin, cell,
-                        mask, start, bucket, mark, v, near)
+                        layout, start, bucket, mark, v, near)
         for u in range(n):
             t = near[u]
             if tri_surface[t] != s:
@@ -668,42 +696,69 @@ def _side(x, a0, a1, b0, b1):
 
 @njit(**JIT)
 def _bucket_boxes(lo, hi, origin, cell):
-    """Boxes (lo, hi: (n, 3)) into a hashed grid of cells ``cell`` wide from ``origin``: (mask,
-    start, bucket), the boxes in cell hash h being bucket[start[h]:start[h + 1]], ascending (a box
-    is in every cell it covers; the table has at least twice as many slots as entries)."""
+    """Boxes (lo, hi: (n, 3)) into a grid of cells ``cell`` wide from ``origin``: (layout, start,
+    bucket), the boxes in slot h being bucket[start[h]:start[h + 1]], ascending (a box is in every
+    cell it covers).
+
+    layout (4,): the cells along x, y and z and 0 for a dense grid, whose slots are the cells of
+    the boxes' bounds in order (z fastest): a cloth's neighbouring triangles then fill and read
+    neighbouring memory; or 0, 0, 0 and the mask of a hashed grid (at least twice as many slots as
+    entries), for boxes spread too far for a dense grid of DENSE_CELLS slots an entry."""
     n = lo.shape[0]
+    # Each box's cells, first and last along x, y and z (worked out once: the floors and
+    # divisions were most of the build), and how many entries they make.
+    span = np.empty((n, 6), np.int64)
     entries = 0
+    last = np.zeros(3, np.int64)
     for t in range(n):
-        entries += ((_cell(hi[t, 0], origin[0], cell) - _cell(lo[t, 0], origin[0], cell) + 1)
-                    * (_cell(hi[t, 1], origin[1], cell) - _cell(lo[t, 1], origin[1], cell) + 1)
-                    * (_cell(hi[t, 2], origin[2], cell) - _cell(lo[t, 2], origin[2], cell) + 1))
-    size = 1
-    while size < 2 * entries:
-        size *= 2
-    mask = size - 1
+        count = 1
+        for a in range(3):
+            first_a = _cell(lo[t, a], origin[a], cell)
+            last_a = _cell(hi[t, a], origin[a], cell)
+            span[t, 2 * a] = first_a
+            span[t, 2 * a + 1] = last_a
+            count *= last_a - first_a + 1
+            if t == 0 or last_a > last[a]:
+                last[a] = last_a
+        entries += count
+    layout = np.zeros(4, np.int64)
+    # (origin lies below every box, so the first cells are never negative; in floats: a box
+    # flung far away must not overflow the product.)
+    cells = 1.0
+    for a in range(3):
+        cells *= float(last[a]) + 1.0
+    if n > 0 and cells <= DENSE_CELLS * max(entries, 64):
+        for a in range(3):
+            layout[a] = last[a] + 1
+        size = layout[0] * layout[1] * layout[2]
+    else:
+        size = 1
+        while size < 2 * entries:
+            size *= 2
+        layout[3] = size - 1
     start = np.zeros(size + 1, np.int64)
     for t in range(n):
-        for i in range(_cell(lo[t, 0], origin[0], cell), _cell(hi[t, 0], origin[0], cell) + 1):
-            for j in range(_cell(lo[t, 1], origin[1], cell), _cell(hi[t, 1], origin[1], cell) + 1):
-                for k in range(_cell(lo[t, 2], origin[2], cell), _cell(hi[t, 2], origin[2], cell) + 1):
-                    start[_hash(i, j, k, mask) + 1] += 1
+        for i in range(span[t, 0], span[t, 1] + 1):
+            for j in range(span[t, 2], span[t, 3] + 1):
+                for k in range(span[t, 4], span[t, 5] + 1):
+                    start[_slot(i, j, k, layout) + 1] += 1
     for b in range(size):
         start[b + 1] += start[b]
     fill = start[:size].copy()
     bucket = np.empty(entries, np.int64)
     for t in range(n):
-        for i in range(_cell(lo[t, 0], origin[0], cell), _cell(hi[t, 0], origin[0], cell) + 1):
-            for j in range(_cell(lo[t, 1], origin[1], cell), _cell(hi[t, 1], origin[1], cell) + 1):
-                for k in range(_cell(lo[t, 2], origin[2], cell), _cell(hi[t, 2], origin[2], cell) + 1):
-                    h = _hash(i, j, k, mask)
+        for i in range(span[t, 0], span[t, 1] + 1):
+            for j in range(span[t, 2], span[t, 3] + 1):
+                for k in range(span[t, 4], span[t, 5] + 1):
+                    h = _slot(i, j, k, layout)
                     bucket[fill[h]] = t
                     fill[h] += 1
-    return mask, start, bucket
+    return layout, start, bucket
 
 
 @njit(**JIT)
 def _grid(x, x_prev, tri, reach_max, qext_max):
-    """The hashed grid of the triangles' boxes over the substep: (tlo, thi, origin, cell, mask,
+    """The grid of the triangles' boxes over the substep: (tlo, thi, origin, cell, layout,
     start, bucket); queries of boxes up to qext_max a side cover at most 9 cells a side."""
     nt = tri.shape[0]
     tlo = np.empty((nt, 3))
@@ -729,8 +784,8 @@ def _grid(x, x_prev, tri, reach_max, qext_max):
     # a query then covers two or so cells a side instead of three or four (cells of a bare
     # triangle's size), and reads fewer entries that miss it. The pairs do not depend on the cells.
     cell = max(ext_sum / max(nt, 1) + 2.0 * reach_max, ext_max / 8.0, qext_max / 8.0, 1e-9)
-    mask, start, bucket = _bucket_boxes(tlo, thi, origin, cell)
-    return tlo, thi, origin, cell, mask, start, bucket
+    layout, start, bucket = _bucket_boxes(tlo, thi, origin, cell)
+    return tlo, thi, origin, cell, layout, start, bucket
 
 
 @njit(**JIT)
@@ -759,14 +814,14 @@ def find_edge_pairs(x, x_prev, tri, tri_edges, edges, edge_surface, reach, near_
     if edges.shape[0] == 0 or tri.shape[0] == 0:
         return np.empty(0, np.int64), np.empty(0, np.int64)
     elo, ehi, qext_max = _edge_boxes(x, x_prev, edges, edge_surface, reach)
-    origin, cell, mask, start, bucket, box = _edge_grid(elo, ehi, _largest(reach), qext_max)
-    return _edge_pairs(x, x_prev, edges, edge_surface, reach, near_start, near_edges, elo, ehi, origin, cell, mask,
+    origin, cell, layout, start, bucket, box = _edge_grid(elo, ehi, _largest(reach), qext_max)
+    return _edge_pairs(x, x_prev, edges, edge_surface, reach, near_start, near_edges, elo, ehi, origin, cell, layout,
                        start, bucket, box)
 
 
 @njit(**JIT)
 def _edge_grid(elo, ehi, reach_max, qext_max):
-    """The hashed grid of the edges' boxes over the substep: (origin, cell, mask, start, bucket,
+    """The grid of the edges' boxes over the substep: (origin, cell, layout, start, bucket,
     box), each entry's box (lo, hi) stored beside it (read in order, not through the edge)."""
     ne = elo.shape[0]
     origin = np.full(3, np.inf)
@@ -777,18 +832,18 @@ def _edge_grid(elo, ehi, reach_max, qext_max):
         ext_sum += max(ehi[e, 0] - elo[e, 0], ehi[e, 1] - elo[e, 1], ehi[e, 2] - elo[e, 2])
     # A cell about a query's size (an edge's box grown by the reach on both sides), as _grid's.
     cell = max(ext_sum / max(ne, 1) + 2.0 * reach_max, qext_max / 8.0, 1e-9)
-    mask, start, bucket = _bucket_boxes(elo, ehi, origin, cell)
+    layout, start, bucket = _bucket_boxes(elo, ehi, origin, cell)
     box = np.empty((bucket.shape[0], 6))
     for q in range(bucket.shape[0]):
         e = bucket[q]
         for a in range(3):
             box[q, a] = elo[e, a]
             box[q, 3 + a] = ehi[e, a]
-    return origin, cell, mask, start, bucket, box
+    return origin, cell, layout, start, bucket, box
 
 
 @njit(**JIT)
-def _edge_pairs(x, x_prev, edges, edge_surface, reach, near_start, near_edges, elo, ehi, origin, cell, mask, start,
+def _edge_pairs(x, x_prev, edges, edge_surface, reach, near_start, near_edges, elo, ehi, origin, cell, layout, start,
                 bucket, box):
     """Each edge's partners through the grid of the edges' boxes (``_edge_grid``): an entry of a
     lower edge is passed over before its box is read (each pair from its lower edge), the box read
@@ -798,14 +853,14 @@ def _edge_pairs(x, x_prev, edges, edge_surface, reach, near_start, near_edges, e
     motion = _motion(x, x_prev, edges.ravel())
     if ne >= PARALLEL_SEARCH:
         return _edge_pairs_parallel(x, x_prev, edges, edge_surface, reach, near_start, near_edges, elo, ehi, origin,
-                                    cell, mask, start, bucket, box, motion)
+                                    cell, layout, start, bucket, box, motion)
     mark = np.full(ne, -1, np.int64)
     capacity = 64 + 2 * ne  # as a chunk's first row: searched again only in a deep pile
     while True:
         pair_a = np.empty(capacity, np.int64)
         found = np.empty(capacity, np.int64)
         count = _edge_pairs_range(x, x_prev, edges, edge_surface, reach, near_start, near_edges, elo, ehi, origin,
-                                  cell, mask, start, bucket, box, motion, mark, 0, ne, pair_a, found)
+                                  cell, layout, start, bucket, box, motion, mark, 0, ne, pair_a, found)
         if count >= 0:
             return pair_a[:count].copy(), found[:count].copy()
         capacity *= 4
@@ -813,7 +868,7 @@ def _edge_pairs(x, x_prev, edges, edge_surface, reach, near_start, near_edges, e
 
 
 @njit(parallel=True, **JIT)
-def _edge_pairs_parallel(x, x_prev, edges, edge_surface, reach, near_start, near_edges, elo, ehi, origin, cell, mask,
+def _edge_pairs_parallel(x, x_prev, edges, edge_surface, reach, near_start, near_edges, elo, ehi, origin, cell, layout,
                          start, bucket, box, motion):
     ne = edges.shape[0]
     bounds, counts, capacity, out_a, out_b = _chunks(ne)
@@ -825,7 +880,7 @@ def _edge_pairs_parallel(x, x_prev, edges, edge_surface, reach, near_start, near
             if counts[c] < 0:
                 mark = np.full(ne, -1, np.int64)
                 counts[c] = _edge_pairs_range(x, x_prev, edges, edge_surface, reach, near_start, near_edges, elo,
-                                              ehi, origin, cell, mask, start, bucket, box, motion, mark, bounds[c],
+                                              ehi, origin, cell, layout, start, bucket, box, motion, mark, bounds[c],
                                               bounds[c + 1], out_a[c], out_b[c])
         if np.all(counts >= 0):
             return _join(out_a, out_b, counts)
@@ -833,7 +888,7 @@ def _edge_pairs_parallel(x, x_prev, edges, edge_surface, reach, near_start, near
 
 
 @njit(**JIT)
-def _edge_pairs_range(x, x_prev, edges, edge_surface, reach, near_start, near_edges, elo, ehi, origin, cell, mask,
+def _edge_pairs_range(x, x_prev, edges, edge_surface, reach, near_start, near_edges, elo, ehi, origin, cell, layout,
                       start, bucket, box, motion, mark, e_first, e_stop, pair_a, found):
     """The partners of edges e_first to e_stop - 1 into pair_a and found (each edge's ascending):
     how many, or -1 if they do not fit."""
@@ -854,10 +909,13 @@ def _edge_pairs_range(x, x_prev, edges, edge_surface, reach, near_start, near_ed
         qhi1 = ehi[e, 1] + r
         qhi2 = ehi[e, 2] + r
         first = count
-        for i in range(_cell(qlo0, origin[0], cell), _cell(qhi0, origin[0], cell) + 1):
-            for j in range(_cell(qlo1, origin[1], cell), _cell(qhi1, origin[1], cell) + 1):
-                for k in range(_cell(qlo2, origin[2], cell), _cell(qhi2, origin[2], cell) + 1):
-                    h = _hash(i, j, k, mask)
+        i0, i1 = _span(qlo0, qhi0, origin[0], cell, layout[0])
+        j0, j1 = _span(qlo1, qhi1, origin[1], cell, layout[1])
+        k0, k1 = _span(qlo2, qhi2, origin[2], cell, layout[2])
+        for i in range(i0, i1 + 1):
+            for j in range(j0, j1 + 1):
+                for k in range(k0, k1 + 1):
+                    h = _slot(i, j, k, layout)
                     # A cell's entries ascend: read from the top down to this edge's own.
                     for q in range(start[h + 1] - 1, start[h] - 1, -1):
                         f = bucket[q]
