@@ -68,11 +68,17 @@ def _our_action(ref):
     return action if action is not None and action.get(RECORD) else None
 
 
+def storable(values: np.ndarray) -> np.ndarray:
+    """``values`` as float32, Blender's precision for coordinates and keys (what is beyond
+    +-3.4e38 becomes infinite, not a warning)."""
+    with np.errstate(over="ignore", invalid="ignore"):
+        return np.asarray(values, dtype=np.float32)
+
+
 def finite_for_blender(values: np.ndarray, where: str, what: str) -> np.ndarray:
     """``values`` as float32, Blender's precision for coordinates and keys, or a ``JakobsenError``
     naming ``where`` if any of them is not finite there (beyond +-3.4e38, or not a number)."""
-    with np.errstate(over="ignore", invalid="ignore"):
-        single = np.asarray(values, dtype=np.float32)
+    single = storable(values)
     if not np.all(np.isfinite(single)):
         raise JakobsenError(f"{where}: {what} is beyond what Blender can store (not a finite single-precision "
                             "number); something in the scene is far too large or fast: check gravity, wind, "
