@@ -52,10 +52,29 @@ class Backend:
     note: str = ""
 
 
+def kernel_sources_digest() -> str:
+    """A digest (16 hex digits) of the compiled backend's source files. numba keys each cached
+    kernel on its own file only: a kernel that calls one from another file (the fused position
+    passes call the joints' and motors') would be loaded with the old callee after an update that
+    changed only the callee's file. So ``configure`` keeps each version's kernels apart."""
+    import hashlib
+
+    folder = os.path.join(os.path.dirname(os.path.abspath(__file__)), "numba")
+    digest = hashlib.sha256()
+    for name in sorted(os.listdir(folder)):
+        if name.endswith(".py"):
+            digest.update(name.encode())
+            with open(os.path.join(folder, name), "rb") as source:
+                digest.update(source.read())
+    return digest.hexdigest()[:16]
+
+
 def configure(*, cache_dir: str | None = None) -> None:
-    """Where numba caches its compiled kernels (a writable folder; must be set before the first
-    kernel compiles, or numba writes beside the source, which may be read-only in an extension)."""
+    """Where numba caches its compiled kernels: a folder in ``cache_dir`` (a writable folder) for
+    this version of the kernels' sources (``kernel_sources_digest``). Must be set before the first
+    kernel compiles, or numba writes beside the source, which may be read-only in an extension."""
     if cache_dir:
+        cache_dir = os.path.join(cache_dir, kernel_sources_digest())
         os.makedirs(cache_dir, exist_ok=True)
         os.environ["NUMBA_CACHE_DIR"] = cache_dir
         try:

@@ -276,3 +276,22 @@ def test_the_global_stick_solve_agrees(rng):
         again = args(reduction, iterations)
         backend.select("numba").particles.solve_sticks(*again)
         assert_same(a, again)  # deterministic
+
+
+def test_the_kernel_cache_is_kept_per_version_of_the_kernels_sources(tmp_path):
+    # numba keys a cached kernel on its own file only, so a kernel calling one from another file
+    # would be loaded with the old callee after an update that changed only the callee's file:
+    # configure() puts each version of the sources' kernels in a folder of its own. (In a child
+    # process: configuring moves this process's cache.)
+    import os
+    import subprocess
+    import sys
+
+    code = ("import os, sys; from jakobsen_engine import backend; backend.configure(cache_dir=sys.argv[1]); "
+            "print(os.environ['NUMBA_CACHE_DIR']); print(backend.kernel_sources_digest())")
+    runs = [subprocess.run([sys.executable, "-c", code, str(tmp_path)], capture_output=True, text=True, check=True)
+            .stdout.split() for _ in range(2)]
+    folder, digest = runs[0]
+    assert runs[1] == runs[0]  # the same sources, the same folder
+    assert len(digest) == 16 and int(digest, 16) >= 0
+    assert folder == os.path.join(str(tmp_path), digest) and os.path.isdir(folder)
