@@ -74,7 +74,9 @@ def configure(*, cache_dir: str | None = None) -> None:
     this version of the kernels' sources (``kernel_sources_digest``). Must be set before the first
     kernel compiles, or numba writes beside the source, which may be read-only in an extension."""
     if cache_dir:
-        cache_dir = os.path.join(cache_dir, kernel_sources_digest())
+        digest = kernel_sources_digest()
+        _prune_other_versions(cache_dir, digest)
+        cache_dir = os.path.join(cache_dir, digest)
         os.makedirs(cache_dir, exist_ok=True)
         os.environ["NUMBA_CACHE_DIR"] = cache_dir
         try:
@@ -85,6 +87,39 @@ def configure(*, cache_dir: str | None = None) -> None:
                 numba.config.CACHE_DIR = cache_dir
         except AttributeError:
             pass
+
+
+# A cache folder of another version of the kernels is removed once nothing in it has been
+# written or used for this long (a day): an update leaves its predecessor's kernels (tens of
+# megabytes) behind otherwise, while another Blender still running the old version keeps its own.
+STALE_CACHE_SECONDS = 24 * 3600
+
+
+def _prune_other_versions(cache_dir: str, digest: str) -> None:
+    """Remove the folders of other versions of the kernels (named by a digest, holding numba's
+    cache files and nothing else) in ``cache_dir`` that are stale; anything else there is left."""
+    import re
+    import shutil
+    import time
+
+    try:
+        entries = os.listdir(cache_dir)
+    except OSError:
+        return
+    now = time.time()
+    for name in entries:
+        folder = os.path.join(cache_dir, name)
+        if name == digest or not re.fullmatch(r"[0-9a-f]{16}", name) or not os.path.isdir(folder):
+            continue
+        newest = os.path.getmtime(folder)
+        only_cache = True
+        for root, _dirs, files in os.walk(folder):
+            for file in files:
+                path = os.path.join(root, file)
+                only_cache &= file.endswith((".nbi", ".nbc"))
+                newest = max(newest, os.path.getmtime(path), os.path.getatime(path))
+        if only_cache and now - newest > STALE_CACHE_SECONDS:
+            shutil.rmtree(folder, ignore_errors=True)
 
 
 def kernels_cached() -> bool:

@@ -295,3 +295,32 @@ def test_the_kernel_cache_is_kept_per_version_of_the_kernels_sources(tmp_path):
     assert runs[1] == runs[0]  # the same sources, the same folder
     assert len(digest) == 16 and int(digest, 16) >= 0
     assert folder == os.path.join(str(tmp_path), digest) and os.path.isdir(folder)
+
+
+def test_configuring_the_kernel_cache_removes_other_versions_kernels_once_stale(tmp_path):
+    # An update leaves the last version's kernels behind: configure() removes another version's
+    # folder once nothing in it was used for a day, and leaves a recent one (another Blender may
+    # still run that version) and anything that is not a folder of kernels alone.
+    import os
+    import subprocess
+    import sys
+    import time
+
+    def folder(name, files, age_days):
+        path = tmp_path / name
+        path.mkdir()
+        for file in files:
+            (path / file).write_bytes(b"x")
+        stamp = time.time() - age_days * 86400
+        for item in list(path.iterdir()) + [path]:
+            os.utime(item, (stamp, stamp))
+        return path
+
+    stale = folder("0123456789abcdef", ["rigid.f-1.py313.nbi", "rigid.f-1.py313.1.nbc"], 3)
+    recent = folder("fedcba9876543210", ["rigid.f-1.py313.nbi"], 0.1)
+    mixed = folder("00112233445566ff", ["rigid.f-1.py313.nbi", "notes.txt"], 30)
+    other = folder("my-renders", ["frame.png"], 30)
+    code = "import sys; from jakobsen_engine import backend; backend.configure(cache_dir=sys.argv[1])"
+    subprocess.run([sys.executable, "-c", code, str(tmp_path)], check=True)
+    assert not stale.exists()
+    assert recent.exists() and mixed.exists() and (other / "frame.png").exists()
