@@ -22,6 +22,7 @@ from ..model import Model, State
 from .. import backend as backends
 from .energy import EnergyGuard
 from ..vehicles.vehicle import vehicle_warnings
+from ..bodies.rigid import spin_warnings
 from ..collision.self_contact import SelfContacts
 from ..particles.surface_solve import SurfaceSolver
 from .rigid_step import RigidStepper
@@ -71,7 +72,8 @@ def substep_warnings(model: Model, settings: SolverSettings) -> list[str]:
     settings.validate()
     return drive_warnings(model.motors, model.bodies, settings.substep, settings.substeps) \
         + spring_warnings(model.springs, model.bodies, settings.substep, settings.substeps) \
-        + vehicle_warnings(model.vehicles, settings.substep, settings.substeps)
+        + vehicle_warnings(model.vehicles, settings.substep, settings.substeps) \
+        + spin_warnings(model.bodies, settings.substep, settings.substeps)
 
 
 def check_resolution(model: Model, settings: SolverSettings) -> None:

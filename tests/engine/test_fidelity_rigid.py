@@ -418,3 +418,46 @@ def test_a_wall_knocked_down_by_a_ball_comes_to_rest(restitution, sleeping, kern
         solver.step_frame(state)
         assert np.linalg.norm(state.bodies.velocity[:50], axis=1).max() < 1e-3
     assert np.linalg.norm(state.bodies.position[:50] - resting, axis=1).max() < 1e-3
+
+
+@pytest.mark.compiled_only
+@pytest.mark.parametrize("omega", [150.0, 400.0, 600.0])
+def test_a_body_starting_to_spin_faster_than_a_substep_resolves_is_warned_about_and_holds_at_the_substeps_told(omega):
+    """A cone spinning on its tip at more than a radian a substep (400 rad/s at 10 substeps of
+    1/240 s: 1.67) gained spin and flew off without a word: the build warns, naming the body and
+    the substeps that resolve it; at those the top gains no spin (it loses a few percent to its
+    tip's friction over 2 s) and keeps its tip on the ground. Slower spins are not warned about."""
+    verts, faces = cone_mesh(0.1, 0.1)
+    turn = engine.quaternions.to_matrix(engine.quaternions.exp_rotation(np.array([[math.radians(10.0), 0, 0]])))[0]
+    verts = verts @ turn.T + (0.0, 0.0, 5e-4)
+    axis = turn @ (0.0, 0.0, 1.0)
+
+    def build(substeps):
+        builder = engine.ModelBuilder()
+        builder.add_rigid_body(verts, faces, name="spinning top", mass=0.5, shape="convex_hull", friction=1.0,
+                               angular_velocity=tuple(axis * omega))
+        builder.add_collider(engine.Plane(friction=1.0))
+        settings = engine.SolverSettings(substeps=substeps)
+        return engine.Solver(builder.finalize(settings), settings), builder.warnings
+
+    solver, warnings = build(10)
+    spin = [w for w in warnings if "spinning top" in w and "rad a substep" in w]
+    assert spin == [w for w in solver.warnings if "spinning top" in w and "rad a substep" in w]
+    if omega / 240.0 <= 1.0:
+        assert not spin
+        substeps = 10
+    else:
+        assert len(spin) == 1
+        substeps = int(spin[0].split("use at least ")[1].split()[0])
+        assert substeps == math.ceil(10 * omega / 240.0)
+        solver, warnings = build(substeps)
+        assert not [w for w in warnings if "rad a substep" in w]
+    state = solver.make_state()
+    start = np.linalg.norm(state.bodies.angular_velocity[0])
+    lowest = []
+    for _ in range(48):
+        solver.step_frame(state)
+        lowest.append(state.bodies.position[0, 2])
+    kept = np.linalg.norm(state.bodies.angular_velocity[0]) / start
+    assert 0.95 < kept < 1.01  # no spin from nothing (at 1.67 rad a substep it gained 16%)
+    assert max(lowest) < 0.1 and np.linalg.norm(state.bodies.velocity[0]) < 0.5  # still on its tip, not flung
