@@ -263,3 +263,22 @@ def test_a_motor_along_the_axle_spins_the_wheel_and_one_across_it_does_not(blend
         assert rate == pytest.approx(10.0, rel=0.02)
     else:
         assert abs(rate) < 0.1
+
+
+# -- a body set spinning faster than a substep resolves -------------------------------------------
+
+def test_a_body_set_spinning_faster_than_the_substeps_resolve_is_named_in_the_bakes_warnings(blender):
+    """Initial Velocity's Angular at 400 rad/s is 1.67 rad a substep at 24 fps and 10 substeps
+    (a top spun that fast gains spin on the ground and flies off): the bake names the body and
+    the substeps that resolve it; 100 rad/s is not warned about."""
+    bpy.context.scene.render.fps = 24
+    for name, spin, x in (("Spinner", 400.0, 0.0), ("Calm", 100.0, 2.0)):
+        _cube(name, size=0.5, location=(x, 0.0, 2.0), collision_shape='BOX', use_initial_velocity=True,
+              initial_angular_velocity=(0.0, 0.0, spin))
+    _frames(1, 3)
+    job = BakeJob(bpy.context.scene.name)
+    job.run()
+    spin = [w for w in job.warnings if "rad a substep" in w]
+    print(spin)
+    assert len(spin) == 1 and "'Spinner'" in spin[0]
+    assert f"use at least {math.ceil(400.0 / 24)} substeps" in spin[0]  # a radian a substep at most
