@@ -111,13 +111,16 @@ def _prune_other_versions(cache_dir: str, digest: str) -> None:
         folder = os.path.join(cache_dir, name)
         if name == digest or not re.fullmatch(r"[0-9a-f]{16}", name) or not os.path.isdir(folder):
             continue
-        newest = os.path.getmtime(folder)
-        only_cache = True
-        for root, _dirs, files in os.walk(folder):
-            for file in files:
-                path = os.path.join(root, file)
-                only_cache &= file.endswith((".nbi", ".nbc"))
-                newest = max(newest, os.path.getmtime(path), os.path.getatime(path))
+        try:
+            newest = os.path.getmtime(folder)
+            only_cache = True
+            for root, _dirs, files in os.walk(folder):
+                for file in files:
+                    path = os.path.join(root, file)
+                    only_cache &= file.endswith((".nbi", ".nbc"))
+                    newest = max(newest, os.path.getmtime(path), os.path.getatime(path))
+        except OSError:  # (another Blender removing or writing it now): left for another time
+            continue
         if only_cache and now - newest > STALE_CACHE_SECONDS:
             shutil.rmtree(folder, ignore_errors=True)
 
