@@ -13,7 +13,6 @@ from dataclasses import replace
 import numpy as np
 
 from ..bodies.rigid import BodyMode
-from ..collision.broadphase import sweep_and_prune
 from ..collision.sweep import Sweeper
 from ..constraints.joints import KINDS, bounce_limits, joint_layout, redundant_mechanisms
 from ..constraints.motors import apply_motor_forces, drive_limits, motor_speeds
@@ -288,7 +287,8 @@ class RigidStepper:
                                       * np.where(np.isfinite(b.bound_radius), b.bound_radius, 0.0)) \
                 * self.frame * 1.5 + 0.01 * np.where(np.isfinite(b.bound_radius), b.bound_radius, 0.0) + 1e-3
         solid = self.solid
-        pairs = sweep_and_prune(x[solid], reach[solid]) if len(solid) else np.zeros((0, 2), np.int64)
+        pairs = self.backend.contacts.sweep_and_prune(x[solid], reach[solid]) if len(solid) \
+            else np.zeros((0, 2), np.int64)
         pairs = solid[pairs] if len(pairs) else pairs
         self.particle_candidates = self._particle_candidates(x, reach, particles, radii, movable)
         # The bodies movable particles can reach this frame.

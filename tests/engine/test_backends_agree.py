@@ -20,6 +20,7 @@ from jakobsen_engine import backend
 from jakobsen_engine.geometry.primitives import grid
 
 from .rigid_scenes import box_mesh, uv_sphere
+from .rigid_scenes import rotation as rigid_rotation
 
 pytestmark = [pytest.mark.compares_backends,
               pytest.mark.skipif(backend.numba_problem() is not None, reason="numba cannot load here")]
@@ -93,3 +94,47 @@ def test_a_scene_steps_to_the_same_motion_on_both_backends(scene, setting):
     # Motion, not a scene at rest, is compared: something travelled several centimetres.
     travelled = max(float(np.abs(a - r).max()) if len(a) else 0.0 for a, r in zip(reference[:2], start))
     assert travelled > 0.03, f"{scene.__name__}({setting}): nothing moved"
+
+
+def a_pile_of_boxes(restitution):
+    """27 boxes, a little turned, dropped in a heap onto a slope: every colour of pairs has
+    bodies touching several others, and some bounce."""
+    builder = engine.ModelBuilder()
+    builder.add_collider(engine.Plane.from_point_normal((0, 0, 0), (0.05, 0.0, 1.0), friction=0.6))
+    r = np.random.default_rng(7)
+    for k in range(27):
+        i, j, m = k % 3, (k // 3) % 3, k // 9
+        turn = rigid_rotation(r.normal(size=3), float(r.uniform(0.0, 20.0)))
+        builder.add_rigid_body(*box_mesh((0.3, 0.3, 0.3), (0.32 * i + 0.05 * m, 0.32 * j, 0.2 + 0.33 * m), turn),
+                               shape="box", restitution=restitution, friction=0.5)
+    return builder, engine.SolverSettings(substeps=10, sleeping=False), 18
+
+
+@pytest.mark.parametrize("restitution", [0.0, 0.5])
+def test_the_contacts_solved_on_all_cores_give_the_serial_solves_bits(restitution, monkeypatch):
+    """Big scenes (1,000 boxes) make and solve their contacts on all cores: each colour's pairs
+    side by side (they share no moving body), each contact's rows side by side. Forced here for
+    every colour and contact of a small pile: the same bits as the serial solve, and the
+    reference's motion."""
+    from jakobsen_engine.backend.numba import rigid as compiled
+
+    monkeypatch.setattr(compiled, "PARALLEL_PAIRS", 10**9)
+    monkeypatch.setattr(compiled, "PARALLEL_CONTACTS", 10**9)
+    serial, start = _step(*a_pile_of_boxes(restitution), "numba")
+    monkeypatch.setattr(compiled, "PARALLEL_PAIRS", 1)
+    monkeypatch.setattr(compiled, "PARALLEL_CONTACTS", 1)
+    threads = compiled._threads
+    used = []
+    monkeypatch.setattr(compiled, "_threads", lambda *a: used.append(threads(*a)) or used[-1])
+    on_all_cores, _ = _step(*a_pile_of_boxes(restitution), "numba")
+    assert any(t is not None for t in used), "the colours were not solved on all cores"
+    for a, b in zip(serial, on_all_cores):
+        np.testing.assert_array_equal(a, b)
+    assert float(np.abs(serial[1] - start[1]).max()) > 0.1  # the pile fell and spread
+    # The reference (slow: the first frames, where the bottom boxes land and the others fall on them).
+    builder, settings, _ = a_pile_of_boxes(restitution)
+    on_all_cores, _ = _step(builder, settings, 5, "numba")
+    builder, settings, _ = a_pile_of_boxes(restitution)
+    reference, _ = _step(builder, settings, 5, "numpy")
+    for what, a, b in zip(("body positions", "body orientations"), on_all_cores[1:], reference[1:]):
+        assert float(np.abs(a - b).max()) <= 1e-8, f"the backends' {what} differ"

@@ -237,6 +237,27 @@ def test_the_pair_colouring_agrees_and_no_movable_body_is_twice_in_a_colour(rng)
         assert len(members) == len(np.unique(members))
 
 
+def test_the_broad_phase_agrees_and_finds_every_overlapping_pair(rng):
+    from jakobsen_engine.backend.numba import contacts as nb
+    from jakobsen_engine.backend.numpy import contacts as npd
+
+    n = int(rng.integers(1, 400))
+    # A heap (many overlaps along x, as a pile of boxes has), some far off, some of one size
+    # (ties in the sort), and a plane's infinite bound.
+    centre = rng.normal(size=(n, 3)) * rng.choice([0.5, 3.0, 50.0], size=(n, 1))
+    radius = np.where(rng.random(n) < 0.3, 0.25, rng.random(n) * 0.6)
+    centre[rng.random(n) < 0.2, 0] = 1.0
+    if n > 3:
+        radius[int(rng.integers(n))] = np.inf
+    compiled, reference = nb.sweep_and_prune(centre, radius), npd.sweep_and_prune(centre, radius)
+    np.testing.assert_array_equal(compiled, reference)
+    assert compiled.dtype == np.int64 and compiled.shape[1] == 2
+    d = np.linalg.norm(centre[:, None] - centre[None], axis=2)
+    with np.errstate(invalid="ignore"):
+        every = np.argwhere(np.triu(d <= radius[:, None] + radius[None], 1))
+    np.testing.assert_array_equal(compiled, every)
+
+
 def test_the_global_stick_solve_agrees(rng):
     # solve_sticks (the conjugate gradients of the equal sticks, from warm multipliers) on a
     # random net near rest, some sticks not taking part (another kind, or not members), both

@@ -572,3 +572,45 @@ def share_particle_contacts(x, x_prev, k, corr, depth, surface_disp, accel, mu, 
         dL[b, 0] += rn[0] * lv
         dL[b, 1] += rn[1] * lv
         dL[b, 2] += rn[2] * lv
+
+
+@njit(**JIT)
+def _overlapping(centre, radius, order, lo_sorted, pairs):
+    """The sweep of ``sweep_and_prune``: writes the overlapping pairs (i < j) into ``pairs`` as
+    far as it holds them and returns how many there are."""
+    n = order.shape[0]
+    count = 0
+    for u in range(n):
+        i = order[u]
+        hi = centre[i, 0] + radius[i]
+        for t in range(u + 1, n):
+            if not lo_sorted[t] <= hi:  # (numpy's searchsorted, side "right")
+                break
+            j = order[t]
+            d0 = centre[i, 0] - centre[j, 0]
+            d1 = centre[i, 1] - centre[j, 1]
+            d2 = centre[i, 2] - centre[j, 2]
+            reach = radius[i] + radius[j]
+            if d0 * d0 + d1 * d1 + d2 * d2 <= reach * reach:
+                if count < pairs.shape[0]:
+                    pairs[count, 0] = min(i, j)
+                    pairs[count, 1] = max(i, j)
+                count += 1
+    return count
+
+
+def sweep_and_prune(centre: np.ndarray, radius: np.ndarray) -> np.ndarray:
+    """The broad phase (``collision.broadphase.sweep_and_prune``, the reference: the same pairs in
+    the same order), compiled: the reference's candidate lists cost 6 ms a frame for 1,000 boxes."""
+    centre = np.ascontiguousarray(centre, dtype=np.float64)
+    radius = np.ascontiguousarray(radius, dtype=np.float64)
+    lo = centre[:, 0] - radius
+    order = np.argsort(lo, kind="stable")
+    lo_sorted = lo[order]
+    pairs = np.empty((8 * len(order) + 16, 2), np.int64)
+    count = _overlapping(centre, radius, order, lo_sorted, pairs)
+    if count > len(pairs):
+        pairs = np.empty((count, 2), np.int64)
+        _overlapping(centre, radius, order, lo_sorted, pairs)
+    pairs = pairs[:count]
+    return pairs[np.lexsort((pairs[:, 1], pairs[:, 0]))]

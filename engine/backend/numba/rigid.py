@@ -17,7 +17,8 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from numba import njit
+import numba
+from numba import njit, prange
 
 from .joints import _solve_joints, joint_arguments
 from .motors import _solve_motor_positions, motor_arguments
@@ -66,7 +67,78 @@ def _tangents(n):
     return t1, cross(n, t1)
 
 
+@njit(**INLINE)
+def _contact_row(c, x, q, origin, inv_mass, inv_inertia, ints, local_a, local_b, normal, anchor, with_friction, J, M,
+                 base, wn, wt):
+    """Contact c's part of ``contact_rows``."""
+    a, b = ints[c, 0], ints[c, 1]
+    qa, qb = get4(q, a), get4(q, b)
+    p1 = add(get3(x, a), rotate(qa, get3(local_a, c)))
+    p2 = add(get3(x, b), rotate(qb, get3(local_b, c)))
+    mid = mul(add(p1, p2), 0.5)
+    # Lever arms from where each body was at the substep's start, both moved on by the pair's
+    # shared step s (its inverse-mass weighted travel): the shared shift keeps the pair's
+    # angular momentum exact, and with s the travel of the lighter body (all of it against
+    # the static world) a ball rolling on the ground feels no torque from its normal force.
+    wa, wb = inv_mass[a], inv_mass[b]
+    total = wa + wb
+    s0 = s1 = s2 = 0.0
+    if total > 0.0:
+        s0 = (wa * (x[a, 0] - origin[a, 0]) + wb * (x[b, 0] - origin[b, 0])) / total
+        s1 = (wa * (x[a, 1] - origin[a, 1]) + wb * (x[b, 1] - origin[b, 1])) / total
+        s2 = (wa * (x[a, 2] - origin[a, 2]) + wb * (x[b, 2] - origin[b, 2])) / total
+    r1 = sub(mid, (origin[a, 0] + s0, origin[a, 1] + s1, origin[a, 2] + s2))
+    r2 = sub(mid, (origin[b, 0] + s0, origin[b, 1] + s1, origin[b, 2] + s2))
+    n = get3(normal, c)
+    base[c, 0] = dot(sub(p1, p2), n)
+    rows = 1
+    t1 = (0.0, 0.0, 0.0)
+    t2 = (0.0, 0.0, 0.0)
+    if with_friction:
+        t1, t2 = _tangents(n)
+        slip0 = sub(p1, add(get3(x, b), rotate(qb, get3(anchor, c))))
+        base[c, 1] = dot(slip0, t1)
+        base[c, 2] = dot(slip0, t2)
+        rows = 3
+    ia, ib = get3(inv_inertia, a), get3(inv_inertia, b)
+    for j in range(rows):
+        d = n if j == 0 else (t1 if j == 1 else t2)
+        ra = cross(r1, d)
+        rb = cross(r2, d)
+        ma = inv_inertia_times(qa, ia, ra)
+        mb = inv_inertia_times(qb, ib, rb)
+        for k in range(3):
+            J[c, j, k] = d[k]
+            J[c, j, 3 + k] = ra[k]
+            J[c, j, 6 + k] = -d[k]
+            J[c, j, 9 + k] = -rb[k]
+            M[c, j, k] = inv_mass[a] * d[k]
+            M[c, j, 3 + k] = ma[k]
+            M[c, j, 6 + k] = -inv_mass[b] * d[k]
+            M[c, j, 9 + k] = -mb[k]
+    wn[c] = _rowdot(J, M, c, 0, 0)
+    if with_friction:
+        wt[c, 0] = _rowdot(J, M, c, 1, 1)
+        wt[c, 1] = _rowdot(J, M, c, 1, 2)
+        wt[c, 2] = _rowdot(J, M, c, 2, 2)
+
+
 @njit(**JIT)
+def _contact_rows(x, q, origin, inv_mass, inv_inertia, ints, local_a, local_b, normal, anchor, count, with_friction,
+                  J, M, base, wn, wt):
+    for c in range(count):
+        _contact_row(c, x, q, origin, inv_mass, inv_inertia, ints, local_a, local_b, normal, anchor, with_friction, J,
+                     M, base, wn, wt)
+
+
+@njit(parallel=True, **JIT)
+def _contact_rows_parallel(x, q, origin, inv_mass, inv_inertia, ints, local_a, local_b, normal, anchor, count,
+                           with_friction, J, M, base, wn, wt):
+    for c in prange(count):
+        _contact_row(c, x, q, origin, inv_mass, inv_inertia, ints, local_a, local_b, normal, anchor, with_friction, J,
+                     M, base, wn, wt)
+
+
 def contact_rows(x, q, origin, inv_mass, inv_inertia, ints, local_a, local_b, normal, anchor, count, with_friction,
                  J, M, base, wn, wt):
     """Rows of contacts 0:count at poses x, q: J (c, 3, 12) the normal and tangent directions
@@ -75,116 +147,97 @@ def contact_rows(x, q, origin, inv_mass, inv_inertia, ints, local_a, local_b, no
     t2), wn (c,) the generalized inverse mass along n, wt (c, 3) the symmetric 2 x 2 one of the
     tangents (t1 t1, t1 t2, t2 t2). ``origin`` (B+1, 3): where the bodies were at the substep's
     start (the poses x themselves for rows at rest); lever arms reach from there (see below) to
-    the middle of the two surface points. with_friction False: the normal row only."""
-    for c in range(count):
-        a, b = ints[c, 0], ints[c, 1]
-        qa, qb = get4(q, a), get4(q, b)
-        p1 = add(get3(x, a), rotate(qa, get3(local_a, c)))
-        p2 = add(get3(x, b), rotate(qb, get3(local_b, c)))
-        mid = mul(add(p1, p2), 0.5)
-        # Lever arms from where each body was at the substep's start, both moved on by the pair's
-        # shared step s (its inverse-mass weighted travel): the shared shift keeps the pair's
-        # angular momentum exact, and with s the travel of the lighter body (all of it against
-        # the static world) a ball rolling on the ground feels no torque from its normal force.
-        wa, wb = inv_mass[a], inv_mass[b]
-        total = wa + wb
-        s0 = s1 = s2 = 0.0
-        if total > 0.0:
-            s0 = (wa * (x[a, 0] - origin[a, 0]) + wb * (x[b, 0] - origin[b, 0])) / total
-            s1 = (wa * (x[a, 1] - origin[a, 1]) + wb * (x[b, 1] - origin[b, 1])) / total
-            s2 = (wa * (x[a, 2] - origin[a, 2]) + wb * (x[b, 2] - origin[b, 2])) / total
-        r1 = sub(mid, (origin[a, 0] + s0, origin[a, 1] + s1, origin[a, 2] + s2))
-        r2 = sub(mid, (origin[b, 0] + s0, origin[b, 1] + s1, origin[b, 2] + s2))
-        n = get3(normal, c)
-        base[c, 0] = dot(sub(p1, p2), n)
-        rows = 1
-        t1 = (0.0, 0.0, 0.0)
-        t2 = (0.0, 0.0, 0.0)
-        if with_friction:
-            t1, t2 = _tangents(n)
-            slip0 = sub(p1, add(get3(x, b), rotate(qb, get3(anchor, c))))
-            base[c, 1] = dot(slip0, t1)
-            base[c, 2] = dot(slip0, t2)
-            rows = 3
-        ia, ib = get3(inv_inertia, a), get3(inv_inertia, b)
-        for j in range(rows):
-            d = n if j == 0 else (t1 if j == 1 else t2)
-            ra = cross(r1, d)
-            rb = cross(r2, d)
-            ma = inv_inertia_times(qa, ia, ra)
-            mb = inv_inertia_times(qb, ib, rb)
-            for k in range(3):
-                J[c, j, k] = d[k]
-                J[c, j, 3 + k] = ra[k]
-                J[c, j, 6 + k] = -d[k]
-                J[c, j, 9 + k] = -rb[k]
-                M[c, j, k] = inv_mass[a] * d[k]
-                M[c, j, 3 + k] = ma[k]
-                M[c, j, 6 + k] = -inv_mass[b] * d[k]
-                M[c, j, 9 + k] = -mb[k]
-        wn[c] = _rowdot(J, M, c, 0, 0)
-        if with_friction:
-            wt[c, 0] = _rowdot(J, M, c, 1, 1)
-            wt[c, 1] = _rowdot(J, M, c, 1, 2)
-            wt[c, 2] = _rowdot(J, M, c, 2, 2)
+    the middle of the two surface points. with_friction False: the normal row only.
+    Each contact's rows are its own: PARALLEL_CONTACTS or more are made on all cores (the same bits)."""
+    rows = _contact_rows_parallel if count >= PARALLEL_CONTACTS else _contact_rows
+    rows(x, q, origin, inv_mass, inv_inertia, ints, local_a, local_b, normal, anchor, count, with_friction, J, M, base,
+         wn, wt)
+
+
+@njit(**INLINE)
+def _prepare_contact(c, x, q, x_prev, q_prev, inv_mass, inv_inertia, v_before, w_before, accel, dynamic, ints, local_a,
+                     local_b, normal, anchor_keys, anchor_residual, anchor, J, M, base, wn, wt, lam, lam_t, stuck,
+                     factored, speed_before, gap_start, accel_n):
+    """Contact c's part of ``prepare_contacts``: its anchor, its rows, then the rest."""
+    kept = anchor_keys.shape[0]
+    a, b = ints[c, 0], ints[c, 1]
+    qa, qpa, qpb = get4(q, a), get4(q_prev, a), get4(q_prev, b)
+    la = get3(local_a, c)
+    xa, xpa = get3(x, a), get3(x_prev, a)
+    rho = rotate(qa, la)
+    phi = log_rotation(qmul(qa, (qpa[0], -qpa[1], -qpa[2], -qpa[3])))
+    rolled = sub(sub(add(xa, rho), sub(xa, xpa)), cross(phi, rho))
+    out = rotate((qpb[0], -qpb[1], -qpb[2], -qpb[3]), sub(rolled, get3(x_prev, b)))
+    if kept:
+        key = ints[c, 2]
+        lo, hi = 0, kept
+        while lo < hi:  # the first key >= key (numpy's searchsorted, side "left")
+            mid = (lo + hi) // 2
+            if anchor_keys[mid] < key:
+                lo = mid + 1
+            else:
+                hi = mid
+        slot = min(lo, kept - 1)
+        if anchor_keys[slot] == key:
+            out = sub(out, get3(anchor_residual, slot))
+    anchor[c, 0], anchor[c, 1], anchor[c, 2] = out
+    _contact_row(c, x, q, x_prev, inv_mass, inv_inertia, ints, local_a, local_b, normal, anchor, True, J, M, base, wn,
+                 wt)
+    lam[c] = 0.0
+    lam_t[c, 0] = 0.0
+    lam_t[c, 1] = 0.0
+    stuck[c] = 0
+    factored[c] = -1
+    sa = 0.0
+    sb = 0.0
+    for i in range(3):
+        sa += J[c, 0, i] * v_before[a, i]
+    for i in range(3):
+        sa += J[c, 0, 3 + i] * w_before[a, i]
+    for i in range(3):
+        sb += J[c, 0, 6 + i] * v_before[b, i]
+    for i in range(3):
+        sb += J[c, 0, 9 + i] * w_before[b, i]
+    speed_before[c] = sa + sb
+    n = get3(normal, c)
+    start = add(get3(x_prev, a), rotate(get4(q_prev, a), get3(local_a, c)))
+    p2 = add(get3(x_prev, b), rotate(get4(q_prev, b), get3(local_b, c)))
+    gap_start[c] = dot(sub(start, p2), n)
+    da = 1.0 if dynamic[a] else 0.0
+    db = 1.0 if dynamic[b] else 0.0
+    accel_n[c] = dot(n, sub(mul(get3(accel, a), da), mul(get3(accel, b), db)))
 
 
 @njit(**JIT)
+def _prepare_contacts(x, q, x_prev, q_prev, inv_mass, inv_inertia, v_before, w_before, accel, dynamic, ints, local_a,
+                      local_b, normal, count, anchor_keys, anchor_residual, anchor, J, M, base, wn, wt, lam, lam_t,
+                      stuck, factored, speed_before, gap_start, accel_n):
+    for c in range(count):
+        _prepare_contact(c, x, q, x_prev, q_prev, inv_mass, inv_inertia, v_before, w_before, accel, dynamic, ints,
+                         local_a, local_b, normal, anchor_keys, anchor_residual, anchor, J, M, base, wn, wt, lam, lam_t,
+                         stuck, factored, speed_before, gap_start, accel_n)
+
+
+@njit(parallel=True, **JIT)
+def _prepare_contacts_parallel(x, q, x_prev, q_prev, inv_mass, inv_inertia, v_before, w_before, accel, dynamic, ints,
+                               local_a, local_b, normal, count, anchor_keys, anchor_residual, anchor, J, M, base, wn,
+                               wt, lam, lam_t, stuck, factored, speed_before, gap_start, accel_n):
+    for c in prange(count):
+        _prepare_contact(c, x, q, x_prev, q_prev, inv_mass, inv_inertia, v_before, w_before, accel, dynamic, ints,
+                         local_a, local_b, normal, anchor_keys, anchor_residual, anchor, J, M, base, wn, wt, lam, lam_t,
+                         stuck, factored, speed_before, gap_start, accel_n)
+
+
 def prepare_contacts(x, q, x_prev, q_prev, inv_mass, inv_inertia, v_before, w_before, accel, dynamic, ints, local_a,
                      local_b, normal, count, anchor_keys, anchor_residual, anchor, J, M, base, wn, wt, lam, lam_t,
                      stuck, factored, speed_before, gap_start, accel_n):
     """A substep's contacts made ready to solve: anchors, rows, cleared impulses, and the normal
-    speed, separation and relative acceleration at the substep's start (see the numpy reference)."""
-    kept = anchor_keys.shape[0]
-    for c in range(count):
-        a, b = ints[c, 0], ints[c, 1]
-        qa, qpa, qpb = get4(q, a), get4(q_prev, a), get4(q_prev, b)
-        la = get3(local_a, c)
-        xa, xpa = get3(x, a), get3(x_prev, a)
-        rho = rotate(qa, la)
-        phi = log_rotation(qmul(qa, (qpa[0], -qpa[1], -qpa[2], -qpa[3])))
-        rolled = sub(sub(add(xa, rho), sub(xa, xpa)), cross(phi, rho))
-        out = rotate((qpb[0], -qpb[1], -qpb[2], -qpb[3]), sub(rolled, get3(x_prev, b)))
-        if kept:
-            key = ints[c, 2]
-            lo, hi = 0, kept
-            while lo < hi:  # the first key >= key (numpy's searchsorted, side "left")
-                mid = (lo + hi) // 2
-                if anchor_keys[mid] < key:
-                    lo = mid + 1
-                else:
-                    hi = mid
-            slot = min(lo, kept - 1)
-            if anchor_keys[slot] == key:
-                out = sub(out, get3(anchor_residual, slot))
-        anchor[c, 0], anchor[c, 1], anchor[c, 2] = out
-    contact_rows(x, q, x_prev, inv_mass, inv_inertia, ints, local_a, local_b, normal, anchor, count, True, J, M, base,
-                 wn, wt)
-    for c in range(count):
-        a, b = ints[c, 0], ints[c, 1]
-        lam[c] = 0.0
-        lam_t[c, 0] = 0.0
-        lam_t[c, 1] = 0.0
-        stuck[c] = 0
-        factored[c] = -1
-        sa = 0.0
-        sb = 0.0
-        for i in range(3):
-            sa += J[c, 0, i] * v_before[a, i]
-        for i in range(3):
-            sa += J[c, 0, 3 + i] * w_before[a, i]
-        for i in range(3):
-            sb += J[c, 0, 6 + i] * v_before[b, i]
-        for i in range(3):
-            sb += J[c, 0, 9 + i] * w_before[b, i]
-        speed_before[c] = sa + sb
-        n = get3(normal, c)
-        start = add(get3(x_prev, a), rotate(get4(q_prev, a), get3(local_a, c)))
-        p2 = add(get3(x_prev, b), rotate(get4(q_prev, b), get3(local_b, c)))
-        gap_start[c] = dot(sub(start, p2), n)
-        da = 1.0 if dynamic[a] else 0.0
-        db = 1.0 if dynamic[b] else 0.0
-        accel_n[c] = dot(n, sub(mul(get3(accel, a), da), mul(get3(accel, b), db)))
+    speed, separation and relative acceleration at the substep's start (see the numpy reference).
+    Contact by contact, each its own: PARALLEL_CONTACTS or more on all cores (the same bits)."""
+    prepare = _prepare_contacts_parallel if count >= PARALLEL_CONTACTS else _prepare_contacts
+    prepare(x, q, x_prev, q_prev, inv_mass, inv_inertia, v_before, w_before, accel, dynamic, ints, local_a, local_b,
+            normal, count, anchor_keys, anchor_residual, anchor, J, M, base, wn, wt, lam, lam_t, stuck, factored,
+            speed_before, gap_start, accel_n)
 
 
 @njit(**INLINE)
@@ -225,6 +278,14 @@ DOF = 12
 # A pair whose restitution rows are all within VELOCITY_TOLERANCE (m/s) of their target speeds
 # is left as it is in that pass: a pile at rest is nearly all such pairs.
 VELOCITY_TOLERANCE = 1e-5
+# A colour of this many pairs or more is solved on all cores (``_threads``): its pairs share no
+# moving body, so the threads cannot change the bits (a body that cannot move is shared, but its
+# rows of S and vw only ever get zeros added: its M is zero). Smaller colours, and every colour
+# of a scene whose colours are all smaller (the car), stay serial: starting the threads costs
+# more than a small colour's work. (1,000 boxes awake: colours of several hundred pairs.)
+PARALLEL_PAIRS = 128
+# Contacts made ready (``prepare_contacts``, ``contact_rows``) on all cores from this many on.
+PARALLEL_CONTACTS = 1024
 
 
 @njit(**INLINE)
@@ -354,6 +415,86 @@ def _pair_solve(A, r0, n, lo, hi, L, rhs, y, z, out):
         _block_solve(A, r0, n, lo, hi - lo, L, rhs, y, z, out)
 
 
+@njit(**INLINE)
+def _pair_positions(p, ints, J, M, base, wn, wt, mu, pair_first, lam, lam_t, stuck, S, sweeps, q, inv_mass, inv_inertia,
+                    rows_a, factors, factored, rhs, out, y, z):
+    """One pair's part of ``solve_contact_positions`` (rhs, out: scratch of 3 rows per contact of
+    the pair; y, z: 12)."""
+    first, end = pair_first[p], pair_first[p + 1]
+    if end <= first:
+        return
+    for _ in range(sweeps):
+        for c in range(first, end):
+            a, b = ints[c, 0], ints[c, 1]
+            e = _value(J, S, c, 0, a, b) + base[c, 0]
+            if lam[c] > 0.0 or e < 0.0:
+                dl = max(-e / wn[c], -lam[c])
+                lam[c] += dl
+                _push(M, S, c, 0, a, b, dl)
+    kept = factored[first] >= 0
+    if kept:
+        for c in range(first, end):
+            if factored[c] != (1 if lam[c] > 0.0 else 0):
+                kept = False
+                break
+    n = 0
+    far = False  # any friction row off its anchor (else the impulses are zero)
+    for c in range(first, end):
+        if lam[c] > 0.0:
+            rhs[n] = 0.0
+            n += 1
+            if mu[c] > 0.0:
+                a, b = ints[c, 0], ints[c, 1]
+                for j in (1, 2):
+                    rhs[n] = -(_value(J, S, c, j, a, b) + base[c, j])
+                    if rhs[n] != 0.0:
+                        far = True
+                    n += 1
+    if far:
+        lo, hi = _pair_columns(ints, first, inv_mass, inv_inertia)
+        if not kept:
+            pair_a = ints[first, 0]
+            r0 = 3 * first
+            row = r0
+            for c in range(first, end):
+                if lam[c] > 0.0:
+                    swap = ints[c, 0] != pair_a
+                    _row_a(J, q, inv_mass, inv_inertia, ints, c, 0, swap, rows_a[row])
+                    row += 1
+                    if mu[c] > 0.0:
+                        for j in (1, 2):
+                            _row_a(J, q, inv_mass, inv_inertia, ints, c, j, swap, rows_a[row])
+                            row += 1
+            _pair_factor(rows_a, r0, n, lo, hi, factors[first])
+            for c in range(first, end):
+                factored[c] = 1 if lam[c] > 0.0 else 0
+        _pair_solve(rows_a, 3 * first, n, lo, hi, factors[first], rhs, y, z, out)
+    else:
+        for r in range(n):
+            out[r] = 0.0
+    k = 0
+    for c in range(first, end):
+        a, b = ints[c, 0], ints[c, 1]
+        d1 = d2 = 0.0
+        if lam[c] > 0.0:
+            k += 1
+            if mu[c] > 0.0:
+                d1, d2 = out[k], out[k + 1]
+                k += 2
+        # Coulomb: the accumulated tangential impulse stays within mu times the normal one.
+        t1 = lam_t[c, 0] + d1
+        t2 = lam_t[c, 1] + d2
+        length = math.sqrt(t1 * t1 + t2 * t2)
+        scale = min(mu[c] * lam[c] / max(length, 1e-300), 1.0)
+        t1 *= scale
+        t2 *= scale
+        _push(M, S, c, 1, a, b, t1 - lam_t[c, 0])
+        _push(M, S, c, 2, a, b, t2 - lam_t[c, 1])
+        lam_t[c, 0] = t1
+        lam_t[c, 1] = t2
+        stuck[c] = 1 if (scale >= 1.0 and lam[c] > 0.0) else 0
+
+
 @njit(**JIT)
 def solve_contact_positions(ints, J, M, base, wn, wt, mu, pair_first, pair_order, colour_bounds, lam, lam_t, stuck, S,
                             sweeps, q, inv_mass, inv_inertia, rows_a, factors, factored):
@@ -380,79 +521,54 @@ def solve_contact_positions(ints, J, M, base, wn, wt, mu, pair_first, pair_order
     y = np.zeros(DOF)
     z = np.zeros(DOF)
     for p in pair_order:
-        first, end = pair_first[p], pair_first[p + 1]
-        if end <= first:
-            continue
-        for _ in range(sweeps):
-            for c in range(first, end):
-                a, b = ints[c, 0], ints[c, 1]
-                e = _value(J, S, c, 0, a, b) + base[c, 0]
-                if lam[c] > 0.0 or e < 0.0:
-                    dl = max(-e / wn[c], -lam[c])
-                    lam[c] += dl
-                    _push(M, S, c, 0, a, b, dl)
-        kept = factored[first] >= 0
-        if kept:
-            for c in range(first, end):
-                if factored[c] != (1 if lam[c] > 0.0 else 0):
-                    kept = False
-                    break
-        n = 0
-        far = False  # any friction row off its anchor (else the impulses are zero)
-        for c in range(first, end):
-            if lam[c] > 0.0:
-                rhs[n] = 0.0
-                n += 1
-                if mu[c] > 0.0:
-                    a, b = ints[c, 0], ints[c, 1]
-                    for j in (1, 2):
-                        rhs[n] = -(_value(J, S, c, j, a, b) + base[c, j])
-                        if rhs[n] != 0.0:
-                            far = True
-                        n += 1
-        if far:
-            lo, hi = _pair_columns(ints, first, inv_mass, inv_inertia)
-            if not kept:
-                pair_a = ints[first, 0]
-                r0 = 3 * first
-                row = r0
-                for c in range(first, end):
-                    if lam[c] > 0.0:
-                        swap = ints[c, 0] != pair_a
-                        _row_a(J, q, inv_mass, inv_inertia, ints, c, 0, swap, rows_a[row])
-                        row += 1
-                        if mu[c] > 0.0:
-                            for j in (1, 2):
-                                _row_a(J, q, inv_mass, inv_inertia, ints, c, j, swap, rows_a[row])
-                                row += 1
-                _pair_factor(rows_a, r0, n, lo, hi, factors[first])
-                for c in range(first, end):
-                    factored[c] = 1 if lam[c] > 0.0 else 0
-            _pair_solve(rows_a, 3 * first, n, lo, hi, factors[first], rhs, y, z, out)
+        _pair_positions(p, ints, J, M, base, wn, wt, mu, pair_first, lam, lam_t, stuck, S, sweeps, q, inv_mass,
+                        inv_inertia, rows_a, factors, factored, rhs, out, y, z)
+
+
+@njit(**JIT)
+def _contact_positions_by_colour(ints, J, M, base, wn, wt, mu, pair_first, pair_order, colour_bounds, lam, lam_t, stuck,
+                                 S, sweeps, q, inv_mass, inv_inertia, rows_a, factors, factored, threads):
+    """``solve_contact_positions`` with each colour of ``threads[0]`` pairs or more on all cores
+    (threads: the least, then per-chunk scratch, see ``_threads``)."""
+    rhs = np.zeros(max(rows_a.shape[0], 1))
+    out = np.zeros(max(rows_a.shape[0], 1))
+    y = np.zeros(DOF)
+    z = np.zeros(DOF)
+    least, t_rhs, t_out, t_y, t_z = threads
+    for colour in range(colour_bounds.shape[0] - 1):
+        lo, hi = colour_bounds[colour], colour_bounds[colour + 1]
+        if hi - lo >= least:
+            _colour_positions_parallel(lo, hi, ints, J, M, base, wn, wt, mu, pair_first, pair_order, lam, lam_t, stuck,
+                                       S, sweeps, q, inv_mass, inv_inertia, rows_a, factors, factored, t_rhs, t_out,
+                                       t_y, t_z)
         else:
-            for r in range(n):
-                out[r] = 0.0
-        k = 0
-        for c in range(first, end):
-            a, b = ints[c, 0], ints[c, 1]
-            d1 = d2 = 0.0
-            if lam[c] > 0.0:
-                k += 1
-                if mu[c] > 0.0:
-                    d1, d2 = out[k], out[k + 1]
-                    k += 2
-            # Coulomb: the accumulated tangential impulse stays within mu times the normal one.
-            t1 = lam_t[c, 0] + d1
-            t2 = lam_t[c, 1] + d2
-            length = math.sqrt(t1 * t1 + t2 * t2)
-            scale = min(mu[c] * lam[c] / max(length, 1e-300), 1.0)
-            t1 *= scale
-            t2 *= scale
-            _push(M, S, c, 1, a, b, t1 - lam_t[c, 0])
-            _push(M, S, c, 2, a, b, t2 - lam_t[c, 1])
-            lam_t[c, 0] = t1
-            lam_t[c, 1] = t2
-            stuck[c] = 1 if (scale >= 1.0 and lam[c] > 0.0) else 0
+            for i in range(lo, hi):
+                _pair_positions(pair_order[i], ints, J, M, base, wn, wt, mu, pair_first, lam, lam_t, stuck, S, sweeps,
+                                q, inv_mass, inv_inertia, rows_a, factors, factored, rhs, out, y, z)
+
+
+@njit(parallel=True, **JIT)
+def _colour_positions_parallel(lo, hi, ints, J, M, base, wn, wt, mu, pair_first, pair_order, lam, lam_t, stuck, S,
+                               sweeps, q, inv_mass, inv_inertia, rows_a, factors, factored, rhs, out, y, z):
+    """The pairs pair_order[lo:hi] of one colour in ``rhs.shape[0]`` chunks on all cores."""
+    chunks = rhs.shape[0]
+    for k in prange(chunks):
+        for i in range(lo + (hi - lo) * k // chunks, lo + (hi - lo) * (k + 1) // chunks):
+            _pair_positions(pair_order[i], ints, J, M, base, wn, wt, mu, pair_first, lam, lam_t, stuck, S, sweeps, q,
+                            inv_mass, inv_inertia, rows_a, factors, factored, rhs[k], out[k], y[k], z[k])
+
+
+def _threads(pair_first: np.ndarray, colour_bounds: np.ndarray):
+    """None where every colour is smaller than PARALLEL_PAIRS (the serial solve), else what the
+    colours on all cores need: the least, and scratch for each chunk (a chunk per thread; the
+    chunks' pairs share no moving body, so their number cannot change the bits)."""
+    if pair_first.shape[0] <= PARALLEL_PAIRS or colour_bounds.shape[0] < 2 \
+            or int(np.max(colour_bounds[1:] - colour_bounds[:-1])) < PARALLEL_PAIRS:
+        return None
+    chunks = numba.get_num_threads()
+    rows = 3 * max(int(np.max(pair_first[1:] - pair_first[:-1])), 1)
+    return (np.int64(PARALLEL_PAIRS), np.zeros((chunks, rows)), np.zeros((chunks, rows)), np.zeros((chunks, DOF)),
+            np.zeros((chunks, DOF)))
 
 
 @njit(**JIT)
@@ -487,12 +603,15 @@ def velocities(x, q, v, w, x_prev, q_prev, momentum, inv_inertia, dynamic, kinem
 
 
 @njit(**JIT)
-def _position_passes(passes, contacts, motors, joints):
+def _position_passes(passes, contacts, motors, joints, threads):
     """``passes`` rounds of contacts, motors and joints in that order; a part that is None is
-    left out (numba prunes its branch when it compiles)."""
+    left out (numba prunes its branch when it compiles), and so are the threads (``_threads``)."""
     for _ in range(passes):
         if contacts is not None:
-            solve_contact_positions(*contacts)
+            if threads is None:
+                solve_contact_positions(*contacts)
+            else:
+                _contact_positions_by_colour(*contacts, threads)
         if motors is not None:
             _solve_motor_positions(*motors)
         if joints is not None:
@@ -504,16 +623,99 @@ def solve_position_passes(passes: int, contacts, motors, joints) -> None:
     contacts (``solve_contact_positions``' arguments), the motors (``solve_motor_positions``')
     and the joints (``solve_joints``'), each None to leave it out. The same kernels in the same
     order as calling the three ``passes`` times; one call instead of three a round (the car
-    example's round was 77 us as three calls, of which about 60 us the kernels' own work)."""
+    example's round was 77 us as three calls, of which about 60 us the kernels' own work).
+    Colours of PARALLEL_PAIRS pairs or more are solved on all cores (the same bits)."""
     if motors is not None and not motors[0].count:
         motors = None
     if joints is not None and not len(joints[1].rows):
         joints = None
+    threads = None if contacts is None else _threads(contacts[7], contacts[9])
     _position_passes(int(passes), contacts, None if motors is None else motor_arguments(*motors),
-                     None if joints is None else joint_arguments(*joints))
+                     None if joints is None else joint_arguments(*joints), threads)
+
+
+@njit(**INLINE)
+def _pair_restitution(p, ints, J, M, wn, solved, target, pair_first, vw, q, inv_mass, inv_inertia, rows_a, factors,
+                      factored, rhs, out, y, z):
+    """One pair's part of a pass of ``solve_contact_restitution`` (scratch as ``_pair_positions``')."""
+    first, end = pair_first[p], pair_first[p + 1]
+    if end <= first:
+        return
+    n = 0
+    far = False  # any row farther than VELOCITY_TOLERANCE from its target
+    for c in range(first, end):
+        if solved[c]:
+            rhs[n] = target[c] - _value(J, vw, c, 0, ints[c, 0], ints[c, 1])
+            if not abs(rhs[n]) <= VELOCITY_TOLERANCE:
+                far = True
+            n += 1
+    if not far:
+        return
+    lo, hi = _pair_columns(ints, first, inv_mass, inv_inertia)
+    r0 = 3 * first
+    if factored[first] < 0:  # the pair's rows and factor, once for all the passes
+        pair_a = ints[first, 0]
+        row = r0
+        for c in range(first, end):
+            if solved[c]:
+                _row_a(J, q, inv_mass, inv_inertia, ints, c, 0, ints[c, 0] != pair_a, rows_a[row])
+                row += 1
+        _pair_factor(rows_a, r0, n, lo, hi, factors[first])
+        factored[first] = 1
+    _pair_solve(rows_a, r0, n, lo, hi, factors[first], rhs, y, z, out)
+    k = 0
+    for c in range(first, end):
+        if solved[c]:
+            _push(M, vw, c, 0, ints[c, 0], ints[c, 1], out[k])
+            k += 1
 
 
 @njit(**JIT)
+def _restitution_passes(ints, J, M, wn, solved, target, pair_first, pair_order, colour_bounds, vw, iterations, q,
+                        inv_mass, inv_inertia, rows_a, factors, factored, threads):
+    for c in range(factored.shape[0]):
+        factored[c] = -1
+    rhs = np.zeros(max(rows_a.shape[0], 1))
+    out = np.zeros(max(rows_a.shape[0], 1))
+    y = np.zeros(DOF)
+    z = np.zeros(DOF)
+    for it in range(iterations):
+        if threads is None:
+            for p in pair_order:
+                _pair_restitution(p, ints, J, M, wn, solved, target, pair_first, vw, q, inv_mass, inv_inertia, rows_a,
+                                  factors, factored, rhs, out, y, z)
+        else:
+            _restitution_by_colour(ints, J, M, wn, solved, target, pair_first, pair_order, colour_bounds, vw, q,
+                                   inv_mass, inv_inertia, rows_a, factors, factored, rhs, out, y, z, threads)
+
+
+@njit(**JIT)
+def _restitution_by_colour(ints, J, M, wn, solved, target, pair_first, pair_order, colour_bounds, vw, q, inv_mass,
+                           inv_inertia, rows_a, factors, factored, rhs, out, y, z, threads):
+    """A pass of ``_restitution_passes`` with each colour of ``threads[0]`` pairs or more on all cores."""
+    least, t_rhs, t_out, t_y, t_z = threads
+    for colour in range(colour_bounds.shape[0] - 1):
+        lo, hi = colour_bounds[colour], colour_bounds[colour + 1]
+        if hi - lo >= least:
+            _colour_restitution_parallel(lo, hi, ints, J, M, wn, solved, target, pair_first, pair_order, vw, q,
+                                         inv_mass, inv_inertia, rows_a, factors, factored, t_rhs, t_out, t_y, t_z)
+        else:
+            for i in range(lo, hi):
+                _pair_restitution(pair_order[i], ints, J, M, wn, solved, target, pair_first, vw, q, inv_mass,
+                                  inv_inertia, rows_a, factors, factored, rhs, out, y, z)
+
+
+@njit(parallel=True, **JIT)
+def _colour_restitution_parallel(lo, hi, ints, J, M, wn, solved, target, pair_first, pair_order, vw, q, inv_mass,
+                                 inv_inertia, rows_a, factors, factored, rhs, out, y, z):
+    """The pairs pair_order[lo:hi] of one colour in ``rhs.shape[0]`` chunks on all cores."""
+    chunks = rhs.shape[0]
+    for k in prange(chunks):
+        for i in range(lo + (hi - lo) * k // chunks, lo + (hi - lo) * (k + 1) // chunks):
+            _pair_restitution(pair_order[i], ints, J, M, wn, solved, target, pair_first, vw, q, inv_mass, inv_inertia,
+                              rows_a, factors, factored, rhs[k], out[k], y[k], z[k])
+
+
 def solve_contact_restitution(ints, J, M, wn, solved, target, pair_first, pair_order, colour_bounds, vw, iterations,
                               q, inv_mass, inv_inertia, rows_a, factors, factored):
     """``iterations`` passes setting the normal speed of the ``solved`` contacts to ``target`` (e
@@ -526,44 +728,8 @@ def solve_contact_restitution(ints, J, M, wn, solved, target, pair_first, pair_o
     overwrites: it marks them all gone). A pair's rows and factor are made in the first pass that
     solves it and kept for the others, which is what the numpy reference computes anew each pass.
     A pair whose rows are all within VELOCITY_TOLERANCE of their targets is left in that pass."""
-    for c in range(factored.shape[0]):
-        factored[c] = -1
-    rhs = np.zeros(max(rows_a.shape[0], 1))
-    out = np.zeros(max(rows_a.shape[0], 1))
-    y = np.zeros(DOF)
-    z = np.zeros(DOF)
-    for it in range(iterations):
-        for p in pair_order:
-            first, end = pair_first[p], pair_first[p + 1]
-            if end <= first:
-                continue
-            n = 0
-            far = False  # any row farther than VELOCITY_TOLERANCE from its target
-            for c in range(first, end):
-                if solved[c]:
-                    rhs[n] = target[c] - _value(J, vw, c, 0, ints[c, 0], ints[c, 1])
-                    if not abs(rhs[n]) <= VELOCITY_TOLERANCE:
-                        far = True
-                    n += 1
-            if not far:
-                continue
-            lo, hi = _pair_columns(ints, first, inv_mass, inv_inertia)
-            r0 = 3 * first
-            if factored[first] < 0:  # the pair's rows and factor, once for all the passes
-                pair_a = ints[first, 0]
-                row = r0
-                for c in range(first, end):
-                    if solved[c]:
-                        _row_a(J, q, inv_mass, inv_inertia, ints, c, 0, ints[c, 0] != pair_a, rows_a[row])
-                        row += 1
-                _pair_factor(rows_a, r0, n, lo, hi, factors[first])
-                factored[first] = 1
-            _pair_solve(rows_a, r0, n, lo, hi, factors[first], rhs, y, z, out)
-            k = 0
-            for c in range(first, end):
-                if solved[c]:
-                    _push(M, vw, c, 0, ints[c, 0], ints[c, 1], out[k])
-                    k += 1
+    _restitution_passes(ints, J, M, wn, solved, target, pair_first, pair_order, colour_bounds, vw, iterations, q,
+                        inv_mass, inv_inertia, rows_a, factors, factored, _threads(pair_first, colour_bounds))
 
 
 @njit(**JIT)

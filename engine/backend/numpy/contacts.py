@@ -7,6 +7,7 @@ import math
 
 import numpy as np
 
+from ...collision.broadphase import sweep_and_prune  # noqa: F401 (the broad phase's reference, compiled by numba's)
 from ...geometry.kinds import BOX, CYLINDER, HULL, MESH, PLANE, SPHERE
 from . import distance as D
 from . import quat as Q
