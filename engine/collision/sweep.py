@@ -17,7 +17,9 @@ the body's translation, all but ``CONTACT_DEPTH`` of the thickness, which is lef
 solve to project (so the contact has its normal impulse, its friction and its bounce as usual).
 Between two bodies the correction is shared by their inverse masses, so momentum is kept; and a
 body whose own rotation drove the point in stops turning at the moment of impact for the rest of
-the substep (its angular momentum is kept, so it spins on the next). Slower motion is left alone,
+the substep (its angular momentum is kept, so it spins on the next), if the motion does take the
+point deeper than allowed (sampled over the rest of the substep: a wheel's rim points touch the
+ground at the bottom of their turn and rise again, and a wheel stopped there would slip). Slower motion is left alone,
 and costs a few array operations per substep.
 
 It runs between the integration and the contact search, on the pairs the frame's broad phase
@@ -44,6 +46,9 @@ SWEEP_BISECTIONS = 12
 SWEEP_ROUNDS = 3
 # A point counts as touching within this fraction of the pair's allowed depth.
 SWEEP_TOUCH = 0.05
+# Fractions of the rest of the substep after a hit at which the point's depth is sampled: a body
+# is stopped turning only where its motion would drive the point deeper than allowed.
+SWEEP_TURN_SAMPLES = 4
 # Rim points per cap of a cylinder (a cylinder has no fixed sample points; its rim is found against
 # each shape by the contact kernels, and sampled here for the sweep).
 RIM_POINTS = 12
@@ -152,10 +157,10 @@ class Sweeper:
             hits = self.kernels.fast_hits(
                 self.geo, x0, q0, dx, phi, self.sides, self.side_first, self.queries, self.local, self.radius,
                 self.arm, self.body_arm, self.thickness, self.shape_thickness, self.bound, self.count, CONTACT_DEPTH,
-                SWEEP_ITERATIONS, SWEEP_BISECTIONS, SWEEP_TOUCH)
-            # (f, side, p, xo, xt, n, allow, depth) of each hit; each body takes the one that needs
-            # the largest correction, the others wait for the next round, which sees the motion
-            # corrected.
+                SWEEP_ITERATIONS, SWEEP_BISECTIONS, SWEEP_TOUCH, SWEEP_TURN_SAMPLES)
+            # (f, side, p, xo, xt, n, allow, depth, deepest) of each hit; each body takes the one
+            # that needs the largest correction, the others wait for the next round, which sees
+            # the motion corrected.
             if not len(hits[0]) or not self.kernels.correct_hits(*hits, self.sides, x0, q0, x1, q1, dx, phi,
                                                                  inv_mass, self.bound, self.count):
                 break

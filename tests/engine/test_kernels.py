@@ -197,7 +197,7 @@ def test_the_sweep_of_fast_points_agrees(rng):
     allow = rng.uniform(0.005, 0.05, k)
     speed = np.linalg.norm(dx[owner], axis=1) + np.linalg.norm(phi[owner], axis=1) * np.linalg.norm(local, axis=1) \
         + np.where(target < bodies, np.linalg.norm(dx[target], axis=1) + 3.0 * np.linalg.norm(phi[target], axis=1), 0.0)
-    args = (geo, x0, q0, dx, phi, local, radius, owner, target, shape, allow, speed, bodies, 16, 12, 0.05)
+    args = (geo, x0, q0, dx, phi, local, radius, owner, target, shape, allow, speed, bodies, 16, 12, 0.05, 4)
     a, b = nb.advance_queries(*args), npd.advance_queries(*args)
     hit = np.isfinite(b[0])
     assert 0.1 < hit.mean() < 0.95, "the queries should both hit and miss"
@@ -210,10 +210,11 @@ def test_the_sweep_of_fast_points_agrees(rng):
     # mesh: it reports no distance beyond the band of grid cells around its triangles, so a point
     # that starts beyond the band is not advanced (a known limit of the sweep against meshes).
     assert np.all(b[5][hit] >= -0.05 * allow[hit] - 1e-12)
+    assert np.all(b[6][hit] >= b[5][hit])  # the deepest after the hit: at least its depth there
     miss = np.flatnonzero(~hit & (target == bodies) & (geo[0][shape] != MESH))
     end = npd.advance_queries(geo, x0 + dx, quat.multiply(quat.exp_rotation(phi), q0), dx * 0.0, phi * 0.0,
                               local[miss], radius[miss], owner[miss], target[miss], shape[miss], allow[miss],
-                              np.ones(len(miss)), bodies, 1, 0, 0.05)
+                              np.ones(len(miss)), bodies, 1, 0, 0.05, 4)
     assert not np.any(np.isfinite(end[0]))
 
 

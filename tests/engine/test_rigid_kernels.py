@@ -138,7 +138,7 @@ def test_finding_and_advancing_the_fast_queries_agrees(rng):
         out.append(s.kernels.fast_hits(s.geo, x0, q0, dx, phi, s.sides, s.side_first, s.queries, s.local, s.radius,
                                        s.arm, s.body_arm, s.thickness, s.shape_thickness, s.bound, s.count,
                                        CONTACT_DEPTH, sweep.SWEEP_ITERATIONS, sweep.SWEEP_BISECTIONS,
-                                       sweep.SWEEP_TOUCH))
+                                       sweep.SWEEP_TOUCH, sweep.SWEEP_TURN_SAMPLES))
     a, b = out
     assert len(a[0]) == len(b[0]) > 0
     np.testing.assert_array_equal(a[1], b[1])

@@ -81,12 +81,24 @@ def _advance_one(geo, x0, q0, dx, phi, pl, radius, o, t, s, allow, speed, world,
     return found
 
 
+@njit(**INLINE)
+def _deepest_after(geo, x0, q0, dx, phi, pl, radius, o, t, s, world, found, depth, samples):
+    """The deepest the point goes over the rest of the motion after its hit at ``found`` (its
+    depth there, and at ``samples`` fractions evenly to the end), turns and all."""
+    deepest = depth
+    for j in range(1, samples + 1):
+        d = _geometry(geo, x0, q0, dx, phi, pl, radius, o, t, s, world, found + (1.0 - found) * j / samples)[4]
+        if d > deepest:
+            deepest = d
+    return deepest
+
+
 @njit(**KERNEL)
 def advance(geo, x0, q0, dx, phi, local, radius, owner, target, shape, allow, speed, world, iterations, bisections,
-            touch, hit, p_out, xo_out, xt_out, n_out, depth_out):
+            touch, samples, hit, p_out, xo_out, xt_out, n_out, depth_out, deepest_out):
     """For each query k: hit[k] the fraction of the motion at which it first touches (inf if not
-    within the substep), and where it is then (p, xo, xt, n, depth), as the reference's
-    ``_advance`` followed by ``geometry`` at the hits."""
+    within the substep), and where it is then (p, xo, xt, n, depth) and the deepest it goes after,
+    as the reference's ``_advance`` followed by ``geometry`` at the hits."""
     for k in range(owner.shape[0]):
         o, t, s = owner[k], target[k], shape[k]
         pl = get3(local, k)
@@ -101,24 +113,27 @@ def advance(geo, x0, q0, dx, phi, local, radius, owner, target, shape, allow, sp
                 xt_out[k, i] = xt[i]
                 n_out[k, i] = n[i]
             depth_out[k] = depth
+            deepest_out[k] = _deepest_after(geo, x0, q0, dx, phi, pl, radius[k], o, t, s, world, found, depth,
+                                            samples)
 
 
 def advance_queries(geo, x0, q0, dx, phi, local, radius, owner, target, shape, allow, speed, world, iterations,
-                    bisections, touch):
-    """hit (k,), and p, xo, xt, n (k, 3), depth (k,) at the hits (undefined where hit is inf)."""
+                    bisections, touch, samples):
+    """hit (k,), and p, xo, xt, n (k, 3), depth (k,), deepest (k,) at the hits (undefined where
+    hit is inf)."""
     k = len(owner)
     hit = np.empty(k)
     p, xo, xt, n = (np.zeros((k, 3)) for _ in range(4))
-    depth = np.zeros(k)
+    depth, deepest = np.zeros(k), np.zeros(k)
     advance(geo, x0, q0, dx, phi, np.ascontiguousarray(local), np.ascontiguousarray(radius), owner, target, shape,
-            allow, speed, world, iterations, bisections, touch, hit, p, xo, xt, n, depth)
-    return hit, p, xo, xt, n, depth
+            allow, speed, world, iterations, bisections, touch, samples, hit, p, xo, xt, n, depth, deepest)
+    return hit, p, xo, xt, n, depth, deepest
 
 
 @njit(**KERNEL)
 def _fast_hits(geo, x0, q0, dx, phi, sides, side_first, queries, local, radius, arm, body_arm, thickness,
-               shape_thickness, bound, world, contact_depth, iterations, bisections, touch, f_out, side_out, p_out,
-               xo_out, xt_out, n_out, allow_out, depth_out, move, spin):
+               shape_thickness, bound, world, contact_depth, iterations, bisections, touch, samples, f_out, side_out,
+               p_out, xo_out, xt_out, n_out, allow_out, depth_out, deepest_out, move, spin):
     for b in range(x0.shape[0]):
         move[b] = math.sqrt(dx[b, 0] * dx[b, 0] + dx[b, 1] * dx[b, 1] + dx[b, 2] * dx[b, 2])
         spin[b] = math.sqrt(phi[b, 0] * phi[b, 0] + phi[b, 1] * phi[b, 1] + phi[b, 2] * phi[b, 2])
@@ -154,22 +169,24 @@ def _fast_hits(geo, x0, q0, dx, phi, sides, side_first, queries, local, radius, 
                     n_out[c, i] = n[i]
                 allow_out[c] = allow
                 depth_out[c] = depth
+                deepest_out[c] = _deepest_after(geo, x0, q0, dx, phi, pl, radius[point], o, t, s, world, found, depth,
+                                                samples)
                 c += 1
     return c
 
 
 def fast_hits(geo, x0, q0, dx, phi, sides, side_first, queries, local, radius, arm, body_arm, thickness,
-              shape_thickness, bound, world, contact_depth, iterations, bisections, touch):
+              shape_thickness, bound, world, contact_depth, iterations, bisections, touch, samples):
     """The hits of the substep's fast queries, in query order (see the numpy reference)."""
     k = len(queries)
     f, side = np.empty(k), np.empty(k, np.int64)
     p, xo, xt, n = (np.empty((k, 3)) for _ in range(4))
-    allow, depth = np.empty(k), np.empty(k)
+    allow, depth, deepest = np.empty(k), np.empty(k), np.empty(k)
     move, spin = np.empty(len(x0)), np.empty(len(x0))  # each body's motion and turn over the substep
     c = _fast_hits(geo, x0, q0, dx, phi, sides, side_first, queries, local, radius, arm, body_arm, thickness,
-                   shape_thickness, bound, world, contact_depth, iterations, bisections, touch, f, side, p, xo, xt, n,
-                   allow, depth, move, spin)
-    return f[:c], side[:c], p[:c], xo[:c], xt[:c], n[:c], allow[:c], depth[:c]
+                   shape_thickness, bound, world, contact_depth, iterations, bisections, touch, samples, f, side, p, xo,
+                   xt, n, allow, depth, deepest, move, spin)
+    return f[:c], side[:c], p[:c], xo[:c], xt[:c], n[:c], allow[:c], depth[:c], deepest[:c]
 
 
 @njit(**JIT)
@@ -198,7 +215,8 @@ def _before(key, a, b):
 
 
 @njit(**JIT)
-def correct_hits(f, side, p, xo, xt, n, allow, depth, sides, x0, q0, x1, q1, dx, phi, inv_mass, bound, world):
+def correct_hits(f, side, p, xo, xt, n, allow, depth, deepest, sides, x0, q0, x1, q1, dx, phi, inv_mass, bound,
+                 world):
     """The numpy reference's correction of the hits, hit by hit with the same arithmetic (see
     ``backend/numpy/sweep.py``), in place on x1 and q1; whether anything was changed."""
     k = f.shape[0]
@@ -214,8 +232,10 @@ def correct_hits(f, side, p, xo, xt, n, allow, depth, sides, x0, q0, x1, q1, dx,
         deep = max(depth[g], 0.0)
         allowed = allow[g]
         rest = 1.0 - fg
-        turn_owner = fg > 0.0 and inv_mass[owner] > 0.0 and norm(get3(phi, owner)) * bound[owner] * rest > allowed
-        turn_target = (fg > 0.0 and target < world and inv_mass[target] > 0.0
+        driven = deepest[g] > allowed
+        turn_owner = (driven and fg > 0.0 and inv_mass[owner] > 0.0
+                      and norm(get3(phi, owner)) * bound[owner] * rest > allowed)
+        turn_target = (driven and fg > 0.0 and target < world and inv_mass[target] > 0.0
                        and norm(get3(phi, target)) * bound[target] * rest > allowed)
         pg = get3(p, g)
         v_point = get3(dx, owner)
