@@ -95,15 +95,20 @@ def test_a_cylinder_rolls_down_a_slope_at_two_thirds_g_sin_theta_without_slippin
     assert np.abs(x @ normal - RADIUS).max() < 1e-3
 
 
+def coasting(radius, width, speed, frames=48):
+    """A wheel (a cylinder along y) set rolling along x on flat ground: ``run``'s motion."""
+    verts, faces, frame = cylinder_mesh(radius, width, centre=(0, 0, radius), axis=(0.0, 1.0, 0.0))
+    builder = engine.ModelBuilder()
+    builder.add_rigid_body(verts, faces, shape="cylinder", shape_frame=frame, friction=0.9,
+                           velocity=(speed, 0, 0), angular_velocity=(0, speed / radius, 0))
+    builder.add_collider(engine.Plane(friction=0.9))
+    return run(builder, frames)
+
+
 @pytest.mark.compiled_only
 @pytest.mark.parametrize("speed", [2.0, 5.0, 12.0])
 def test_a_wheel_coasting_on_flat_ground_keeps_its_speed(speed):
-    verts, faces, frame = cylinder_mesh(RADIUS, 0.25, centre=(0, 0, RADIUS), axis=(0.0, 1.0, 0.0))
-    builder = engine.ModelBuilder()
-    builder.add_rigid_body(verts, faces, shape="cylinder", shape_frame=frame, friction=0.9,
-                           velocity=(speed, 0, 0), angular_velocity=(0, speed / RADIUS, 0))
-    builder.add_collider(engine.Plane(friction=0.9))
-    _, t, x, v, w = run(builder, 48)
+    _, t, x, v, w = coasting(RADIUS, 0.25, speed)
     assert np.linalg.norm(v[-1]) >= 0.95 * speed
     assert np.abs(x[:, 1]).max() < 0.01 * x[-1, 0]  # and straight on
 
@@ -117,12 +122,7 @@ def test_a_narrow_wheel_coasting_fast_rolls_on_straight_without_slipping(radius,
     sweep of fast bodies (collision.sweep) looks at each; a rim point touching the ground at the
     bottom of its turn is no impact, so the wheel rolls on straight, its speed and spin kept (it
     was stopped turning at each touch: 8 m/s on a 10 cm wheel lost 15% and veered 2.6 m in 2 s)."""
-    verts, faces, frame = cylinder_mesh(radius, width, centre=(0, 0, radius), axis=(0.0, 1.0, 0.0))
-    builder = engine.ModelBuilder()
-    builder.add_rigid_body(verts, faces, shape="cylinder", shape_frame=frame, friction=0.9,
-                           velocity=(speed, 0, 0), angular_velocity=(0, speed / radius, 0))
-    builder.add_collider(engine.Plane(friction=0.9))
-    _, t, x, v, w = run(builder, 48)
+    _, t, x, v, w = coasting(radius, width, speed)
     assert np.linalg.norm(v[-1]) >= 0.99 * speed
     assert abs(np.linalg.norm(w[-1]) * radius - np.linalg.norm(v[-1])) < 0.01 * speed  # rolling, not slipping
     assert np.abs(x[:, 1]).max() < 0.01 and np.ptp(x[:, 2]) < 1e-4  # straight on, upright
