@@ -46,9 +46,11 @@ SWEEP_BISECTIONS = 12
 SWEEP_ROUNDS = 3
 # A point counts as touching within this fraction of the pair's allowed depth.
 SWEEP_TOUCH = 0.05
-# Fractions of the rest of the substep after a hit at which the point's depth is sampled: a body
-# is stopped turning only where its motion would drive the point deeper than allowed.
-SWEEP_TURN_SAMPLES = 4
+# After a hit the point's depth is sampled over the rest of the substep, at steps over which it
+# closes no more than the depth allowed (so it cannot pass through what it hit between two), at
+# most this many: a body is stopped turning only where its motion would drive the point deeper
+# than allowed (or that would take more samples).
+SWEEP_TURN_SAMPLES = 32
 # Rim points per cap of a cylinder (a cylinder has no fixed sample points; its rim is found against
 # each shape by the contact kernels, and sampled here for the sweep).
 RIM_POINTS = 12

@@ -82,12 +82,18 @@ def _advance_one(geo, x0, q0, dx, phi, pl, radius, o, t, s, allow, speed, world,
 
 
 @njit(**INLINE)
-def _deepest_after(geo, x0, q0, dx, phi, pl, radius, o, t, s, world, found, depth, samples):
-    """The deepest the point goes over the rest of the motion after its hit at ``found`` (its
-    depth there, and at ``samples`` fractions evenly to the end), turns and all."""
+def _deepest_after(geo, x0, q0, dx, phi, pl, radius, o, t, s, world, found, depth, allow, speed, samples):
+    """The deepest the point goes over the rest of the motion after its hit at ``found``, turns
+    and all: its depth there and at fractions evenly to the end, so many that it closes at most
+    ``allow`` between two (``speed`` bounds that per unit of motion), so it cannot pass through
+    a shape (at least four times as thick) unseen; inf if that takes more than ``samples``."""
+    need = speed * (1.0 - found) / allow
+    if not need <= samples:
+        return math.inf
+    steps = max(math.ceil(need), 1)
     deepest = depth
-    for j in range(1, samples + 1):
-        d = _geometry(geo, x0, q0, dx, phi, pl, radius, o, t, s, world, found + (1.0 - found) * j / samples)[4]
+    for j in range(1, steps + 1):
+        d = _geometry(geo, x0, q0, dx, phi, pl, radius, o, t, s, world, found + (1.0 - found) * j / steps)[4]
         if d > deepest:
             deepest = d
     return deepest
@@ -114,7 +120,7 @@ def advance(geo, x0, q0, dx, phi, local, radius, owner, target, shape, allow, sp
                 n_out[k, i] = n[i]
             depth_out[k] = depth
             deepest_out[k] = _deepest_after(geo, x0, q0, dx, phi, pl, radius[k], o, t, s, world, found, depth,
-                                            samples)
+                                            allow[k], speed[k], samples)
 
 
 def advance_queries(geo, x0, q0, dx, phi, local, radius, owner, target, shape, allow, speed, world, iterations,
@@ -170,7 +176,7 @@ def _fast_hits(geo, x0, q0, dx, phi, sides, side_first, queries, local, radius, 
                 allow_out[c] = allow
                 depth_out[c] = depth
                 deepest_out[c] = _deepest_after(geo, x0, q0, dx, phi, pl, radius[point], o, t, s, world, found, depth,
-                                                samples)
+                                                allow, speed, samples)
                 c += 1
     return c
 

@@ -23,8 +23,8 @@ def advance_queries(geo, x0, q0, dx, phi, local, radius, owner, target, shape, a
     at which it first touches (clearance within ``touch * allow``), inf where it does not; and
     where it is then: the point p, the owner's and the target's centres xo, xt, the shape's normal
     n (k, 3), the depth (k,), and the deepest it goes over the rest of the motion, turns and all
-    (k,: at the hit and at ``samples`` fractions evenly from there to the end; undefined where hit
-    is inf).
+    (k,: sampled from the hit to the end, see below, at most ``samples`` times, else inf;
+    undefined where hit is inf).
 
     speed (k,) bounds how fast (m per unit of the motion) each query's clearance can shrink: a
     step of clearance / speed can never pass the surface. A query still short of it after
@@ -76,9 +76,18 @@ def advance_queries(geo, x0, q0, dx, phi, local, radius, owner, target, shape, a
     got = np.flatnonzero(np.isfinite(hit))
     if len(got):
         p[got], xo[got], xt[got], n[got], depth[got] = geometry(hit[got], got)
-        deepest[got] = depth[got]
-        for j in range(1, samples + 1):
-            deepest[got] = np.maximum(deepest[got], geometry(hit[got] + (1.0 - hit[got]) * j / samples, got)[4])
+        # Fractions evenly from the hit to the end, so many that the point closes at most
+        # ``allow`` between two (``speed`` bounds that): it cannot pass through a shape (at least
+        # four times as thick) unseen. Where that takes more than ``samples``: inf.
+        need = speed[got] * (1.0 - hit[got]) / allow[got]
+        within = need <= samples
+        steps = np.where(within, np.maximum(np.ceil(np.where(within, need, 0.0)), 1.0), 0.0)
+        deepest[got] = np.where(within, depth[got], np.inf)
+        for j in range(1, int(steps.max(initial=0.0)) + 1):
+            sel = np.flatnonzero(j <= steps)
+            if len(sel):
+                at = hit[got[sel]] + (1.0 - hit[got[sel]]) * j / steps[sel]
+                deepest[got[sel]] = np.maximum(deepest[got[sel]], geometry(at, got[sel])[4])
     return hit, p, xo, xt, n, depth, deepest
 
 
