@@ -238,3 +238,32 @@ def test_a_wheel_rests_on_a_mesh_vertex_that_pokes_up_under_its_tread(spike, off
     hub = state.bodies.position[wheel.index]
     from_axle = math.hypot(hub[1], hub[2] - spike)  # the vertex at (0, 0, spike), the axle along X
     assert abs(from_axle - radius) < 2e-3
+
+
+@pytest.mark.compiled_only
+@pytest.mark.parametrize("spin, substeps", [(30.0, 4), (60.0, 4), (60.0, 10)])
+@pytest.mark.parametrize("wall", [0.02, 0.05])
+def test_a_plank_spinning_into_a_thin_wall_never_passes_through_it(spin, substeps, wall):
+    """A 1 m plank thrown at 3 m/s spinning edgewise into a wall 2 or 5 cm thick: its ends sweep
+    through far more than the wall's thickness in a substep, so the sweep of fast bodies must stop
+    its turn where an end hits (and only there: a rolling wheel's rim is left turning,
+    test_rolling.py). No corner ever gets past the wall's far face."""
+    from .rigid_scenes import box_mesh
+
+    builder = engine.ModelBuilder()
+    builder.add_rigid_body(*box_mesh((1.0, 0.1, 0.1), (-1.0, 0.0, 1.0)), shape="box", velocity=(3.0, 0, 0),
+                           angular_velocity=(0, 0, spin))
+    m = np.eye(4)
+    m[:3, 3] = (0.0, 0.0, 1.0)
+    builder.add_collider(engine.Box(half_extents=(wall / 2, 2.0, 2.0), transform=m))
+    solver = engine.Solver(builder.finalize(), engine.SolverSettings(substeps=substeps, gravity=(0, 0, 0)))
+    state = solver.make_state()
+    corners = np.array([[x, y, z] for x in (-0.5, 0.5) for y in (-0.05, 0.05) for z in (-0.05, 0.05)])
+    nearest = -np.inf
+    for _ in range(24):
+        solver.step_frame(state)
+        turn = engine.quaternions.to_matrix(state.bodies.orientation)[0]
+        reach = float((corners @ turn.T + state.bodies.position[0])[:, 0].max())
+        assert reach < wall / 2 + 0.01, reach
+        nearest = max(nearest, reach)
+    assert nearest > -wall / 2 - 0.05  # it came up to the wall (at some frame)
