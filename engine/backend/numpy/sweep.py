@@ -107,7 +107,7 @@ def fast_hits(geo, x0, q0, dx, phi, sides, side_first, queries, local, radius, a
     """The hits of the substep's fast queries, in query order: the fraction of the motion at
     which each first touches, its side (a row of ``sides``: owner, target, shape), where it is
     then (p, xo, xt, n), the depth allowed and found, and the deepest it goes after (see
-    ``advance_queries``; ``samples`` fractions of the rest of the motion). A query is fast when the bound on its
+    ``advance_queries``: sampled at most ``samples`` times). A query is fast when the bound on its
     closing speed exceeds the depth allowed (``_bounds``); a side is first bounded by its owner's
     longest arm (``body_arm``), so the queries of a slow side are not looked at one by one."""
     move = np.linalg.norm(dx, axis=1)
