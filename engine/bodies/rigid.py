@@ -294,8 +294,8 @@ def cluster_offsets(mass: float, inertia: np.ndarray) -> np.ndarray:
 # The most a body may turn in one substep (rad) while it touches something: its contacts are
 # solved at the substep's poses, and a cone spinning on its tip on the ground kept its spin and
 # its place up to 1.33 rad a substep and gained 16% of its spin and flew off at 1.67. (The
-# motors hold their targets to the same turn, ``constraints.motors.MAX_TURN``.) Free flight is
-# exact at any spin (the exponential map), so this is a warning, not a limit.
+# motors hold their targets to this turn: ``constraints.motors.MAX_TURN`` is this.) Free flight
+# is exact at any spin (the exponential map), so for a body's own spin this is a warning.
 MAX_SUBSTEP_TURN = 1.0
 
 

@@ -19,8 +19,8 @@ Between two bodies the correction is shared by their inverse masses, so momentum
 body whose own rotation drove the point in stops turning at the moment of impact for the rest of
 the substep (its angular momentum is kept, so it spins on the next), if the motion does take the
 point deeper than allowed (sampled over the rest of the substep: a wheel's rim points touch the
-ground at the bottom of their turn and rise again, and a wheel stopped there would slip). Slower motion is left alone,
-and costs a few array operations per substep.
+ground at the bottom of their turn and rise again, and a wheel stopped there would slip). Slower
+motion is left alone, and costs a few array operations per substep.
 
 It runs between the integration and the contact search, on the pairs the frame's broad phase
 found, with the shape table's distance routine; finding the fast queries and advancing them is one

@@ -29,7 +29,7 @@ from ..constraints.common import check_ends, values_at
 from ..checks import FLOAT32_MAX, MAX_ANGULAR_SPEED, MAX_SPEED
 from ..errors import JakobsenError
 from ..backend.numpy.rigid import world_inverse_inertia
-from ..bodies.rigid import CONTACT_DEPTH, body_thickness
+from ..bodies.rigid import CONTACT_DEPTH, MAX_SUBSTEP_TURN, body_thickness
 
 MODES = ("speed", "force", "servo")
 # Servo: how fast the remaining error is closed (1/s) once it is small; farther away, the speed a
@@ -49,7 +49,8 @@ SERVO_BRAKE = 0.25
 # ``drive_warnings``); more substeps raise the limit. And a turn of more than MAX_TURN rad in a
 # substep cannot be told from one the other way round (its angle wraps at half a turn), so speed
 # targets are held below it and force motors stop pushing there (linear ones at MAX_SPEED).
-MAX_TURN = 1.0
+# (The same turn the contacts resolve, which a body's own starting spin is warned about.)
+MAX_TURN = MAX_SUBSTEP_TURN
 
 
 @dataclass(frozen=True)

@@ -279,6 +279,5 @@ def test_a_body_set_spinning_faster_than_the_substeps_resolve_is_named_in_the_ba
     job = BakeJob(bpy.context.scene.name)
     job.run()
     spin = [w for w in job.warnings if "rad a substep" in w]
-    print(spin)
     assert len(spin) == 1 and "'Spinner'" in spin[0]
     assert f"use at least {math.ceil(400.0 / 24)} substeps" in spin[0]  # a radian a substep at most

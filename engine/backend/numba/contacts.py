@@ -600,8 +600,8 @@ def _overlapping(centre, radius, order, lo_sorted, pairs):
 
 
 def sweep_and_prune(centre: np.ndarray, radius: np.ndarray) -> np.ndarray:
-    """The broad phase (``collision.broadphase.sweep_and_prune``, the reference: the same pairs in
-    the same order), compiled: the reference's candidate lists cost 6 ms a frame for 1,000 boxes."""
+    """The broad phase (the numpy reference's ``sweep_and_prune``: the same pairs in the same
+    order), compiled: the reference's candidate lists cost 6 ms a frame for 1,000 boxes."""
     centre = np.ascontiguousarray(centre, dtype=np.float64)
     radius = np.ascontiguousarray(radius, dtype=np.float64)
     lo = centre[:, 0] - radius

@@ -529,11 +529,8 @@ def solve_contact_positions(ints, J, M, base, wn, wt, mu, pair_first, pair_order
 def _contact_positions_by_colour(ints, J, M, base, wn, wt, mu, pair_first, pair_order, colour_bounds, lam, lam_t, stuck,
                                  S, sweeps, q, inv_mass, inv_inertia, rows_a, factors, factored, threads):
     """``solve_contact_positions`` with each colour of ``threads[0]`` pairs or more on all cores
-    (threads: the least, then per-chunk scratch, see ``_threads``)."""
-    rhs = np.zeros(max(rows_a.shape[0], 1))
-    out = np.zeros(max(rows_a.shape[0], 1))
-    y = np.zeros(DOF)
-    z = np.zeros(DOF)
+    (threads: the least, then per-chunk scratch, see ``_threads``; the serial colours use the
+    first chunk's)."""
     least, t_rhs, t_out, t_y, t_z = threads
     for colour in range(colour_bounds.shape[0] - 1):
         lo, hi = colour_bounds[colour], colour_bounds[colour + 1]
@@ -544,7 +541,8 @@ def _contact_positions_by_colour(ints, J, M, base, wn, wt, mu, pair_first, pair_
         else:
             for i in range(lo, hi):
                 _pair_positions(pair_order[i], ints, J, M, base, wn, wt, mu, pair_first, lam, lam_t, stuck, S, sweeps,
-                                q, inv_mass, inv_inertia, rows_a, factors, factored, rhs, out, y, z)
+                                q, inv_mass, inv_inertia, rows_a, factors, factored, t_rhs[0], t_out[0], t_y[0],
+                                t_z[0])
 
 
 @njit(parallel=True, **JIT)
@@ -686,13 +684,14 @@ def _restitution_passes(ints, J, M, wn, solved, target, pair_first, pair_order, 
                                   factors, factored, rhs, out, y, z)
         else:
             _restitution_by_colour(ints, J, M, wn, solved, target, pair_first, pair_order, colour_bounds, vw, q,
-                                   inv_mass, inv_inertia, rows_a, factors, factored, rhs, out, y, z, threads)
+                                   inv_mass, inv_inertia, rows_a, factors, factored, threads)
 
 
 @njit(**JIT)
 def _restitution_by_colour(ints, J, M, wn, solved, target, pair_first, pair_order, colour_bounds, vw, q, inv_mass,
-                           inv_inertia, rows_a, factors, factored, rhs, out, y, z, threads):
-    """A pass of ``_restitution_passes`` with each colour of ``threads[0]`` pairs or more on all cores."""
+                           inv_inertia, rows_a, factors, factored, threads):
+    """A pass of ``_restitution_passes`` with each colour of ``threads[0]`` pairs or more on all
+    cores (the serial colours use the first chunk's scratch)."""
     least, t_rhs, t_out, t_y, t_z = threads
     for colour in range(colour_bounds.shape[0] - 1):
         lo, hi = colour_bounds[colour], colour_bounds[colour + 1]
@@ -702,7 +701,7 @@ def _restitution_by_colour(ints, J, M, wn, solved, target, pair_first, pair_orde
         else:
             for i in range(lo, hi):
                 _pair_restitution(pair_order[i], ints, J, M, wn, solved, target, pair_first, vw, q, inv_mass,
-                                  inv_inertia, rows_a, factors, factored, rhs, out, y, z)
+                                  inv_inertia, rows_a, factors, factored, t_rhs[0], t_out[0], t_y[0], t_z[0])
 
 
 @njit(parallel=True, **JIT)
