@@ -17,13 +17,14 @@ of a substep's motion and are kept while no vertex has moved half a skin since (
 so nothing can come within the distance unseen, however fast the frame; a cloth at rest finds
 them once.
 
-Edge-edge: two edges that share no end (and were at least the distance apart at rest) are kept
-the distance apart on the side of each other they started the substep on, along their common
-normal, unless one passed the other's line round an end rather than through it; so two strips of
-cloth crossing like sticks, where no vertex ever comes near a triangle of the other, cannot pass
-through each other either. Their candidate pairs are found in the same grid of the triangles'
-boxes (a triangle's box holds its edges'), kept by the same Verlet list, and pushed in the same
-Gauss-Seidel passes (the edge pairs first in each pass, then the vertex-triangle ones).
+Edge-edge: two edges that share no end (and were at least the distance apart at rest, and, if
+inner neighbours across a triangle, ``RING_APART`` distances) are kept the distance apart on the side
+of each other they started the substep on, along their common normal, unless one passed the
+other's line round an end rather than through it; so two strips of cloth crossing like sticks,
+where no vertex ever comes near a triangle of the other, cannot pass through each other either.
+Their candidate pairs are found in the same grid of the triangles' boxes (a triangle's box holds
+its edges'), kept by the same Verlet list, and pushed in the same Gauss-Seidel passes (the edge
+pairs first in each pass, then the vertex-triangle ones).
 
 The kernels are ``backend.self_contact.find_pairs``, ``find_edge_pairs`` (both at once:
 ``find_all_pairs``, one grid for the two) and ``project`` (see the numpy reference).
@@ -38,14 +39,28 @@ import numpy as np
 # whichever pair came last.
 PASSES = 2
 # The pairs are kept over several substeps (a Verlet list): those within the distance plus
-# this skin (in self distances) when found. Until some vertex has moved half the skin (beyond
-# what all share), no other pair can have come within the distance, nor passed through.
-SKIN = 0.25
+# a skin (in self distances) when found. Until some vertex has moved half the skin since (beyond
+# what all share), no other pair can have come within the distance, nor passed through. The
+# thicker the skin, the fewer the searches (a falling fold searched every substep at 0.25, every
+# second or third at 0.75) but the more pairs kept: the skin is the thickest of SKINS that keeps
+# no more than REST_CANDIDATES pairs a vertex on the cloth at rest, its reach grown by SQUEEZE
+# (a fine mesh, whose next neighbours lie within a thick skin, gets a thin one).
+SKINS = (0.75, 0.5, 0.25)
+REST_CANDIDATES = 0.5
+SQUEEZE = 1.2
 # Edges kept apart from edges too (False only to measure what that costs, or what it prevents).
 EDGE_EDGE = True
 # Pairs closer than this many self distances at rest are never held apart (they could not be
 # without stretching the cloth).
 REST_APART = 1.0
+# Two inner edges (each of two triangles or more) across a triangle from each other (an end p of
+# one is the corner opposite the other in one of its triangles) closer than this many self
+# distances at rest are never held apart either: the triangle holds p apart from the other edge,
+# and the first edge's other end is held off it by the vertex-triangle pairs with the other
+# edge's second triangle; while a thick skin (SKINS) would keep every such pair of a fine mesh
+# as a candidate. Edges on the border (the long sides of a strip one quad wide, which nothing
+# else keeps from folding through each other) and those further apart are held as any pair.
+RING_APART = SQUEEZE * (1.0 + SKINS[0])
 
 
 def point_triangle_distance(p: np.ndarray, a: np.ndarray, b: np.ndarray, c: np.ndarray) -> np.ndarray:
@@ -64,6 +79,23 @@ def point_triangle_distance(p: np.ndarray, a: np.ndarray, b: np.ndarray, c: np.n
             f = np.clip(np.einsum("ij,ij->i", p - s, d) / np.einsum("ij,ij->i", d, d), 0.0, 1.0)
             best = np.minimum(best, np.linalg.norm(p - (s + np.nan_to_num(f)[:, None] * d), axis=1))
     return best
+
+
+def segment_distances(p0: np.ndarray, p1: np.ndarray, q0: np.ndarray, q1: np.ndarray) -> np.ndarray:
+    """(k,) m: the distance of the nearest points of segments p0-p1 and q0-q1 (k, 3) each."""
+    d1, d2, r = p1 - p0, q1 - q0, p0 - q0
+
+    def dot(u, v):
+        return np.einsum("ij,ij->i", u, v)
+
+    a, e, f, c, b = dot(d1, d1), dot(d2, d2), dot(d2, r), dot(d1, r), dot(d1, d2)
+    den = a * e - b * b
+    with np.errstate(divide="ignore", invalid="ignore"):
+        s = np.clip(np.where(den > 1e-30 * a * e, (b * f - c * e) / den, 0.0), 0.0, 1.0)
+        t = (b * s + f) / e
+        s = np.where(t < 0, np.clip(-c / a, 0, 1), np.where(t > 1, np.clip((b - c) / a, 0, 1), s))
+        t = np.clip(t, 0.0, 1.0)
+        return np.linalg.norm(r + np.nan_to_num(s)[:, None] * d1 - np.nan_to_num(t)[:, None] * d2, axis=1)
 
 
 def _csr(owner: np.ndarray, tris: np.ndarray, nv: int, nt: int) -> tuple[np.ndarray, np.ndarray]:
@@ -92,6 +124,27 @@ def near_triangles(triangles: np.ndarray, vertices: np.ndarray) -> tuple[np.ndar
     first = np.repeat(inc_start[edges[:, 1]], counts)
     offset = np.arange(len(owner)) - np.repeat(np.cumsum(counts) - counts, counts)
     return _csr(owner, inc_t[first + offset], nv, nt)
+
+
+def across_a_triangle(triangles: np.ndarray, edges: np.ndarray, tri_edges: np.ndarray, ea: np.ndarray,
+                      eb: np.ndarray) -> np.ndarray:
+    """(k,) bool: whether edges ea and eb (into ``edges``; sharing no end) are neighbours across a
+    triangle: an end of one is the corner of a triangle of the other opposite it."""
+    # Each edge's opposite corners (one a triangle; two on a manifold's inner edges), CSR.
+    opposite = np.concatenate([triangles[:, 2], triangles[:, 0], triangles[:, 1]])  # of (0, 1), (1, 2), (2, 0)
+    owner = np.concatenate([tri_edges[:, 0], tri_edges[:, 1], tri_edges[:, 2]])
+    order = np.argsort(owner, kind="stable")
+    opposite = opposite[order]
+    start = np.concatenate([[0], np.cumsum(np.bincount(owner, minlength=len(edges)))])
+    out = np.zeros(len(ea), bool)
+    for one, other in ((ea, eb), (eb, ea)):
+        counts = start[other + 1] - start[other]
+        pair = np.repeat(np.arange(len(one)), counts)
+        offset = np.arange(len(pair)) - np.repeat(np.cumsum(counts) - counts, counts)
+        corner = opposite[np.repeat(start[other], counts) + offset]
+        hit = (corner == edges[one[pair], 0]) | (corner == edges[one[pair], 1])
+        out[pair[hit]] = True
+    return out
 
 
 def unique_edges(triangles: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -123,8 +176,6 @@ class SelfContacts:
         self.vert_surface = (np.searchsorted(s.stop, self.vertices, side="right")).astype(np.int64)
         distance = np.asarray(s.self_distance, dtype=np.float64)
         self.distance = distance
-        self.skin = SKIN * distance
-        self.reach = distance + self.skin
         self.reference = None  # the positions the pairs were found at
         self.friction = np.ascontiguousarray(model.friction, dtype=np.float64)
         # The triangles each vertex never collides with: its own and its neighbours', and those
@@ -155,15 +206,42 @@ class SelfContacts:
         self.near_edge_start = np.zeros(ne + 1, np.int64)
         self.near_edges = np.zeros(0, np.int64)
         if ne:
-            # At rest (x = x_prev) the kernel's pairs are exactly those within the distance.
+            # At rest (x = x_prev) the kernel's pairs are exactly those within its reach: those
+            # within the distance, and the neighbours across a triangle within RING_APART.
             ea, eb = self.kernels.find_edge_pairs(rest, rest, self.triangles, self.tri_edges, self.edges,
-                                                  self.edge_surface, apart, self.near_edge_start, self.near_edges)
-            owner, other = np.concatenate([ea, eb]), np.concatenate([eb, ea])
-            self.near_edge_start, self.near_edges = _csr(owner, other, ne, ne)
+                                                  self.edge_surface, RING_APART * distance, self.near_edge_start,
+                                                  self.near_edges)
+            e = self.edges
+            close = segment_distances(rest[e[ea, 0]], rest[e[ea, 1]], rest[e[eb, 0]], rest[e[eb, 1]]) \
+                < apart[self.edge_surface[ea]]
+            inner = np.bincount(self.tri_edges.ravel(), minlength=ne) >= 2
+            never = close | (inner[ea] & inner[eb] & across_a_triangle(self.triangles, e, self.tri_edges, ea, eb))
+            ea, eb = ea[never], eb[never]
+            self.near_edge_start, self.near_edges = _csr(np.concatenate([ea, eb]), np.concatenate([eb, ea]), ne, ne)
         self.pair_a = np.zeros(0, np.int64)
         self.pair_b = np.zeros(0, np.int64)
         self.pair_ed = np.zeros(0, np.float64)
         self.pair_d = np.zeros(0, np.float64)
+        self.skin = self._choose_skin(rest)
+        self.reach = distance + self.skin
+
+    def _choose_skin(self, rest: np.ndarray) -> np.ndarray:
+        """The skin (m, per surface): the thickest of SKINS whose reach, grown by SQUEEZE, finds
+        no more than REST_CANDIDATES pairs a vertex on the cloth at rest."""
+        for factor in SKINS[:-1]:
+            reach = SQUEEZE * (1.0 + factor) * self.distance
+            if len(self.edges):
+                pv, _, pa, _ = self.kernels.find_all_pairs(
+                    rest, rest, self.triangles, self.tri_surface, self.vertices, self.vert_surface, self.tri_edges,
+                    self.edges, self.edge_surface, reach, self.near_start, self.near_tris, self.near_edge_start,
+                    self.near_edges)
+                found = len(pv) + len(pa)
+            else:
+                found = len(self.kernels.find_pairs(rest, rest, self.triangles, self.tri_surface, self.vertices,
+                                                    self.vert_surface, reach, self.near_start, self.near_tris)[0])
+            if found <= REST_CANDIDATES * len(self.vertices):
+                return factor * self.distance
+        return SKINS[-1] * self.distance
 
     def begin_frame(self, positions: np.ndarray, previous_positions: np.ndarray, frame_time: float,
                     substeps: int) -> None:

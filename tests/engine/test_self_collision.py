@@ -251,6 +251,32 @@ def segment_distance(p0, p1, q0, q1):
     return np.linalg.norm(r + s[:, None] * d1 - t[:, None] * d2, axis=1)
 
 
+def never_held(edges, tris, rest, distance):
+    """(e, e) bool, by brute force: the pairs of edges (sharing no end) that self-collision never
+    holds apart, the triangles being ``tris``: closer than the distance at rest, or two inner edges
+    (each of two triangles or more) across a triangle from each other (an end of one is the third
+    corner of a triangle of the other) closer than RING_APART distances at rest."""
+    index = {tuple(e): k for k, e in enumerate(edges.tolist())}
+    ne = len(edges)
+    uses = np.zeros(ne, int)
+    across = np.zeros((ne, ne), bool)
+    for t in tris.tolist():
+        for c in range(3):
+            corner, a, b = t[c], t[(c + 1) % 3], t[(c + 2) % 3]
+            opposite = index[(min(a, b), max(a, b))]
+            uses[opposite] += 1
+            for k in np.flatnonzero(np.any(edges == corner, axis=1)):
+                across[k, opposite] = across[opposite, k] = True
+    i, j = np.triu_indices(ne, 1)
+    gap = segment_distance(rest[edges[i, 0]], rest[edges[i, 1]], rest[edges[j, 0]], rest[edges[j, 1]])
+    inner = (uses[i] >= 2) & (uses[j] >= 2)
+    apart = ~np.any(edges[i][:, :, None] == edges[j][:, None, :], axis=(1, 2))
+    out = np.zeros((ne, ne), bool)
+    never = apart & ((gap < distance) | (inner & across[i, j] & (gap < self_contact.RING_APART * distance)))
+    out[i[never], j[never]] = out[j[never], i[never]] = True
+    return out
+
+
 def edge_pairs_apart(edges, rest, distance):
     """Every pair of edges (p, 2) that self-collision keeps apart: sharing no end, and at least the
     distance apart at rest (a sharp crease folds closer ones onto each other, and no distance
@@ -453,8 +479,8 @@ def test_the_edge_kernels_agree_on_a_crumpled_cloth(seed, flier, kernel_backend)
     apart = ~np.any(edges[i][:, :, None] == edges[j][:, None, :], axis=(1, 2))
     i, j = i[apart], j[apart]
     close = segment_distance(x[edges[i, 0]], x[edges[i, 1]], x[edges[j, 0]], x[edges[j, 1]]) < 0.9 * contacts.reach[0]
-    near_rest = segment_distance(rest[edges[i, 0]], rest[edges[i, 1]], rest[edges[j, 0]], rest[edges[j, 1]]) < 0.015
-    want = set(zip(i[close & ~near_rest].tolist(), j[close & ~near_rest].tolist()))
+    never = never_held(edges, contacts.triangles, rest, 0.015)[i, j]
+    want = set(zip(i[close & ~never].tolist(), j[close & ~never].tolist()))
     assert want <= set(zip(pa.tolist(), pb.tolist()))
 
 
@@ -493,9 +519,8 @@ def test_flat_sheets_sliding_in_their_planes_have_no_edge_candidates_beyond_the_
     i, j = np.triu_indices(len(edges), 1)
     apart = ~np.any(edges[i][:, :, None] == edges[j][:, None, :], axis=(1, 2))
     i, j = i[apart], j[apart]
-    near_rest = segment_distance(rest[edges[i, 0]], rest[edges[i, 1]], rest[edges[j, 0]], rest[edges[j, 1]]) \
-        < distance
-    i, j = i[~near_rest], j[~near_rest]
+    never = never_held(edges, contacts.triangles, rest, distance)[i, j]
+    i, j = i[~never], j[~never]
     gap0, gap1 = (segment_distance(p[edges[i, 0]], p[edges[i, 1]], p[edges[j, 0]], p[edges[j, 1]])
                   for p in (x_prev, x))
     reach = contacts.reach[0]
@@ -628,5 +653,75 @@ def test_a_sheet_piling_on_the_ground_ends_its_self_distance_apart(n, distance, 
     x, rest, triangles = upright_drop(n, distance, height)
     assert np.ptp(x[:, 2]) < 0.15  # it fell and piled (it started 1 m tall)
     ok = collidable(triangles, rest, distance)
+    iv, it = np.nonzero(ok)
+    assert closest_distances(x, triangles, iv, it).min() > 0.9 * distance
+
+
+# -- which pairs, and the skin ------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("mesh", ["grid", "strip", "crumpled"])
+@pytest.mark.parametrize("distance", [0.01, 0.03])
+def test_the_edge_pairs_never_held_apart_are_those_close_at_rest_or_inner_neighbours_across_a_triangle(
+        mesh, distance, kernel_backend):
+    rng = np.random.default_rng(11)
+    if mesh == "grid":  # edges 2.5 cm, diagonals 3.5: neighbours across a triangle within 2.1 distances
+        rest, faces = grid(21, 21, 0.5)
+    elif mesh == "strip":  # one quad wide: its long sides are border edges, held however close
+        rest, faces = grid(2, 12, 0.3)
+        rest[:, 0] *= 0.1
+    else:
+        rest, faces, _, _ = crumpled_cloth(rng, 9, 9)
+    builder = engine.ModelBuilder()
+    builder.add_cloth(rest, faces, self_collision=True, self_distance=distance)
+    contacts = SelfContacts(builder.finalize(), backend.select(kernel_backend))
+    ne = len(contacts.edges)
+    got = np.zeros((ne, ne), bool)
+    owner = np.repeat(np.arange(ne), np.diff(contacts.near_edge_start))
+    got[owner, contacts.near_edges] = True
+    want = never_held(contacts.edges, contacts.triangles, rest, distance)
+    np.testing.assert_array_equal(got, want)
+    if mesh == "grid" and distance == 0.03:
+        assert want.sum() > ne  # the rule excluded pairs here (not an empty comparison)
+
+
+@pytest.mark.parametrize("n, distance, skin", [(11, 0.01, 0.75),  # edges 10 distances long
+                                               (41, 0.008, 0.75),  # 3.1
+                                               (101, 0.005, 0.5),  # 2
+                                               (41, 0.02, 0.25),  # 1.25
+                                               (21, 0.05, 0.25)])  # 1
+def test_the_skin_is_the_thickest_that_keeps_few_pairs_at_rest(n, distance, skin):
+    # A 1 m sheet of n x n vertices: edges 1 / (n - 1) m. The thicker the skin the fewer the
+    # searches, but a reach beyond the next neighbours' distance keeps them all as candidates.
+    rest, faces = grid(n, n, 1.0)
+    builder = engine.ModelBuilder()
+    builder.add_cloth(rest, faces, self_collision=True, self_distance=distance)
+    contacts = SelfContacts(builder.finalize(), backend.select("auto"))
+    assert contacts.skin[0] == pytest.approx(skin * distance)
+
+    def kept_at_rest(reach):
+        pv, _, pa, _ = contacts.kernels.find_all_pairs(
+            rest, rest, contacts.triangles, contacts.tri_surface, contacts.vertices, contacts.vert_surface,
+            contacts.tri_edges, contacts.edges, contacts.edge_surface, np.array([reach]), contacts.near_start,
+            contacts.near_tris, contacts.near_edge_start, contacts.near_edges)
+        return len(pv) + len(pa)
+
+    limit = self_contact.REST_CANDIDATES * n * n
+    if skin != self_contact.SKINS[-1]:  # the thinnest is taken when none keeps few
+        assert kept_at_rest(self_contact.SQUEEZE * (distance + contacts.skin[0])) <= limit
+    thicker = [s for s in self_contact.SKINS if s > skin]
+    if thicker:
+        assert kept_at_rest(self_contact.SQUEEZE * (1.0 + min(thicker)) * distance) > limit
+
+
+@pytest.mark.compiled_only
+@pytest.mark.parametrize("skin", [0.25, 0.75, 1.5])
+@pytest.mark.parametrize("distance", [0.006, 0.02])
+def test_the_fold_never_passes_through_whatever_the_skin(skin, distance, monkeypatch):
+    # The pairs are searched again once a vertex has moved half the skin: however thick, nothing
+    # comes within the distance between two searches unseen.
+    monkeypatch.setattr(self_contact, "SKINS", (skin,))
+    crossings, x, rest, triangles, pinned, ok = fold(8, 6, distance)
+    assert crossings == 0
     iv, it = np.nonzero(ok)
     assert closest_distances(x, triangles, iv, it).min() > 0.9 * distance
