@@ -81,23 +81,6 @@ def point_triangle_distance(p: np.ndarray, a: np.ndarray, b: np.ndarray, c: np.n
     return best
 
 
-def segment_distances(p0: np.ndarray, p1: np.ndarray, q0: np.ndarray, q1: np.ndarray) -> np.ndarray:
-    """(k,) m: the distance of the nearest points of segments p0-p1 and q0-q1 (k, 3) each."""
-    d1, d2, r = p1 - p0, q1 - q0, p0 - q0
-
-    def dot(u, v):
-        return np.einsum("ij,ij->i", u, v)
-
-    a, e, f, c, b = dot(d1, d1), dot(d2, d2), dot(d2, r), dot(d1, r), dot(d1, d2)
-    den = a * e - b * b
-    with np.errstate(divide="ignore", invalid="ignore"):
-        s = np.clip(np.where(den > 1e-30 * a * e, (b * f - c * e) / den, 0.0), 0.0, 1.0)
-        t = (b * s + f) / e
-        s = np.where(t < 0, np.clip(-c / a, 0, 1), np.where(t > 1, np.clip((b - c) / a, 0, 1), s))
-        t = np.clip(t, 0.0, 1.0)
-        return np.linalg.norm(r + np.nan_to_num(s)[:, None] * d1 - np.nan_to_num(t)[:, None] * d2, axis=1)
-
-
 def _csr(owner: np.ndarray, tris: np.ndarray, nv: int, nt: int) -> tuple[np.ndarray, np.ndarray]:
     keys = np.unique(owner * nt + tris)
     owner, tris = keys // nt, keys % nt
@@ -209,14 +192,13 @@ class SelfContacts:
             # At rest (x = x_prev) the kernel's pairs are exactly those within its reach: those
             # within the distance, and the neighbours across a triangle within RING_APART.
             ea, eb = self.kernels.find_edge_pairs(rest, rest, self.triangles, self.tri_edges, self.edges,
+                                                  self.edge_surface, apart, self.near_edge_start, self.near_edges)
+            ra, rb = self.kernels.find_edge_pairs(rest, rest, self.triangles, self.tri_edges, self.edges,
                                                   self.edge_surface, RING_APART * distance, self.near_edge_start,
                                                   self.near_edges)
-            e = self.edges
-            close = segment_distances(rest[e[ea, 0]], rest[e[ea, 1]], rest[e[eb, 0]], rest[e[eb, 1]]) \
-                < apart[self.edge_surface[ea]]
             inner = np.bincount(self.tri_edges.ravel(), minlength=ne) >= 2
-            never = close | (inner[ea] & inner[eb] & across_a_triangle(self.triangles, e, self.tri_edges, ea, eb))
-            ea, eb = ea[never], eb[never]
+            ring = inner[ra] & inner[rb] & across_a_triangle(self.triangles, self.edges, self.tri_edges, ra, rb)
+            ea, eb = np.concatenate([ea, ra[ring]]), np.concatenate([eb, rb[ring]])
             self.near_edge_start, self.near_edges = _csr(np.concatenate([ea, eb]), np.concatenate([eb, ea]), ne, ne)
         self.pair_a = np.zeros(0, np.int64)
         self.pair_b = np.zeros(0, np.int64)
