@@ -385,6 +385,36 @@ def _kernel_scene(seed):
 
 
 @pytest.mark.compares_backends
+@pytest.mark.skipif(backend.numba_problem() is not None, reason="numba cannot load here")
+@pytest.mark.parametrize("chunks", [3, 16, 5000])
+def test_particle_contacts_answered_on_all_cores_are_the_serial_answers_bits(chunks, kernel_backend, monkeypatch):
+    # Chunks of whole particles, each written from its first candidate's slot and joined in
+    # order: the same contacts in the same order as one serial pass, whatever the chunks (more
+    # chunks than particles too).
+    if kernel_backend != "numba":
+        pytest.skip("compares the compiled paths itself")
+    import numba
+
+    from jakobsen_engine.backend.numba import contacts as compiled
+
+    if numba.get_num_threads() < 2:
+        pytest.skip("one thread: the parallel path is not taken")
+    geo, x, q, x_prev, q_prev, end, start, radii, cand = _kernel_scene(4)
+    results = []
+    for threshold in (10**9, 1):
+        monkeypatch.setattr(compiled, "PARALLEL_CANDIDATES", threshold)
+        monkeypatch.setattr(compiled, "CANDIDATE_CHUNKS", chunks)
+        n = len(cand)
+        out = (np.full(n, -7, np.int64), np.zeros((n, 3)), np.zeros(n), np.zeros((n, 3)), np.zeros(n, np.int64))
+        count = compiled.particle_contacts(geo, x, q, x_prev, q_prev, end, start, radii, cand, len(geo[0]), *out)
+        results.append((count,) + tuple(o[:count] for o in out))
+    (serial_count, *serial), (parallel_count, *parallel) = results
+    assert serial_count == parallel_count > 50
+    for u, v in zip(serial, parallel):
+        np.testing.assert_array_equal(u, v)
+
+
+@pytest.mark.compares_backends
 @pytest.mark.parametrize("seed", [0, 1, 2])
 def test_particle_contact_kernels_agree(seed, kernel_backend):
     """numba and numpy give the same contacts (1e-12), sweeps and deforming meshes included, and
