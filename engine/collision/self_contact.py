@@ -18,8 +18,8 @@ so nothing can come within the distance unseen, however fast the frame; a cloth 
 them once.
 
 Edge-edge: two edges that share no end (and were at least the distance apart at rest, and, if
-inner neighbours across a triangle, ``RING_APART`` distances) are kept the distance apart on the side
-of each other they started the substep on, along their common normal, unless one passed the
+inner neighbours across a triangle, ``RING_APART`` distances) are kept the distance apart on the
+side of each other they started the substep on, along their common normal, unless one passed the
 other's line round an end rather than through it; so two strips of cloth crossing like sticks,
 where no vertex ever comes near a triangle of the other, cannot pass through each other either.
 Their candidate pairs are found in the same grid of the triangles' boxes (a triangle's box holds
