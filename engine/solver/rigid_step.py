@@ -819,8 +819,10 @@ class RigidStepper:
         def speeds(vel):
             return np.einsum("ci,ci->c", rows[:, :6], vel[a]) + np.einsum("ci,ci->c", rows[:, 6:], vel[b])
 
-        vw = np.hstack([self.v_before, self.w_before])
         elastic = restitution > 0.0
+        if not np.any(elastic & solved[c]):
+            return 0  # nothing bounces (restitution 0, the default): no impact to carry on
+        vw = np.hstack([self.v_before, self.w_before])
         start = speeds(vw)
         approaching = solved[c] & elastic & (start < -self.bounce_speed)  # the substep's own impacts
         if not np.any(approaching):
