@@ -423,14 +423,13 @@ class RigidStepper:
             self.deform_meshes(t1 - self.h, t1)
         self.x_prev, self.q_prev = x.copy(), q.copy()
         self.v_before, self.w_before = v.copy(), w.copy()
+        self.momentum = np.zeros_like(w)
         if not self.count:
             # Colliders only (a tablecloth on a table): no body to move, push or pull; the glue
             # below cost the tablecloth bench half a millisecond a frame.
-            self.momentum = np.zeros_like(w)
             return
         if len(self.kinematic):
             x[self.kinematic], q[self.kinematic] = forces.animated_poses(self.bodies, self.kinematic, t1)
-        self.momentum = np.zeros_like(w)
         self.apply_forces(bodies, t1)
         self.backend.rigid.integrate_bodies(x, q, v, w, self.momentum, self.inertia, self.inv_inertia, self.dynamic,
                                             self.accel, self.h, self.lin_decay, self.ang_decay)
