@@ -66,7 +66,10 @@ class ContactBuffers:
     coordinates for the world); normal (c, 3), from B towards A; then the rows (see the kernels).
     """
 
-    def __init__(self, capacity: int = 0):
+    def __init__(self, capacity: int = 0, chunks: int = 0):
+        # chunks: how many chunks of pairs the backend finds contacts in on several cores; the
+        # others than the first write into ``spare`` (``out``'s arrays, one per such chunk).
+        self.chunks = chunks
         self.grow(capacity)
 
     def grow(self, capacity: int) -> None:
@@ -77,6 +80,9 @@ class ContactBuffers:
         self.local_a = np.zeros((c, 3))
         self.local_b = np.zeros((c, 3))
         self.normal = np.zeros((c, 3))
+        k = max(self.chunks - 1, 0)
+        self.spare = (np.zeros((k, c, 4), np.int64), np.zeros((k, c, 3)), np.zeros((k, c, 3)), np.zeros((k, c, 3)),
+                      np.zeros((k, c, 3))) if k else None
         self.anchor = np.zeros((c, 3))
         self.J = np.zeros((c, 3, 12))
         self.M = np.zeros((c, 3, 12))
@@ -150,7 +156,7 @@ class RigidStepper:
         self.world_shapes = np.flatnonzero(shapes.owner < 0)
         self.bounce_speed = bounce_speed
         self.velocity_iterations = velocity_iterations
-        self.buffers = ContactBuffers()
+        self.buffers = ContactBuffers(chunks=backend.contacts.find_chunks())
         self.contact_count = 0
         self.pairs = np.zeros((0, 3), np.int64)
         self.pair_first = np.zeros(1, np.int64)
@@ -485,7 +491,8 @@ class RigidStepper:
         while True:
             count = k.find_contacts(self.geo, x, q, self.pairs, self.points, self.point_start, self.point_radius,
                                     self.point_material, self.body_shape, self.body_friction, self.body_restitution,
-                                    self.bound, self.margin, self.count, self.key_stride, buf.out, self.pair_first)
+                                    self.bound, self.margin, self.count, self.key_stride, buf.out, self.pair_first,
+                                    buf.spare)
             if count <= buf.capacity:
                 break
             buf.grow(2 * count)

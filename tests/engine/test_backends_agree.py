@@ -112,22 +112,32 @@ def a_pile_of_boxes(restitution):
 
 @pytest.mark.parametrize("restitution", [0.0, 0.5])
 def test_the_contacts_solved_on_all_cores_give_the_serial_solves_bits(restitution, monkeypatch):
-    """Big scenes (1,000 boxes) make and solve their contacts on all cores: each colour's pairs
-    side by side (they share no moving body), each contact's rows side by side. Forced here for
-    every colour and contact of a small pile: the same bits as the serial solve, and the
-    reference's motion."""
+    """Big scenes (1,000 boxes) find, make and solve their contacts on all cores: the pairs in
+    chunks whose contacts are joined in order, each colour's pairs side by side (they share no
+    moving body), each contact's rows side by side. Forced here for every colour and contact of a
+    small pile, in more chunks than cores, with buffers that grow as the pile lands: the same bits
+    as the serial solve, and the reference's motion."""
+    from jakobsen_engine.backend.numba import contacts as finding
     from jakobsen_engine.backend.numba import rigid as compiled
 
     monkeypatch.setattr(compiled, "PARALLEL_PAIRS", 10**9)
     monkeypatch.setattr(compiled, "PARALLEL_CONTACTS", 10**9)
+    monkeypatch.setattr(finding, "PARALLEL_FIND_PAIRS", 10**9)
     serial, start = _step(*a_pile_of_boxes(restitution), "numba")
     monkeypatch.setattr(compiled, "PARALLEL_PAIRS", 1)
     monkeypatch.setattr(compiled, "PARALLEL_CONTACTS", 1)
+    monkeypatch.setattr(finding, "PARALLEL_FIND_PAIRS", 1)
+    monkeypatch.setattr(finding, "find_chunks", lambda: 5)
     threads = compiled._threads
     used = []
     monkeypatch.setattr(compiled, "_threads", lambda *a: used.append(threads(*a)) or used[-1])
+    chunked = finding._find_contacts_parallel
+    found = []
+    monkeypatch.setattr(finding, "_find_contacts_parallel", lambda *a: found.append(a[-1][0].shape) or chunked(*a))
     on_all_cores, _ = _step(*a_pile_of_boxes(restitution), "numba")
     assert any(t is not None for t in used), "the colours were not solved on all cores"
+    assert found and found[0][0] == 4, "the contacts were not found in chunks"
+    assert len({shape[1] for shape in found}) > 1, "the chunks' buffers never had to grow"
     for a, b in zip(serial, on_all_cores):
         np.testing.assert_array_equal(a, b)
     assert float(np.abs(serial[1] - start[1]).max()) > 0.1  # the pile fell and spread

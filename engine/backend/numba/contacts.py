@@ -51,6 +51,9 @@ RIM_POINTS = 16
 # Particle contacts from this many candidates on are answered on all cores, in CANDIDATE_CHUNKS
 # chunks (a cloth of a few thousand vertices over a mesh table: about 70 ns a candidate).
 PARALLEL_CANDIDATES = 1024
+# Rigid contacts are found on all cores from this many pairs on (``find_contacts``; the car's
+# dozens stay serial, 1,000 boxes' 8,500 do not).
+PARALLEL_FIND_PAIRS = 256
 CANDIDATE_CHUNKS = 16
 # Each cylinder's support features get keys of their own after the fixed points: two supports and
 # the rim points of its two caps.
@@ -301,38 +304,113 @@ def _cylinder_side(geo, x, q, o, t, s, so, world, spos, srot, prefer, m, frictio
     return c
 
 
-@njit(**JIT)
+def find_chunks() -> int:
+    """How many chunks ``find_contacts`` splits a large list of pairs into: two per thread (the
+    pairs' contacts vary, the ground's many), none with one thread."""
+    threads = numba.get_num_threads()
+    return 2 * threads if threads > 1 else 0
+
+
 def find_contacts(geo, x, q, pairs, points, point_start, point_radius, point_material, body_shape, body_friction,
-                  body_restitution, bound, margin, world, key_stride, out, pair_first):
+                  body_restitution, bound, margin, world, key_stride, out, pair_first, spare=None):
     """Contacts of every pair (Q, 3): (body a, body b or ``world``, shape of b). For body pairs both
     sides are tested (a's features against b's shape, then b's against a's). Writes ``out`` (the
     contact buffers, see ``ContactBuffers``) and ``pair_first`` (Q + 1,): pair k's contacts are
     pair_first[k]:pair_first[k + 1]. Returns the number of contacts; if it exceeds the buffers'
-    capacity nothing beyond it is written and the caller grows them and calls again."""
-    # Every sample point in the world once (a body meets a dozen others in a pile).
+    capacity nothing beyond it is written and the caller grows them and calls again.
+
+    spare: None, or buffers like ``out``'s with a first axis of ``find_chunks() - 1`` (and the
+    same capacity): then from PARALLEL_FIND_PAIRS pairs on, the pairs are split into that many
+    chunks plus one, found on all cores (the first chunk into ``out``, the others into ``spare``),
+    and the chunks' contacts joined in order: the serial answer's bits."""
+    placed = _placed(x, q, points, point_start, world)
+    if spare is None or spare[0].shape[0] == 0 or pairs.shape[0] < PARALLEL_FIND_PAIRS:
+        # The buffers of the mesh vertices a cylinder meets (see mesh_vertices_into).
+        mark = np.zeros(geo[13].shape[0], np.uint8)
+        found = np.empty(geo[13].shape[0], np.int64)
+        return _find_pair_contacts(geo, x, q, pairs, 0, pairs.shape[0], points, point_start, point_radius,
+                                   point_material, body_shape, body_friction, body_restitution, bound, margin, world,
+                                   key_stride, out, pair_first, placed, mark, found)
+    return _find_contacts_parallel(geo, x, q, pairs, points, point_start, point_radius, point_material, body_shape,
+                                   body_friction, body_restitution, bound, margin, world, key_stride, out, pair_first,
+                                   placed, spare)
+
+
+@njit(**JIT)
+def _placed(x, q, points, point_start, world):
+    """Every sample point in the world once (a body meets a dozen others in a pile)."""
     placed = np.empty((points.shape[0], 3))
     for o in range(world):
         if point_start[o + 1] > point_start[o]:
             xo, qo = get3(x, o), get4(q, o)
             for p in range(point_start[o], point_start[o + 1]):
                 placed[p, 0], placed[p, 1], placed[p, 2] = add(xo, rotate(qo, get3(points, p)))
-    # The buffers of the mesh vertices a cylinder meets (see mesh_vertices_into).
-    mark = np.zeros(geo[13].shape[0], np.uint8)
-    found = np.empty(geo[13].shape[0], np.int64)
-    return _find_pair_contacts(geo, x, q, pairs, points, point_start, point_radius, point_material, body_shape,
-                               body_friction, body_restitution, bound, margin, world, key_stride, out, pair_first,
-                               placed, mark, found)
+    return placed
+
+
+@njit(parallel=True, **JIT)
+def _find_contacts_parallel(geo, x, q, pairs, points, point_start, point_radius, point_material, body_shape,
+                            body_friction, body_restitution, bound, margin, world, key_stride, out, pair_first, placed,
+                            spare):
+    """``find_contacts`` in chunks of pairs on all cores: chunk 0 writes into ``out`` from slot 0,
+    chunk k > 0 into spare[.][k - 1] from slot 0 (each chunk's pair_first counted from its own
+    start); then the chunks are moved into place one after the other and their pair_first shifted.
+    The count returned is the serial one, so a caller that grows the buffers to it and calls again
+    gets room for every chunk too (a chunk never holds more than all of them)."""
+    chunks = spare[0].shape[0] + 1
+    total = pairs.shape[0]
+    counts = np.zeros(chunks, np.int64)
+    vertices = geo[13].shape[0]
+    for k in prange(chunks):
+        lo, hi = total * k // chunks, total * (k + 1) // chunks
+        mark = np.zeros(vertices, np.uint8)
+        found = np.empty(vertices, np.int64)
+        if k == 0:
+            counts[k] = _find_pair_contacts(geo, x, q, pairs, lo, hi, points, point_start, point_radius,
+                                            point_material, body_shape, body_friction, body_restitution, bound, margin,
+                                            world, key_stride, out, pair_first, placed, mark, found)
+        else:
+            mine = (spare[0][k - 1], spare[1][k - 1], spare[2][k - 1], spare[3][k - 1], spare[4][k - 1])
+            counts[k] = _find_pair_contacts(geo, x, q, pairs, lo, hi, points, point_start, point_radius,
+                                            point_material, body_shape, body_friction, body_restitution, bound, margin,
+                                            world, key_stride, mine, pair_first, placed, mark, found)
+    cap = out[0].shape[0]
+    at = counts[0]
+    for k in range(1, chunks):
+        lo, hi = total * k // chunks, total * (k + 1) // chunks
+        for i in range(lo, hi):
+            pair_first[i] += at
+        n = counts[k]
+        if at + n <= cap:
+            _copy_rows(spare[0][k - 1], out[0], at, n)
+            _copy_rows(spare[1][k - 1], out[1], at, n)
+            _copy_rows(spare[2][k - 1], out[2], at, n)
+            _copy_rows(spare[3][k - 1], out[3], at, n)
+            _copy_rows(spare[4][k - 1], out[4], at, n)
+        at += n
+    pair_first[total] = at
+    return at
+
+
+@njit(**INLINE)
+def _copy_rows(src, dst, at, n):
+    """dst[at:at + n] = src[:n]."""
+    for c in range(n):
+        for i in range(src.shape[1]):
+            dst[at + c, i] = src[c, i]
 
 
 @njit(**HELPER)
-def _find_pair_contacts(geo, x, q, pairs, points, point_start, point_radius, point_material, body_shape,
+def _find_pair_contacts(geo, x, q, pairs, first, end, points, point_start, point_radius, point_material, body_shape,
                         body_friction, body_restitution, bound, margin, world, key_stride, out, pair_first, placed,
                         mark, found):
-    """find_contacts' loop over the pairs, apart from its buffers: without reference counting,
-    which in the loop counted the shape table's 22 arrays at every inlined test (_may_touch)."""
+    """find_contacts' loop over the pairs first:end, writing from slot 0 of ``out`` (pair_first
+    counted from there; pair_first[end] is written by the caller), apart from its buffers: without
+    reference counting, which in the loop counted the shape table's 22 arrays at every inlined
+    test (_may_touch)."""
     cap = out[0].shape[0]
     c = 0
-    for k in range(pairs.shape[0]):
+    for k in range(first, end):
         pair_first[k] = c
         a, b, s = pairs[k, 0], pairs[k, 1], pairs[k, 2]
         target_key = b if b < world else world + 1 + s
@@ -345,7 +423,8 @@ def _find_pair_contacts(geo, x, q, pairs, points, point_start, point_radius, poi
             c = _side(geo, x, q, b, a, body_shape[a], world, points, point_start, point_radius, point_material,
                       body_shape, bound, margin, body_friction[b], body_restitution[b], key_stride, a, out, c, cap,
                       placed, mark, found)
-    pair_first[pairs.shape[0]] = c
+    if end == pairs.shape[0]:
+        pair_first[end] = c
     return c
 
 

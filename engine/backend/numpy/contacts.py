@@ -36,8 +36,14 @@ def _test(geo, s, spos, srot, prefer, pw, radius, margin):
     return Q.rotate(srot, n), depth - margin, depth > 0.0
 
 
+def find_chunks() -> int:
+    """The chunks of pairs ``find_contacts`` can use on several cores: none here."""
+    return 0
+
+
 def find_contacts(geo, x, q, pairs, points, point_start, point_radius, point_material, body_shape, body_friction,
-                  body_restitution, bound, margin, world, key_stride, out, pair_first):
+                  body_restitution, bound, margin, world, key_stride, out, pair_first, spare=None):
+    # spare: the compiled backend's buffers for chunks found on other cores (unused here).
     Qn = len(pairs)
     # Every (pair, side): owner, target body, target shape, the key of the target.
     a, b, s = pairs[:, 0], pairs[:, 1], pairs[:, 2]
