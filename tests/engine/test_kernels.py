@@ -34,7 +34,15 @@ def assert_same(a, b):
             np.testing.assert_array_equal(x, y)
 
 
-def test_verlet_integration_agrees(rng):
+@pytest.mark.parametrize("threads", ["serial", "particles on all cores"])
+def test_verlet_integration_agrees(rng, threads, monkeypatch):
+    from jakobsen_engine.backend.numba import particles as compiled
+
+    monkeypatch.setattr(compiled, "PARALLEL_PARTICLES", 10**9 if threads == "serial" else 1)
+    chosen = []
+    for path in ("_verlet_serial", "_verlet_parallel"):
+        kernel = getattr(compiled, path)
+        monkeypatch.setattr(compiled, path, lambda *a, k=kernel, p=path: chosen.append(p) or k(*a))
     n = 500
     seed = int(rng.integers(1 << 30))
 
@@ -52,6 +60,10 @@ def test_verlet_integration_agrees(rng):
         a, b = both("verlet_integrate", "particles", lambda: args(drag))
         assert_same(a, b)
         assert np.abs(a[0] - args(drag)[0]).max() > 0  # it moved something
+    import numba
+
+    if threads == "serial" or numba.get_num_threads() > 1:  # (one thread: always the serial path)
+        assert set(chosen) == {"_verlet_serial" if threads == "serial" else "_verlet_parallel"}
 
 
 @pytest.mark.parametrize("threads", ["serial", "colours on all cores"])

@@ -111,14 +111,17 @@ def test_empty_model():
         engine.ModelBuilder().finalize()
 
 
-def test_a_step_that_would_blow_up_raises_and_leaves_the_state_as_it_was():
+# 1e308 overflows to inf within the frame; 1e45 stays finite in float64 but moves the vertex
+# beyond single precision's range (Blender's), about 1e40 m in a frame.
+@pytest.mark.parametrize("push", [1e308, 1e45, -1e45])
+def test_a_step_that_would_blow_up_raises_and_leaves_the_state_as_it_was(push):
     builder = engine.ModelBuilder()
     builder.add_cloth(*grid(5, 5, 1.0), name="flag")
     solver = engine.Solver(builder.finalize())
     state = solver.make_state()
     solver.step_frame(state)
     before = (state.positions.copy(), state.previous_positions.copy(), state.time)
-    state.external_accelerations[7] = (1e308, 1e308, 0)  # overflows to inf within the frame
+    state.external_accelerations[7] = (push, push, 0)
     with pytest.raises(JakobsenError, match=r"would make cloth 'flag' vertex \d+ non-finite"):
         solver.step_frame(state)
     assert np.array_equal(state.positions, before[0])
