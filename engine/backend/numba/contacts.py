@@ -51,10 +51,10 @@ RIM_POINTS = 16
 # Particle contacts from this many candidates on are answered on all cores, in CANDIDATE_CHUNKS
 # chunks (a cloth of a few thousand vertices over a mesh table: about 70 ns a candidate).
 PARALLEL_CANDIDATES = 1024
+CANDIDATE_CHUNKS = 16
 # Rigid contacts are found on all cores from this many pairs on (``find_contacts``; the car's
 # dozens stay serial, 1,000 boxes' 8,500 do not).
 PARALLEL_FIND_PAIRS = 256
-CANDIDATE_CHUNKS = 16
 # Each cylinder's support features get keys of their own after the fixed points: two supports and
 # the rim points of its two caps.
 SUPPORT_SLOTS = 2 + 2 * RIM_POINTS
@@ -405,9 +405,9 @@ def _find_pair_contacts(geo, x, q, pairs, first, end, points, point_start, point
                         body_friction, body_restitution, bound, margin, world, key_stride, out, pair_first, placed,
                         mark, found):
     """find_contacts' loop over the pairs first:end, writing from slot 0 of ``out`` (pair_first
-    counted from there; pair_first[end] is written by the caller), apart from its buffers: without
-    reference counting, which in the loop counted the shape table's 22 arrays at every inlined
-    test (_may_touch)."""
+    counted from there, and pair_first[end] written too when end is the last pair), apart from its
+    buffers: without reference counting, which in the loop counted the shape table's 22 arrays at
+    every inlined test (_may_touch)."""
     cap = out[0].shape[0]
     c = 0
     for k in range(first, end):
