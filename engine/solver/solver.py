@@ -298,18 +298,14 @@ class Solver:
                 if self._rigid:
                     self._rigid.end_frame(state.bodies)
             # Finite in float64 is not enough: Blender keeps single precision, where 1e39 is inf.
-            finite = _in_float32(np.hstack([state.positions, state.previous_positions])) \
-                if not _all_in_float32((state.positions, state.previous_positions)) else None
-            if finite is not None:
-                bad = int(np.flatnonzero(~finite)[0])
+            if not _all_in_float32((state.positions, state.previous_positions)):
+                bad = int(np.flatnonzero(~_in_float32(np.hstack([state.positions, state.previous_positions])))[0])
                 raise JakobsenError(
                     f"the step at t = {t0:.4f} s would make {self.model.label_of(bad)} non-finite "
                     "(or beyond the single-precision range Blender stores, 3.4e38; an unstable setting: try "
                     "more substeps, less stiffness or smaller forces); the state was left as it was")
-            finite = _in_float32(np.hstack(state.bodies.arrays())) \
-                if not _all_in_float32(state.bodies.arrays()) else None
-            if finite is not None:
-                bad = int(np.flatnonzero(~finite)[0])
+            if not _all_in_float32(state.bodies.arrays()):
+                bad = int(np.flatnonzero(~_in_float32(np.hstack(state.bodies.arrays())))[0])
                 raise JakobsenError(
                     f"the step at t = {t0:.4f} s would make rigid body '{self.model.bodies.names[bad]}' "
                     "non-finite (or beyond the single-precision range Blender stores, 3.4e38; an unstable "

@@ -129,6 +129,26 @@ def test_a_step_that_would_blow_up_raises_and_leaves_the_state_as_it_was(push):
     assert state.time == before[2]
 
 
+# A body's state set by a script to a speed that carries it beyond single precision within the
+# frame (finite in float64), or to inf: named, and every array of the state left as it was.
+@pytest.mark.parametrize("speed", [1e41, -1e41, math.inf])
+def test_a_step_that_would_throw_a_body_out_of_range_raises_and_leaves_the_state_as_it_was(speed):
+    from .rigid_scenes import box_mesh
+
+    builder = engine.ModelBuilder()
+    builder.add_rigid_body(*box_mesh(centre=(0.0, 0.0, 2.0)), name="crate", shape="box")
+    builder.add_rigid_body(*box_mesh(centre=(3.0, 0.0, 2.0)), name="other", shape="box")
+    solver = engine.Solver(builder.finalize())
+    state = solver.make_state()
+    solver.step_frame(state)
+    state.bodies.velocity[0] = (speed, 0.0, 0.0)
+    before = [a.copy() for a in state.bodies.arrays()] + [state.positions.copy()]
+    with pytest.raises(JakobsenError, match=r"would make rigid body 'crate' non-finite"):
+        solver.step_frame(state)
+    for now, then in zip(list(state.bodies.arrays()) + [state.positions], before):
+        assert np.array_equal(now, then)
+
+
 def test_same_inputs_give_bit_identical_results():
     def run():
         v, f = grid(17, 17, 1.0)
