@@ -505,10 +505,16 @@ class RigidStepper:
         # contact that stuck in the last substep still had at its end. So the solver's residual is
         # taken back instead of left to creep: a box resting on a slope stays, and so does a car
         # parked on its wheels; for a fixed corner this is exactly the anchor it stuck to.
-        # The anchor takes A's motion over the substep to first order (its centre's travel and
+        # For a round surface (a ball, a wheel: it meets B at a new point of its own as it rolls)
+        # the anchor takes A's motion over the substep to first order (its centre's travel and
         # its turn's velocity at the contact, phi x rho): the material point's own start lies on
         # a cycloid behind that by r (theta - sin theta), which friction held as slip, and a
         # wheel turning theta = 0.16 rad a substep (13 m/s at 1/240 s) was braked past its grip.
+        # For a fixed point of A (a corner, a hull's vertex: ``ints[:, 3]``) it is exactly where
+        # that point was: to first order it was off by about phi x (phi x rho), which for a top
+        # spinning on its tip (omega h = 0.4 rad, nodding at a few rad/s) pulled the tip sideways
+        # every substep, and a 5 cm cone precessed 4.4 times too fast and lost a fifth of its
+        # spin in 2 s.
         # Then the rows, and for restitution the normal speed at the substep's start, the
         # separation then and the relative normal acceleration (the moment of impact within the
         # substep). One kernel (``rigid.prepare_contacts``): as numpy glue this was a fifth of

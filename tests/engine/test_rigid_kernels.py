@@ -55,6 +55,7 @@ def test_preparing_contacts_agrees_with_anchors_carried_over(rng):
     ints[:count, 0] = rng.integers(0, bodies, count)
     ints[:count, 1] = np.where(rng.random(count) < 0.4, bodies, rng.integers(0, bodies, count))
     ints[:count, 2] = np.where(rng.random(count) < 0.2, -1, rng.permutation(1000)[:count])
+    ints[:count, 3] = rng.random(count) < 0.5  # A's point a fixed point of A (a corner), or not (a round surface)
     local_a, local_b = rng.normal(size=(capacity, 3)), rng.normal(size=(capacity, 3))
     normal = rng.normal(size=(capacity, 3))
     normal /= np.linalg.norm(normal, axis=1, keepdims=True)
@@ -80,6 +81,15 @@ def test_preparing_contacts_agrees_with_anchors_carried_over(rng):
     slot = np.searchsorted(keys, ints[:count, 2][carried])
     np.testing.assert_allclose(fresh[17][:count][carried] - a[17][:count][carried], residual[slot], atol=1e-12)
     np.testing.assert_array_equal(fresh[17][:count][~carried], a[17][:count][~carried])
+    # With nothing carried, a fixed point's anchor is exactly where that point of A was at the
+    # substep's start (B's frame then); a round surface's is where A's motion to first order
+    # brings its contact point back to, which differs by about (A's turn)^2 times its arm.
+    a_, b_ = ints[:count, 0], ints[:count, 1]
+    start = x_prev[a_] + quat.rotate(q_prev[a_], local_a[:count])
+    exact = quat.rotate(quat.conjugate(q_prev[b_]), start - x_prev[b_])
+    fixed = ints[:count, 3] == 1
+    np.testing.assert_allclose(fresh[17][:count][fixed], exact[fixed], atol=1e-12)
+    assert np.abs(fresh[17][:count][~fixed] - exact[~fixed]).max() > 1e-6
 
 
 def test_the_wheels_mesh_vertices_are_those_within_its_reach(rng):

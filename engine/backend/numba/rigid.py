@@ -166,7 +166,10 @@ def _prepare_contact(c, x, q, x_prev, q_prev, inv_mass, inv_inertia, v_before, w
     xa, xpa = get3(x, a), get3(x_prev, a)
     rho = rotate(qa, la)
     phi = log_rotation(qmul(qa, (qpa[0], -qpa[1], -qpa[2], -qpa[3])))
-    rolled = sub(sub(add(xa, rho), sub(xa, xpa)), cross(phi, rho))
+    if ints[c, 3] == 1:
+        rolled = add(xpa, rotate(qpa, la))
+    else:
+        rolled = sub(sub(add(xa, rho), sub(xa, xpa)), cross(phi, rho))
     out = rotate((qpb[0], -qpb[1], -qpb[2], -qpb[3]), sub(rolled, get3(x_prev, b)))
     if kept:
         key = ints[c, 2]

@@ -103,9 +103,10 @@ def prepare_contacts(x, q, x_prev, q_prev, inv_mass, inv_inertia, v_before, w_be
                      local_b, normal, count, anchor_keys, anchor_residual, anchor, J, M, base, wn, wt, lam, lam_t,
                      stuck, factored, speed_before, gap_start, accel_n):
     """A substep's contacts 0:count made ready to solve (see ``RigidStepper.find_contacts``): their
-    friction anchors (B's frame: where A's point was at the substep's start, carried by A's
-    motion to first order, less the slip ``anchor_residual`` a contact of the same key, among the
-    sorted ``anchor_keys``, was left with), their rows (``contact_rows``), the solve's impulses
+    friction anchors (B's frame: where A's point was at the substep's start, exactly for a fixed
+    point of A (``ints[:, 3]`` 1), else carried by A's motion to first order; less the slip
+    ``anchor_residual`` a contact of the same key, among the sorted ``anchor_keys``, was left
+    with), their rows (``contact_rows``), the solve's impulses
     and factors cleared, and per contact the normal speed at the substep's start
     (``speed_before``), the separation then (``gap_start``) and the relative normal acceleration
     (``accel_n``)."""
@@ -115,6 +116,7 @@ def prepare_contacts(x, q, x_prev, q_prev, inv_mass, inv_inertia, v_before, w_be
     rho = Q.rotate(q[a], local_a[c])
     phi = _log_rotation(Q.multiply(q[a], Q.conjugate(q_prev[a])))
     rolled = x[a] + rho - (x[a] - x_prev[a]) - Q.cross(phi, rho)
+    rolled = np.where(ints[c, 3, None] == 1, start, rolled)
     out = Q.rotate(Q.conjugate(q_prev[b]), rolled - x_prev[b])
     if len(anchor_keys):
         key = ints[c, 2]
