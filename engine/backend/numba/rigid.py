@@ -164,11 +164,11 @@ def _prepare_contact(c, x, q, x_prev, q_prev, inv_mass, inv_inertia, v_before, w
     qa, qpa, qpb = get4(q, a), get4(q_prev, a), get4(q_prev, b)
     la = get3(local_a, c)
     xa, xpa = get3(x, a), get3(x_prev, a)
-    rho = rotate(qa, la)
-    phi = log_rotation(qmul(qa, (qpa[0], -qpa[1], -qpa[2], -qpa[3])))
-    if ints[c, 3] == 1:
+    if ints[c, 3] == 1:  # a fixed point of A: exactly where it was
         rolled = add(xpa, rotate(qpa, la))
-    else:
+    else:  # a round surface: A's motion to first order
+        rho = rotate(qa, la)
+        phi = log_rotation(qmul(qa, (qpa[0], -qpa[1], -qpa[2], -qpa[3])))
         rolled = sub(sub(add(xa, rho), sub(xa, xpa)), cross(phi, rho))
     out = rotate((qpb[0], -qpb[1], -qpb[2], -qpb[3]), sub(rolled, get3(x_prev, b)))
     if kept:
