@@ -43,6 +43,13 @@ class Sticks:
     ``colour_offsets[k]:colour_offsets[k + 1]`` and no particle that can move appears twice
     within one colour; colour_priority, colour_sweeps: (c,) the level each colour belongs to.
     Consecutive colours of one level are swept together, ``colour_sweeps`` times per iteration.
+
+    The stretch level (priority 0: a cloth's stretch, ropes) is solved as chains instead
+    (``particles.chains``): chain k is the sticks ``chain_sticks[chain_offsets[k]:chain_offsets[k +
+    1]]`` in path order (``chain_flip`` 1 where a stick runs j -> i along it; ``chain_flags`` 1
+    for a chain that touches no other: it moves along the substep's start directions); colour c's level is
+    solved as the chain groups ``colour_groups[c, 0]:colour_groups[c, 1]`` (empty: swept by
+    colour), group g being the chains ``group_offsets[g]:group_offsets[g + 1]``.
     """
 
     i: np.ndarray
@@ -53,6 +60,12 @@ class Sticks:
     colour_offsets: np.ndarray
     colour_priority: np.ndarray
     colour_sweeps: np.ndarray
+    chain_sticks: np.ndarray
+    chain_flip: np.ndarray
+    chain_offsets: np.ndarray
+    chain_flags: np.ndarray
+    group_offsets: np.ndarray
+    colour_groups: np.ndarray
 
     @property
     def count(self) -> int:

@@ -123,6 +123,7 @@ class SurfaceSolver:
         self.plastic_keep = np.minimum(rate[self.plastic] * h, 1.0)  # the excess taken per substep
         self.tear = np.flatnonzero(equal & np.isfinite(factor)).astype(np.int64)
         self.tear_length = sticks.rest[self.tear] * factor[self.tear]
+        self.tear_surface = owner[self.tear]
         self.mutable_sticks = bool(len(self.plastic) or len(self.tear))
         self.soft_plastic = np.isfinite(surf.plastic_limit[self.soft]) if len(self.soft) else np.zeros(0, bool)
 
@@ -224,13 +225,33 @@ class SurfaceSolver:
             target = np.where(strain > lim, length / (1.0 + lim), np.where(strain < -lim, length / (1.0 - lim), rest))
             state.stick_rest[p] = rest + (target - rest) * self.plastic_keep
         if len(self.tear):
-            t = self.tear
-            length = np.linalg.norm(x[s.j[t]] - x[s.i[t]], axis=1)
-            tore = t[(length > self.tear_length) & (state.stick_kind[t] != StickKind.BROKEN)]
-            state.stick_kind[tore] = StickKind.BROKEN
-            state.stick_broken_at[tore] = time
+            self.tear_beyond(x, state, time, most_only=False)
         for k in np.flatnonzero(self.soft_plastic):
             self._yield_shape(x, int(k), state)
+
+    def tear_beyond(self, x: np.ndarray, state: SurfaceState, time: float, most_only: bool = True) -> bool:
+        """Break sticks stretched beyond their surface's tear factor (at ``time`` s); returns
+        whether any broke. most_only: only each surface's most overstretched one (the solver
+        then relaxes the cloth and asks again: a tear runs from where it starts, the strain
+        gathering at its tip, as a crack does; all at once, a sheet pulled evenly broke 158
+        sticks in one substep, scattered, and stayed in one piece); else all of them."""
+        t = self.tear
+        if not len(t):
+            return False
+        s = self.model.sticks
+        length = np.linalg.norm(x[s.j[t]] - x[s.i[t]], axis=1)
+        ratio = length / self.tear_length
+        over = np.flatnonzero((ratio > 1.0) & (state.stick_kind[t] != StickKind.BROKEN))
+        if not len(over):
+            return False
+        if most_only:  # per surface, the largest ratio (the first stick of a tie)
+            order = over[np.lexsort((over, -ratio[over], self.tear_surface[over]))]
+            first = np.r_[True, self.tear_surface[order[1:]] != self.tear_surface[order[:-1]]]
+            over = order[first]
+        tore = t[over]
+        state.stick_kind[tore] = StickKind.BROKEN
+        state.stick_broken_at[tore] = time
+        return True
 
     def _yield_shape(self, x: np.ndarray, k: int, state: SurfaceState) -> None:
         """A soft body's vertices strained beyond the limit (relative to the body's size) from the

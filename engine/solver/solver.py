@@ -48,6 +48,8 @@ COUPLING_ROUNDS = 8
 # mm), for 5-7 ms a frame instead of about 1. Stiff or large cloth needs more sweeps than the cap
 # (33 x 33 at 5 N: 5.4, 4.3, 4.2 mm on auto): there more substeps pay better.
 AUTO_TOLERANCE = 1e-4
+# At most this many sticks of a surface tear one after another in a substep (see _substep).
+TEAR_ROUNDS = 64
 AUTO_ITERATIONS = 32
 # The global solve (SolverSettings.global_solve; backend particles.solve_sticks): conjugate
 # gradients on the linearised XPBD system of the stretch sticks, until the largest residual is
@@ -140,12 +142,19 @@ class Solver:
         self._stick_kind = s.kind.astype(np.int8)
         passes = []
         for c in range(s.colour_count):
-            key = (int(s.colour_priority[c]), int(s.colour_sweeps[c]))
-            if c and key == (int(s.colour_priority[c - 1]), int(s.colour_sweeps[c - 1])):
+            key = (int(s.colour_priority[c]), int(s.colour_sweeps[c]), *s.colour_groups[c].tolist())
+            if c and key == (int(s.colour_priority[c - 1]), int(s.colour_sweeps[c - 1]),
+                             *s.colour_groups[c - 1].tolist()):
                 passes[-1][1] = c + 1
             else:
-                passes.append([c, c + 1, key[1]])
-        self._passes = np.array(passes, dtype=np.int64).reshape(-1, 3)
+                groups = (0, 0) if settings.global_solve else key[2:]
+                passes.append([c, c + 1, key[1], *groups])
+        # (first colour, end colour, sweeps, first chain group, end group): a level with chain
+        # groups (a cloth's stretch, shear and bend, ropes: particles.chains) is solved chain by
+        # chain instead. The global solve keeps the colour sweeps it was tested with (followed by
+        # the chains, three of its curtains no longer sagged alike within 3%).
+        self._passes = np.array(passes, dtype=np.int64).reshape(-1, 5)
+        self._chains = (s.chain_sticks, s.chain_flip, s.chain_offsets, s.chain_flags, s.group_offsets)
         self._lam = np.zeros(s.count)
         self._global = bool(settings.global_solve) and bool(s.count)
         # Which sticks the global solve takes (see GLOBAL_SOFT): the stretch family (and ropes and
@@ -382,7 +391,7 @@ class Solver:
                 # so a swinging or spinning stick keeps its speed.
                 kernels.project_sticks(x, s.i, s.j, self._stick_w[0], self._stick_w[1], rest, self._stick_alpha,
                                        kind, self._lam, s.colour_offsets, self._passes,
-                                       self.settings.sqrt_approximation, x_start)
+                                       self.settings.sqrt_approximation, x_start, self._chains)
             if len(g.index):
                 kernels.project_goals(x, g.index, g.target, self._goal_w, self._goal_alpha, self._goal_lam)
             if surfaces:
@@ -400,7 +409,7 @@ class Solver:
                 for _ in range(COUPLING_ROUNDS if rigid.particles_meet_dynamic and len(self._passes) else 0):
                     kernels.project_sticks(x, s.i, s.j, self._stick_w[0], self._stick_w[1], rest, self._stick_alpha,
                                            kind, self._lam, s.colour_offsets, self._passes,
-                                           self.settings.sqrt_approximation)
+                                           self.settings.sqrt_approximation, None, self._chains)
                     rigid.collide_particles(state.bodies, x, xp, accel, self.model.friction,
                                             self.model.restitution, self.model.radii, self.model.inverse_masses)
             if self._self_contacts:
@@ -410,5 +419,14 @@ class Solver:
                 self._self_contacts.solve(x, xp, self.model.inverse_masses)
             rigid.finish_substep(state.bodies)
         if surfaces:
+            # Sticks beyond their tear factor break one a surface at a time, the cloth relaxed
+            # between (see SurfaceSolver.tear_beyond), up to TEAR_ROUNDS a substep; then any
+            # still beyond break together (end_substep), so none outlasts the substep.
+            for _ in range(TEAR_ROUNDS if len(surfaces.tear) else 0):
+                if not surfaces.tear_beyond(x, surface_state, state.time):
+                    break
+                kernels.project_sticks(x, s.i, s.j, self._stick_w[0], self._stick_w[1], rest, self._stick_alpha,
+                                       kind, self._lam, s.colour_offsets, self._passes,
+                                       self.settings.sqrt_approximation, None, self._chains)
             surfaces.end_substep(x, surface_state, state.time)
             surfaces.damp_jiggle(x, xp)

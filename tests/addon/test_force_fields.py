@@ -182,8 +182,9 @@ def _flag_drift(name="Flag") -> np.ndarray:
 @pytest.mark.parametrize("turn", [(0.0, math.pi / 2, 0.0), (-math.pi / 2, 0.0, 0.0)])
 def test_a_flag_streams_downwind_in_a_wind_field_and_turning_it_off_stops_it(pinned_cloth, turn):
     """Wind Strength 15 along the field's Z (turned to world +X, or to +Y), Air Drag 0.6: the flag
-    drifts along the wind (more than 5 cm in 7 frames, less than half that sideways); with the field off
-    in any of Blender's ways (Strength 0, Type None, disabled in viewports) it hangs exactly as in still air."""
+    drifts along the wind (more than 5 cm in 7 frames, less than 0.6 of that sideways); with the field
+    off in any of Blender's ways (Strength 0, Type None, disabled in viewports) it hangs exactly as in
+    still air."""
     cloth = pinned_cloth()
     cloth.jakobsen.cloth.air_drag = 0.6
     still = _flag_drift()
@@ -194,7 +195,10 @@ def test_a_flag_streams_downwind_in_a_wind_field_and_turning_it_off_stops_it(pin
     across = (windy - along * downwind)[:2]  # sideways (the air also slows its fall: not counted)
     print(f"wind: the flag drifted {along:.4f} m downwind, {np.linalg.norm(across):.4f} m sideways")
     assert along > 0.05
-    assert np.linalg.norm(across) < 0.5 * along
+    # (Sideways: the flag swings about its pinned edge, 0.5 rad from the object's X; a rigid plate
+    # hinged there and blown along +Y moves tan(0.5) = 0.55 as far sideways as downwind, and the
+    # flag, its stretch solved along whole rows and columns, does: 0.53.)
+    assert np.linalg.norm(across) < 0.6 * along
     for off in ("strength", "type", "hide_viewport"):
         if off == "strength":
             wind.field.strength = 0.0

@@ -105,13 +105,13 @@ def test_a_spinning_dumbbell_keeps_its_spin(revolutions):
     assert np.linalg.norm(d) == pytest.approx(2 * r, rel=1e-4)  # and the stick holds
 
 
-@pytest.mark.parametrize("links", [1, 2, 4])
+@pytest.mark.parametrize("links", [1, 2, 4, 8])
 def test_a_chain_released_level_keeps_its_energy(links):
     # A chain of rigid 0.3 m links of 0.5 kg from a fixed pivot, released level, damping off:
     # its energy (kinetic + potential) after 5 s, against the potential energy it can give up
-    # (m g z from level to hanging). One link keeps it all; longer chains keep most of it at the
-    # default single iteration (4 links lose 6%, 8 lose 29%: their Gauss-Seidel sweep does not
-    # converge; 8 iterations: 0.6% and 7.5%), where plain projection lost 66%, 44% and 31%.
+    # (m g z from level to hanging). Its links are one chain (particles.chains), solved at once
+    # along their directions at the substep's start: it keeps it all (solved a colour at a
+    # time, 4 links lost 6% and 8 lost 29% at one iteration; plain projection 66%, 44%, 31%).
     n, length, mass = links, 0.3, 0.5
     b = engine.ModelBuilder()
     pos = np.zeros((n + 1, 3))
@@ -136,9 +136,9 @@ def test_a_chain_released_level_keeps_its_energy(links):
         lowest = min(lowest, energy())
         assert np.all(np.abs(np.linalg.norm(np.diff(state.positions, axis=0), axis=1) - length) < 0.02 * length)
     loss = (start - energy()) / scale
-    assert loss < {1: 0.005, 2: 0.02, 4: 0.08}[links]
+    assert loss < 0.01
     assert energy() < start + 0.005 * scale  # and it gains none
-    assert (start - lowest) / scale < {1: 0.005, 2: 0.02, 4: 0.1}[links]
+    assert (start - lowest) / scale < 0.01
 
 
 @pytest.mark.compares_backends
@@ -272,6 +272,32 @@ def settled_sag(n: int, stiffness: float, substeps: int, frames: int, global_sol
     return v[middle, 2] - state.positions[middle, 2], float(np.abs(solver.velocities(state)).max())
 
 
+# At the default settings (one iteration), each row, column and diagonal of sticks solved
+# along its whole length (particles.chains). Not yet (strict xfail, to be noticed when they
+# pass): the stiffnesses between soft and nearly inextensible, where the shear diagonals and the
+# columns share the weight and a Gauss-Seidel between them has not converged in one iteration
+# (11 x 11 at 100 N: 695 / 678 / 662 um, 4.8%; 33 x 33 at 100 N 3.8%; 65 x 65 at 5 N 3.5%).
+DEFAULT_CURTAINS = [(11, 0.5), (11, 5.0), (11, 1e4), (21, 1.0), (21, 5.0), (33, 5.0), (33, 1e3), (33, 1e4),
+                    pytest.param(11, 100.0, marks=pytest.mark.xfail(strict=True, reason="shear and stretch share"))]
+
+
+@pytest.mark.compiled_only
+@pytest.mark.parametrize("n, stiffness", DEFAULT_CURTAINS)
+def test_at_the_default_settings_a_curtain_sags_the_same_at_5_10_and_20_substeps(n, stiffness):
+    # Issue 11 test 4 at the default iteration setting. One sweep of sticks a colour at a time
+    # left an extra compliance of about h^2 / m (33 x 33 at 5 N: 89, 26 and 8.9 mm at 5, 10 and
+    # 20 substeps); a chain solved at once carries the weight from the free edge to the pins in
+    # one pass, so the stiffness alone sets the sag: within 3% at rest.
+    sags = []
+    for substeps in (5, 10, 20):
+        sag, speed = settled_sag(n, stiffness, substeps, 48, global_solve=False)
+        assert speed < 1e-3  # at rest
+        sags.append(sag)
+    sags = np.array(sags)
+    assert sags.min() > 0.0
+    assert (sags.max() - sags.min()) / sags.mean() < 0.03
+
+
 # (size, stiffness N per unit strain): 11 x 11 soft to nearly inextensible; 33 x 33 soft and
 # stiff; 65 x 65 stiff (the hardest to converge; 4225 vertices). Not yet (strict xfail, so that
 # they are noticed when they pass): 33 x 33 at 100 N (0.306 / 0.305 / 0.295 mm, 3.7%: its shear
@@ -301,6 +327,3 @@ def test_with_the_global_solve_a_curtain_sags_the_same_at_5_10_and_20_substeps_a
     sags = np.array(sags)
     assert sags.min() > 0.0
     assert (sags.max() - sags.min()) / sags.mean() < 0.03
-    if n == 33:  # the sweeps alone at 5 substeps: softer than the stiffness says
-        old, _ = settled_sag(n, stiffness, 5, 48, global_solve=False)
-        assert old > 1.5 * sags.max()

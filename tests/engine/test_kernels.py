@@ -5,6 +5,7 @@ here), and each gives the same numbers on every run."""
 import numpy as np
 import pytest
 
+import jakobsen_engine as engine
 from jakobsen_engine import backend
 from jakobsen_engine.builder import colour_sticks
 
@@ -104,6 +105,79 @@ def test_stick_sweeps_agree_on_a_random_net_with_every_kind_and_compliance(rng, 
         again = both("project_sticks", "particles", lambda: args(sqrt))[0]
         assert_same(a, again)  # deterministic
 
+
+
+def random_cloth_sticks(seed, sqrt=False):
+    """project_sticks' arguments for a 9 x 7 cloth with pins (rows pinned at both ends among
+    them), a rope beside it, and random positions, rests, compliances and kinds, its stretch,
+    shear and bend solved as chains (with random chain flags); and the substep's start."""
+    from jakobsen_engine.geometry.primitives import grid
+
+    r = np.random.default_rng(seed)
+    v, f = grid(9, 7, 1.0)
+    pins = (r.random(len(v)) < 0.15).astype(float)
+    pins[[0, 8]] = 1.0  # the first row, pinned at both ends
+    b = engine.ModelBuilder()
+    b.add_cloth(v, f, pin_weights=pins, stretch_stiffness=50.0)
+    rope = b.add_particles(np.stack([np.full(6, 2.0), np.zeros(6), -0.1 * np.arange(6)], axis=1),
+                           masses=np.r_[0.0, np.full(5, 0.1)])
+    b.add_sticks(rope[:-1], rope[1:])
+    m = b.finalize()
+    solver = engine.Solver(m)
+    s = m.sticks
+    assert s.chain_flags.max() >= 1 and np.any(s.chain_flags & 2)  # a rope (SHAKE) and a held row
+    count, n = s.count, m.particle_count
+    x = np.array(m.rest_positions) + r.normal(scale=0.02, size=(n, 3))
+    start = x + r.normal(scale=0.002, size=(n, 3))
+    rest = np.array(s.rest) * np.where(r.random(count) < 0.8, 1.0, 1.1)
+    alpha = np.where(r.random(count) < 0.5, 0.0, r.random(count) * 1e-3)
+    kind = np.where(r.random(count) < 0.7, 0, r.integers(1, 4, count)).astype(np.int8)
+    flags = r.integers(0, 4, len(s.chain_flags)).astype(np.int8)
+    inv = np.array(m.inverse_masses)
+    chains = (s.chain_sticks, s.chain_flip, s.chain_offsets, flags, s.group_offsets)
+    return [x, s.i, s.j, inv[s.i], inv[s.j], rest, alpha, kind, np.zeros(count), s.colour_offsets,
+            solver._passes, sqrt, start, chains]
+
+
+@pytest.mark.parametrize("threads", ["serial", "chains on all cores"])
+def test_chain_solves_agree_on_a_random_cloth_with_every_kind_and_flag(rng, threads, monkeypatch):
+    from jakobsen_engine.backend.numba import particles as compiled
+
+    if threads != "serial":
+        monkeypatch.setattr(compiled, "PARALLEL_STICKS", 1)
+    seed = int(rng.integers(1 << 30))
+    for sqrt in (False, True):
+        for live in (False, True):  # along the directions at the substep's start, or now
+
+            def args():
+                a = random_cloth_sticks(seed, sqrt)
+                if live:
+                    a[12] = None
+                return a
+
+            a, b = both("project_sticks", "particles", args)
+            assert_same(a, b)
+            assert np.abs(a[0] - args()[0]).max() > 1e-3  # it moved something
+            assert_same(a, both("project_sticks", "particles", args)[0])  # deterministic
+
+
+def test_a_chain_of_one_stick_is_the_stick_projection_bit_for_bit(rng):
+    # Every stick its own chain, a colour's chains one group: the same numbers as the colours.
+    seed = int(rng.integers(1 << 30))
+    for name in ("numba", "numpy"):
+        a = random_cloth_sticks(seed)
+        offsets, passes = a[9], a[10]
+        chains = (np.arange(len(a[1])), np.zeros(len(a[1]), np.int8), np.arange(len(a[1]) + 1),
+                  np.ones(len(a[1]), np.int8), np.asarray(offsets))
+        as_chains = [p.copy() if isinstance(p, np.ndarray) else p for p in a[:10]] + \
+            [np.concatenate([passes[:, :3], passes[:, :2]], axis=1), a[11], a[12], chains]
+        plain = [p.copy() if isinstance(p, np.ndarray) else p for p in a[:10]] + [passes[:, :3], a[11], a[12]]
+        kernels = backend.select(name).particles
+        kernels.project_sticks(*as_chains)
+        kernels.project_sticks(*plain)
+        np.testing.assert_array_equal(as_chains[0], plain[0])
+        np.testing.assert_array_equal(as_chains[8], plain[8])
+        assert np.abs(plain[0] - a[0]).max() > 1e-3
 
 def test_goals_agree(rng):
     seed = int(rng.integers(1 << 30))

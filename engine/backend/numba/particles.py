@@ -22,6 +22,9 @@ PARALLEL_STICKS = 500
 # numpy's SHAKE_STRAIN (see its project_sticks), written here so that numba's cache, which knows
 # only this file, compiles it in; the kernel tests check that both agree.
 SHAKE_STRAIN = 0.01
+# numpy's CHAIN_PIVOT and CHAIN_DAMPING (see its _solve_chain_group), likewise.
+CHAIN_PIVOT = 1e-12
+CHAIN_DAMPING = 1e-2
 
 
 # Particles are moved on all cores from this many on (each its own: the same bits).
@@ -81,12 +84,168 @@ def _verlet_range(x, x_prev, movable, accel, decay, h, drag_w, air_velocity, lo,
         x[p, 2] += d2
 
 
+# Chains (see particles/chains.py): the scratch columns per position of a chain.
+_E, _L0, _G, _WI, _WJ, _DIAG, _RHS, _LOW, _UP, _CP, _DP, _DL, _U = 0, 3, 4, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16
+CHAIN_SCRATCH = 19
+
+
+@njit(**JIT)
+def _solve_chain(x, x0, i, j, w_i, w_j, rest, alpha, kind, lam, chain_sticks, chain_flip, a, b,
+                 sqrt_approximation, shake, damped):
+    """One chain's sticks chain_sticks[a:b] solved together: the numpy reference's
+    _solve_chain_group for one chain, position by position, in the same arithmetic. Its scratch
+    is its own (a few kB, in cache; one array for all chains, 128 bytes a stick, made a
+    250,000-vertex cloth four times slower)."""
+    work = np.empty((b - a, CHAIN_SCRATCH))
+    off = a
+    for t in range(a, b):
+        s = chain_sticks[t]
+        if chain_flip[t]:
+            pi = j[s]
+            pj = i[s]
+            wi = w_j[s]
+            wj = w_i[s]
+        else:
+            pi = i[s]
+            pj = j[s]
+            wi = w_i[s]
+            wj = w_j[s]
+        dx = x[pj, 0] - x[pi, 0]
+        dy = x[pj, 1] - x[pi, 1]
+        dz = x[pj, 2] - x[pi, 2]
+        dd = dx * dx + dy * dy + dz * dz
+        L = rest[s]
+        if sqrt_approximation:
+            length = (dd + L * L) / (2.0 * L)
+        else:
+            length = math.sqrt(dd)
+        c = length - L
+        k = kind[s]
+        ex = dx
+        ey = dy
+        ez = dz
+        length0 = length
+        cosine = 1.0
+        if shake:
+            fx = x0[pj, 0] - x0[pi, 0]
+            fy = x0[pj, 1] - x0[pi, 1]
+            fz = x0[pj, 2] - x0[pi, 2]
+            ff = fx * fx + fy * fy + fz * fz
+            if sqrt_approximation:
+                f_len = (ff + L * L) / (2.0 * L)
+            else:
+                f_len = math.sqrt(ff)
+            f_cos = (dx * fx + dy * fy + dz * fz) / (max(length, 1e-12) * max(f_len, 1e-12))
+            if f_cos >= 0.5 and abs(f_len - L) <= SHAKE_STRAIN * L:
+                ex = fx
+                ey = fy
+                ez = fz
+                length0 = f_len
+                cosine = f_cos
+        l0 = max(length0, 1e-12)
+        inv_g = 1.0 / max(length, 1e-12)
+        work[t - off, _E] = ex
+        work[t - off, _E + 1] = ey
+        work[t - off, _E + 2] = ez
+        work[t - off, _L0] = l0
+        work[t - off, _G] = dx * inv_g
+        work[t - off, _G + 1] = dy * inv_g
+        work[t - off, _G + 2] = dz * inv_g
+        inv_0 = 1.0 / l0
+        work[t - off, _U] = ex * inv_0
+        work[t - off, _U + 1] = ey * inv_0
+        work[t - off, _U + 2] = ez * inv_0
+        work[t - off, _WI] = wi
+        work[t - off, _WJ] = wj
+        al = alpha[s]
+        if (k == 1 and c > 0.0) or (k == 2 and c < 0.0) or k == 3:
+            work[t - off, _DIAG] = 0.0  # inactive: a row of its own with no move (see below)
+            work[t - off, _RHS] = 0.0
+        else:
+            d = (wi + wj) * cosine + al
+            if damped:
+                d = d + CHAIN_DAMPING * (wi + wj)
+            work[t - off, _DIAG] = d
+            work[t - off, _RHS] = -c - al * lam[s]
+    # Each row's couplings with its neighbours' moves, through the particle they share.
+    for t in range(a, b):
+        low = 0.0
+        up = 0.0
+        if work[t - off, _DIAG] == 0.0:
+            work[t - off, _DIAG] = 1.0
+        else:
+            gx = work[t - off, _G]
+            gy = work[t - off, _G + 1]
+            gz = work[t - off, _G + 2]
+            if t > a:
+                low = -work[t - off, _WI] * (gx * work[t - 1 - off, _U] + gy * work[t - 1 - off, _U + 1]
+                                             + gz * work[t - 1 - off, _U + 2])
+            if t < b - 1:
+                up = -work[t - off, _WJ] * (gx * work[t + 1 - off, _U] + gy * work[t + 1 - off, _U + 1]
+                                            + gz * work[t + 1 - off, _U + 2])
+        work[t - off, _LOW] = low
+        work[t - off, _UP] = up
+    # Thomas: forward elimination, then back substitution.
+    for t in range(a, b):
+        d = work[t - off, _DIAG]
+        if t == a:
+            den = d
+            work[t - off, _DP] = work[t - off, _RHS] / den
+        else:
+            low = work[t - off, _LOW]
+            den = d - low * work[t - 1 - off, _CP]
+            if not den > CHAIN_PIVOT * d:
+                den = d
+            work[t - off, _DP] = (work[t - off, _RHS] - low * work[t - 1 - off, _DP]) / den
+        work[t - off, _CP] = work[t - off, _UP] / den
+    work[b - 1 - off, _DL] = work[b - 1 - off, _DP]
+    for t in range(b - 2, a - 1, -1):
+        work[t - off, _DL] = work[t - off, _DP] - work[t - off, _CP] * work[t + 1 - off, _DL]
+    for t in range(a, b):
+        s = chain_sticks[t]
+        if chain_flip[t]:
+            pi = j[s]
+            pj = i[s]
+        else:
+            pi = i[s]
+            pj = j[s]
+        dlam = work[t - off, _DL]
+        lam[s] += dlam
+        sc = dlam / work[t - off, _L0]
+        si = sc * work[t - off, _WI]
+        sj = sc * work[t - off, _WJ]
+        x[pi, 0] -= si * work[t - off, _E]
+        x[pi, 1] -= si * work[t - off, _E + 1]
+        x[pi, 2] -= si * work[t - off, _E + 2]
+        x[pj, 0] += sj * work[t - off, _E]
+        x[pj, 1] += sj * work[t - off, _E + 1]
+        x[pj, 2] += sj * work[t - off, _E + 2]
+
+
+@njit(parallel=True, **JIT)
+def _chains_in_parallel(x, x0, i, j, w_i, w_j, rest, alpha, kind, lam, chain_sticks, chain_flip, chain_offsets,
+                        chain_flags, c0, c1, sqrt_approximation, shake):
+    for c in prange(c0, c1):
+        _solve_chain(x, x0, i, j, w_i, w_j, rest, alpha, kind, lam, chain_sticks, chain_flip, chain_offsets[c],
+                     chain_offsets[c + 1], sqrt_approximation, shake and (chain_flags[c] & 1) != 0,
+                     (chain_flags[c] & 2) != 0)
+
+
 @njit(**JIT)
 def _project_sticks_serial(x, x0, i, j, w_i, w_j, rest, alpha, kind, lam, colour_offsets, passes,
-                           sqrt_approximation, shake):
+                           sqrt_approximation, shake, chain_sticks, chain_flip, chain_offsets, chain_flags,
+                           group_offsets):
     for row in range(passes.shape[0]):
         a = colour_offsets[passes[row, 0]]
         b = colour_offsets[passes[row, 1]]
+        if passes.shape[1] > 4 and passes[row, 4] > passes[row, 3]:
+            for _ in range(passes[row, 2]):
+                for g in range(passes[row, 3], passes[row, 4]):
+                    for c in range(group_offsets[g], group_offsets[g + 1]):
+                        _solve_chain(x, x0, i, j, w_i, w_j, rest, alpha, kind, lam, chain_sticks, chain_flip,
+                                     chain_offsets[c], chain_offsets[c + 1], sqrt_approximation,
+                                     shake and (chain_flags[c] & 1) != 0, (chain_flags[c] & 2) != 0)
+            continue
         for _ in range(passes[row, 2]):
             for s in range(a, b):
                 pi = i[s]
@@ -142,10 +301,18 @@ def _project_sticks_serial(x, x0, i, j, w_i, w_j, rest, alpha, kind, lam, colour
 
 @njit(**JIT)
 def _project_sticks_parallel(x, x0, i, j, w_i, w_j, rest, alpha, kind, lam, colour_offsets, passes,
-                             sqrt_approximation, shake):
-    """The serial sweep's passes with each colour's sticks on all cores (the same arithmetic per
-    stick; the threads stay up from one colour to the next)."""
+                             sqrt_approximation, shake, chain_sticks, chain_flip, chain_offsets, chain_flags,
+                             group_offsets):
+    """The serial sweep's passes with each colour's sticks (or each group's chains) on all cores
+    (the same arithmetic per stick; the threads stay up from one colour to the next)."""
     for row in range(passes.shape[0]):
+        if passes.shape[1] > 4 and passes[row, 4] > passes[row, 3]:
+            for _ in range(passes[row, 2]):
+                for g in range(passes[row, 3], passes[row, 4]):
+                    _chains_in_parallel(x, x0, i, j, w_i, w_j, rest, alpha, kind, lam, chain_sticks, chain_flip,
+                                        chain_offsets, chain_flags, group_offsets[g], group_offsets[g + 1],
+                                        sqrt_approximation, shake)
+            continue
         for _ in range(passes[row, 2]):
             for colour in range(passes[row, 0], passes[row, 1]):
                 _colour_in_parallel(x, x0, i, j, w_i, w_j, rest, alpha, kind, lam, colour_offsets[colour],
@@ -209,7 +376,7 @@ def _colour_in_parallel(x, x0, i, j, w_i, w_j, rest, alpha, kind, lam, a, b, sqr
 
 
 def project_sticks(x, i, j, w_i, w_j, rest, alpha, kind, lam, colour_offsets, passes, sqrt_approximation,
-                   x_start=None):
+                   x_start=None, chains=None):
     """The stick passes (see the numpy reference): serial while every colour is small; a cloth
     with a colour of PARALLEL_STICKS sticks or more has each colour projected on all cores. A
     colour's sticks share no movable particle, so the order (or the threads) cannot change the
@@ -217,13 +384,21 @@ def project_sticks(x, i, j, w_i, w_j, rest, alpha, kind, lam, colour_offsets, pa
     small cloths three times slower.) x_start: as numpy's."""
     shake = x_start is not None and x_start is not x
     x0 = x if x_start is None else x_start
+    if chains is None:
+        chains = no_chains(len(i))
     if len(colour_offsets) > 1 and int(np.max(np.diff(colour_offsets))) >= PARALLEL_STICKS \
             and numba.get_num_threads() > 1:  # (one thread, as on the farm: the serial sweep is faster)
         _project_sticks_parallel(x, x0, i, j, w_i, w_j, rest, alpha, kind, lam, colour_offsets, passes,
-                                 sqrt_approximation, shake)
+                                 sqrt_approximation, shake, *chains)
     else:
         _project_sticks_serial(x, x0, i, j, w_i, w_j, rest, alpha, kind, lam, colour_offsets, passes,
-                               sqrt_approximation, shake)
+                               sqrt_approximation, shake, *chains)
+
+
+def no_chains(count):
+    """The chains argument of project_sticks for passes that have none."""
+    z = np.zeros(0, np.int64)
+    return z, np.zeros(0, np.int8), np.zeros(1, np.int64), np.zeros(0, np.int8), np.zeros(1, np.int64)
 
 
 @njit(**JIT)

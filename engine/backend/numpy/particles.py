@@ -41,7 +41,7 @@ def verlet_integrate(x, x_prev, movable, accel, decay, h, drag_w, air_velocity):
 
 
 def project_sticks(x, i, j, w_i, w_j, rest, alpha, kind, lam, colour_offsets, passes, sqrt_approximation,
-                   x_start=None):
+                   x_start=None, chains=None):
     """Gauss-Seidel sweeps over the sticks, in place on x (n, 3) and lam (m,).
 
     Sticks are sorted by colour (``colour_offsets`` (c + 1,)): within a colour no movable particle
@@ -61,13 +61,26 @@ def project_sticks(x, i, j, w_i, w_j, rest, alpha, kind, lam, colour_offsets, pa
     that turned more than 60 degrees in the substep, or was strained more than SHAKE_STRAIN at
     its start (sticks fighting a rigid volume, say: there the old direction fed the fight),
     moves along its direction now.
+
+    passes may have two more columns (first group, end group): a row with groups is solved as
+    those groups' chains (``particles.chains``), chains = (chain_sticks, chain_flip,
+    chain_offsets, chain_flags, group_offsets) from the Model's Sticks.
     """
     # One contiguous row per axis: 1-D gathers and scatters are several times faster in numpy.
     ax, ay, az = axes = np.ascontiguousarray(x.T)
     live = x_start is None or x_start is x
-    if not live:
-        bx, by, bz = np.ascontiguousarray(x_start.T)
-    for first, end, sweeps in passes:
+    bx, by, bz = (ax, ay, az) if live else np.ascontiguousarray(x_start.T)
+    for row in passes:
+        first, end, sweeps = row[:3]
+        if len(row) > 4 and row[4] > row[3]:
+            chain_sticks, chain_flip, chain_offsets, chain_flags, group_offsets = chains
+            for _ in range(sweeps):
+                for g in range(row[3], row[4]):
+                    c0, c1 = group_offsets[g], group_offsets[g + 1]
+                    _solve_chain_group((ax, ay, az), (bx, by, bz), live, i, j, w_i, w_j, rest, alpha, kind, lam,
+                                       chain_sticks, chain_flip, chain_offsets[c0:c1 + 1], chain_flags[c0:c1],
+                                       sqrt_approximation)
+            continue
         for _ in range(sweeps):
             for c in range(first, end):
                 a, b = colour_offsets[c], colour_offsets[c + 1]
@@ -99,6 +112,102 @@ def project_sticks(x, i, j, w_i, w_j, rest, alpha, kind, lam, colour_offsets, pa
                     p[ii] -= si * d
                     p[jj] += sj * d
     x[...] = axes.T
+
+
+# A chain pinned at both ends gets this times w_p + w_q more on its diagonal (a Levenberg-
+# Marquardt damping): rigid and straight, such a chain cannot change its length and its system is
+# singular; damped, a pull beyond its length is shared evenly by its sticks (undamped, split in
+# two halves solved in turn, the whole excess landed on the stick at the cut: a sheet tore at 3%
+# of a pull its factor allowed 50). Its slack is taken up over a few solves.
+CHAIN_DAMPING = 1e-2
+# A chain's elimination keeps a pivot only above this fraction of its row's diagonal (else the
+# diagonal alone: a guard; the chains' systems are positive definite).
+CHAIN_PIVOT = 1e-12
+
+
+def _solve_chain_group(axes, start_axes, live, i, j, w_i, w_j, rest, alpha, kind, lam, chain_sticks, chain_flip,
+                       offsets, flags, sqrt_approximation):
+    """The chains of one group (no movable particle in two; chain k is positions
+    offsets[k]:offsets[k + 1] of chain_sticks), each solved as one linearised XPBD system in place
+    on axes and lam: row t is (w_p + w_q) cos + alpha on the diagonal (project_sticks' stick
+    projection, SHAKE direction and all), coupled to its neighbours' moves through the particle
+    they share (-w (g_t . e_neighbour): g the direction now, e the direction of the move), solved
+    by elimination along the chain (Thomas), so the corrections of a whole chain come at once.
+    A chain of one stick is project_sticks' projection of it, bit for bit. Vectorised over the
+    chains, position by position along them, in the order numba's loop takes. flags: (chains,)
+    ``particles.chains`` SHAKE (1): the chain moves along the start directions (start_axes)
+    unless live, else along the directions now; DAMPED (2): CHAIN_DAMPING x (w_p + w_q) more on
+    its diagonal."""
+    ax, ay, az = axes
+    bx, by, bz = start_axes
+    t0, t1 = int(offsets[0]), int(offsets[-1])
+    if t1 <= t0:
+        return
+    st = chain_sticks[t0:t1]
+    flip = chain_flip[t0:t1] != 0
+    p, q = np.where(flip, j[st], i[st]), np.where(flip, i[st], j[st])
+    wp, wq = np.where(flip, w_j[st], w_i[st]), np.where(flip, w_i[st], w_j[st])
+    L, al = rest[st], alpha[st]
+    dx, dy, dz = ax[q] - ax[p], ay[q] - ay[p], az[q] - az[p]
+    dd = dx * dx + dy * dy + dz * dz
+    length = (dd + L * L) / (2.0 * L) if sqrt_approximation else np.sqrt(dd)
+    cons = length - L
+    if live:
+        ex, ey, ez, length0, cosine = dx, dy, dz, length, np.ones(len(st))
+    else:
+        fx, fy, fz = bx[q] - bx[p], by[q] - by[p], bz[q] - bz[p]
+        ff = fx * fx + fy * fy + fz * fz
+        f_len = (ff + L * L) / (2.0 * L) if sqrt_approximation else np.sqrt(ff)
+        f_cos = (dx * fx + dy * fy + dz * fz) / (np.maximum(length, 1e-12) * np.maximum(f_len, 1e-12))
+        keep = (f_cos >= 0.5) & (np.abs(f_len - L) <= SHAKE_STRAIN * L) & np.repeat((flags & 1) != 0,
+                                                                                   np.diff(offsets))
+        ex, ey, ez = np.where(keep, fx, dx), np.where(keep, fy, dy), np.where(keep, fz, dz)
+        length0 = np.where(keep, f_len, length)
+        cosine = np.where(keep, f_cos, 1.0)
+    l0 = np.maximum(length0, 1e-12)
+    inv_g, inv_0 = 1.0 / np.maximum(length, 1e-12), 1.0 / l0
+    gx, gy, gz = dx * inv_g, dy * inv_g, dz * inv_g
+    ux, uy, uz = ex * inv_0, ey * inv_0, ez * inv_0
+    k = kind[st]
+    act = ~(((k == 1) & (cons > 0.0)) | ((k == 2) & (cons < 0.0)) | (k == 3))
+    lens = np.diff(offsets)
+    d = (wp + wq) * cosine + al
+    d = np.where(np.repeat((flags & 2) != 0, lens), d + CHAIN_DAMPING * (wp + wq), d)
+    diag = np.where(act, d, 1.0)
+    rhs = np.where(act, -cons - al * lam[st], 0.0)
+    n = t1 - t0
+    starts = np.asarray(offsets[:-1], np.int64) - t0
+    has_prev = np.ones(n, bool)
+    has_prev[starts] = False
+    has_next = np.ones(n, bool)
+    has_next[starts + lens - 1] = False
+    prev, nxt = np.maximum(np.arange(n) - 1, 0), np.minimum(np.arange(n) + 1, n - 1)
+    low = np.where(act & has_prev, -wp * (gx * ux[prev] + gy * uy[prev] + gz * uz[prev]), 0.0)
+    up = np.where(act & has_next, -wq * (gx * ux[nxt] + gy * uy[nxt] + gz * uz[nxt]), 0.0)
+    cp, dp, dl = np.empty(n), np.empty(n), np.empty(n)
+    for m in range(int(lens.max())):
+        t = starts[lens > m] + m
+        if m == 0:
+            den = diag[t]
+            dp[t] = rhs[t] / den
+        else:
+            den = diag[t] - low[t] * cp[t - 1]
+            den = np.where(den > CHAIN_PIVOT * diag[t], den, diag[t])
+            dp[t] = (rhs[t] - low[t] * dp[t - 1]) / den
+        cp[t] = up[t] / den
+    for m in range(int(lens.max()) - 1, -1, -1):
+        sel = lens > m
+        t = starts[sel] + m
+        last = lens[sel] == m + 1
+        dl[t] = np.where(last, dp[t], dp[t] - cp[t] * dl[np.minimum(t + 1, n - 1)])
+    for m in range(int(lens.max())):
+        t = starts[lens > m] + m
+        lam[st[t]] += dl[t]
+        sc = dl[t] / l0[t]
+        si, sj = sc * wp[t], sc * wq[t]
+        for axis, e in ((ax, ex), (ay, ey), (az, ez)):
+            axis[p[t]] -= si * e[t]
+            axis[q[t]] += sj * e[t]
 
 
 def project_goals(x, index, target, w, alpha, lam):
