@@ -85,20 +85,28 @@ def _verlet_range(x, x_prev, movable, accel, decay, h, drag_w, air_velocity, lo,
 
 
 # Chains (see particles/chains.py): the scratch columns per position of a chain.
-_E, _L0, _G, _WI, _WJ, _DIAG, _RHS, _LOW, _UP, _CP, _DP, _DL, _U = 0, 3, 4, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16
-CHAIN_SCRATCH = 19
+_E, _L0, _WI, _WJ, _CP, _DP = 0, 3, 4, 5, 6, 7
+CHAIN_SCRATCH = 8
 
 
 @njit(**JIT)
 def _solve_chain(x, x0, i, j, w_i, w_j, rest, alpha, kind, lam, chain_sticks, chain_flip, a, b,
                  sqrt_approximation, shake, damped):
     """One chain's sticks chain_sticks[a:b] solved together: the numpy reference's
-    _solve_chain_group for one chain, position by position, in the same arithmetic. Its scratch
-    is its own (a few kB, in cache; one array for all chains, 128 bytes a stick, made a
-    250,000-vertex cloth four times slower)."""
+    _solve_chain_group for one chain, position by position, in the same arithmetic. One pass
+    down the chain builds each row and eliminates the one before it (its coupling to the next
+    known only then); one pass back solves and moves. Its scratch is its own (a few kB, in
+    cache; one array for all chains, 128 bytes a stick, made a 250,000-vertex cloth four times
+    slower)."""
     work = np.empty((b - a, CHAIN_SCRATCH))
-    off = a
+    # the row before: its unit move direction, its gradient, w_q, whether it takes part, pivot
+    pux = puy = puz = 0.0
+    pgx = pgy = pgz = 0.0
+    p_wj = 0.0
+    p_act = False
+    p_den = 1.0
     for t in range(a, b):
+        r = t - a
         s = chain_sticks[t]
         if chain_flip[t]:
             pi = j[s]
@@ -144,64 +152,57 @@ def _solve_chain(x, x0, i, j, w_i, w_j, rest, alpha, kind, lam, chain_sticks, ch
                 cosine = f_cos
         l0 = max(length0, 1e-12)
         inv_g = 1.0 / max(length, 1e-12)
-        work[t - off, _E] = ex
-        work[t - off, _E + 1] = ey
-        work[t - off, _E + 2] = ez
-        work[t - off, _L0] = l0
-        work[t - off, _G] = dx * inv_g
-        work[t - off, _G + 1] = dy * inv_g
-        work[t - off, _G + 2] = dz * inv_g
+        gx = dx * inv_g
+        gy = dy * inv_g
+        gz = dz * inv_g
         inv_0 = 1.0 / l0
-        work[t - off, _U] = ex * inv_0
-        work[t - off, _U + 1] = ey * inv_0
-        work[t - off, _U + 2] = ez * inv_0
-        work[t - off, _WI] = wi
-        work[t - off, _WJ] = wj
+        ux = ex * inv_0
+        uy = ey * inv_0
+        uz = ez * inv_0
+        work[r, _E] = ex
+        work[r, _E + 1] = ey
+        work[r, _E + 2] = ez
+        work[r, _L0] = l0
+        work[r, _WI] = wi
+        work[r, _WJ] = wj
         al = alpha[s]
-        if (k == 1 and c > 0.0) or (k == 2 and c < 0.0) or k == 3:
-            work[t - off, _DIAG] = 0.0  # inactive: a row of its own with no move (see below)
-            work[t - off, _RHS] = 0.0
-        else:
+        act = not ((k == 1 and c > 0.0) or (k == 2 and c < 0.0) or k == 3)
+        if act:
             d = (wi + wj) * cosine + al
             if damped:
                 d = d + CHAIN_DAMPING * (wi + wj)
-            work[t - off, _DIAG] = d
-            work[t - off, _RHS] = -c - al * lam[s]
-    # Each row's couplings with its neighbours' moves, through the particle they share.
-    for t in range(a, b):
-        low = 0.0
-        up = 0.0
-        if work[t - off, _DIAG] == 0.0:
-            work[t - off, _DIAG] = 1.0
+            rhs = -c - al * lam[s]
         else:
-            gx = work[t - off, _G]
-            gy = work[t - off, _G + 1]
-            gz = work[t - off, _G + 2]
-            if t > a:
-                low = -work[t - off, _WI] * (gx * work[t - 1 - off, _U] + gy * work[t - 1 - off, _U + 1]
-                                             + gz * work[t - 1 - off, _U + 2])
-            if t < b - 1:
-                up = -work[t - off, _WJ] * (gx * work[t + 1 - off, _U] + gy * work[t + 1 - off, _U + 1]
-                                            + gz * work[t + 1 - off, _U + 2])
-        work[t - off, _LOW] = low
-        work[t - off, _UP] = up
-    # Thomas: forward elimination, then back substitution.
-    for t in range(a, b):
-        d = work[t - off, _DIAG]
+            d = 1.0
+            rhs = 0.0
         if t == a:
             den = d
-            work[t - off, _DP] = work[t - off, _RHS] / den
+            work[r, _DP] = rhs / den
         else:
-            low = work[t - off, _LOW]
-            den = d - low * work[t - 1 - off, _CP]
+            # the row before, coupled to this one's move: now its elimination can finish
+            up = -p_wj * (pgx * ux + pgy * uy + pgz * uz) if p_act else 0.0
+            work[r - 1, _CP] = up / p_den
+            low = -wi * (gx * pux + gy * puy + gz * puz) if act else 0.0
+            den = d - low * work[r - 1, _CP]
             if not den > CHAIN_PIVOT * d:
                 den = d
-            work[t - off, _DP] = (work[t - off, _RHS] - low * work[t - 1 - off, _DP]) / den
-        work[t - off, _CP] = work[t - off, _UP] / den
-    work[b - 1 - off, _DL] = work[b - 1 - off, _DP]
-    for t in range(b - 2, a - 1, -1):
-        work[t - off, _DL] = work[t - off, _DP] - work[t - off, _CP] * work[t + 1 - off, _DL]
-    for t in range(a, b):
+            work[r, _DP] = (rhs - low * work[r - 1, _DP]) / den
+        pux = ux
+        puy = uy
+        puz = uz
+        pgx = gx
+        pgy = gy
+        pgz = gz
+        p_wj = wj
+        p_act = act
+        p_den = den
+    dlam = 0.0
+    for t in range(b - 1, a - 1, -1):
+        r = t - a
+        if t == b - 1:
+            dlam = work[r, _DP]
+        else:
+            dlam = work[r, _DP] - work[r, _CP] * dlam
         s = chain_sticks[t]
         if chain_flip[t]:
             pi = j[s]
@@ -209,17 +210,16 @@ def _solve_chain(x, x0, i, j, w_i, w_j, rest, alpha, kind, lam, chain_sticks, ch
         else:
             pi = i[s]
             pj = j[s]
-        dlam = work[t - off, _DL]
         lam[s] += dlam
-        sc = dlam / work[t - off, _L0]
-        si = sc * work[t - off, _WI]
-        sj = sc * work[t - off, _WJ]
-        x[pi, 0] -= si * work[t - off, _E]
-        x[pi, 1] -= si * work[t - off, _E + 1]
-        x[pi, 2] -= si * work[t - off, _E + 2]
-        x[pj, 0] += sj * work[t - off, _E]
-        x[pj, 1] += sj * work[t - off, _E + 1]
-        x[pj, 2] += sj * work[t - off, _E + 2]
+        sc = dlam / work[r, _L0]
+        si = sc * work[r, _WI]
+        sj = sc * work[r, _WJ]
+        x[pi, 0] -= si * work[r, _E]
+        x[pi, 1] -= si * work[r, _E + 1]
+        x[pi, 2] -= si * work[r, _E + 2]
+        x[pj, 0] += sj * work[r, _E]
+        x[pj, 1] += sj * work[r, _E + 1]
+        x[pj, 2] += sj * work[r, _E + 2]
 
 
 @njit(parallel=True, **JIT)

@@ -200,7 +200,7 @@ def _solve_chain_group(axes, start_axes, live, i, j, w_i, w_j, rest, alpha, kind
         t = starts[sel] + m
         last = lens[sel] == m + 1
         dl[t] = np.where(last, dp[t], dp[t] - cp[t] * dl[np.minimum(t + 1, n - 1)])
-    for m in range(int(lens.max())):
+    for m in range(int(lens.max()) - 1, -1, -1):  # from each chain's end, as numba's back pass moves
         t = starts[lens > m] + m
         lam[st[t]] += dl[t]
         sc = dl[t] / l0[t]
