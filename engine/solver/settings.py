@@ -16,9 +16,9 @@ class SolverSettings:
     """How the solver steps.
 
     frame_rate: frames per second of the animation; substeps: solver steps per frame;
-    iterations: constraint sweeps per substep, or "auto": as many as it takes (at most 32) for an
-    iteration to move no particle by more than 1e-4 of the shortest stick, so that a soft cloth's
-    stretch converges and sags the same at any substep count (``solver.AUTO_TOLERANCE``);
+    iterations: constraint iterations per substep, or "auto": as many as it takes (at most 32)
+    for an iteration to move no particle by more than 1e-4 of the shortest stick
+    (``solver.AUTO_TOLERANCE``);
     gravity: (3,) m/s^2; damping: 1/s, the fraction of velocity lost per second is
     1 - exp(-damping); air_velocity: (3,) m/s, the wind that drag acts relative to;
     wind_acceleration: (3,) m/s^2 added to every movable particle;
@@ -33,9 +33,9 @@ class SolverSettings:
     ``solver.energy``) with a JakobsenError.
     global_solve: before the sweeps, solve the stretch sticks (and any equal stick soft enough)
     of the substep together (conjugate gradients, warm-started from the last substep's
-    multipliers; ``solver.GLOBAL_REDUCTION``), so that a cloth's stretch converges and it sags
-    the same at any substep count (issue 11 test 4); off by default for now (it costs 5-20 times
-    the sweeps, and not every test of the rest passes with it yet).
+    multipliers; ``solver.GLOBAL_REDUCTION``), then sweep every stick a colour at a time (no
+    chains); off by default: it costs 5-20 times the sweeps, and the chains (``particles.chains``)
+    now converge a cloth's stretch at one iteration, the stiff shear included, which it leaves out.
     sleeping: rigid bodies that have come to rest are put to sleep (Blender's and Bullet's
     Deactivation, Jolt's and Rapier's sleeping): a group of touching or connected bodies whose
     every point has moved slower than sleep_speed m/s, and stayed within a tenth of sleep_speed x

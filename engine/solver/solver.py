@@ -40,13 +40,11 @@ EDGE_ADVISED = 8.0
 # next substep, so a 1 kg box went through a 0.2 kg/m^2 sheet at 10 substeps; solved together a
 # few rounds, the sheet holds it (8 rounds: a 5 kg box on that sheet; see test_cloth_bodies).
 COUPLING_ROUNDS = 8
-# Iterations "auto": sweep until an iteration moves no particle by more than AUTO_TOLERANCE times
-# the shortest stick, at most AUTO_ITERATIONS times a substep. One sweep a substep leaves a
-# cloth's stretch unconverged, which acts as an extra compliance of about h^2 / m that shrinks
-# with the substep: a soft 21 x 21 curtain (5 N per unit strain) sagged 40, 14 and 7.8 mm at 5,
-# 10 and 20 substeps at one iteration, and 6.7, 6.6 and 6.6 mm on auto (the converged sag: 6.59
-# mm), for 5-7 ms a frame instead of about 1. Stiff or large cloth needs more sweeps than the cap
-# (33 x 33 at 5 N: 5.4, 4.3, 4.2 mm on auto): there more substeps pay better.
+# Iterations "auto": iterate until an iteration moves no particle by more than AUTO_TOLERANCE
+# times the shortest stick, at most AUTO_ITERATIONS times a substep. (Made when sticks were
+# swept a colour at a time: one sweep left a soft 21 x 21 curtain at 5 N sagging 40, 14 and 7.8
+# mm at 5, 10 and 20 substeps, auto 6.7, 6.6, 6.6. Solved as chains, one iteration gives 6.80,
+# 6.70, 6.64 mm; what is left is the Gauss-Seidel between rows, columns and diagonals.)
 AUTO_TOLERANCE = 1e-4
 # At most this many sticks of a surface tear one after another in a substep (see _substep).
 TEAR_ROUNDS = 64

@@ -184,30 +184,40 @@ def _solve_chain_group(axes, start_axes, live, i, j, w_i, w_j, rest, alpha, kind
     prev, nxt = np.maximum(np.arange(n) - 1, 0), np.minimum(np.arange(n) + 1, n - 1)
     low = np.where(act & has_prev, -wp * (gx * ux[prev] + gy * uy[prev] + gz * uz[prev]), 0.0)
     up = np.where(act & has_next, -wq * (gx * ux[nxt] + gy * uy[nxt] + gz * uz[nxt]), 0.0)
-    cp, dp, dl = np.empty(n), np.empty(n), np.empty(n)
-    for m in range(int(lens.max())):
-        t = starts[lens > m] + m
-        if m == 0:
-            den = diag[t]
-            dp[t] = rhs[t] / den
-        else:
-            den = diag[t] - low[t] * cp[t - 1]
-            den = np.where(den > CHAIN_PIVOT * diag[t], den, diag[t])
-            dp[t] = (rhs[t] - low[t] * dp[t - 1]) / den
-        cp[t] = up[t] / den
-    for m in range(int(lens.max()) - 1, -1, -1):
-        sel = lens > m
-        t = starts[sel] + m
-        last = lens[sel] == m + 1
-        dl[t] = np.where(last, dp[t], dp[t] - cp[t] * dl[np.minimum(t + 1, n - 1)])
-    for m in range(int(lens.max()) - 1, -1, -1):  # from each chain's end, as numba's back pass moves
-        t = starts[lens > m] + m
-        lam[st[t]] += dl[t]
-        sc = dl[t] / l0[t]
-        si, sj = sc * wp[t], sc * wq[t]
-        for axis, e in ((ax, ex), (ay, ey), (az, ez)):
-            axis[p[t]] -= si * e[t]
-            axis[q[t]] += sj * e[t]
+    # Position m of chain c at [m, c] (every step of the elimination one row of numpy calls);
+    # beyond a chain's end, rows of their own (1 on the diagonal, nothing coupled or asked).
+    K, C = int(lens.max()), len(lens)
+    m_idx, c_idx = np.arange(n) - np.repeat(starts, lens), np.repeat(np.arange(C), lens)
+
+    def padded(values, fill):
+        out = np.full((K, C), fill)
+        out[m_idx, c_idx] = values
+        return out
+
+    D, LO, UP, R = padded(diag, 1.0), padded(low, 0.0), padded(up, 0.0), padded(rhs, 0.0)
+    CP, DP = np.empty((K, C)), np.empty((K, C))
+    den = D[0]
+    DP[0] = R[0] / den
+    CP[0] = UP[0] / den
+    for m in range(1, K):
+        den = D[m] - LO[m] * CP[m - 1]
+        den = np.where(den > CHAIN_PIVOT * D[m], den, D[m])
+        DP[m] = (R[m] - LO[m] * DP[m - 1]) / den
+        CP[m] = UP[m] / den
+    DL = np.empty((K, C))
+    DL[K - 1] = DP[K - 1]
+    for m in range(K - 2, -1, -1):
+        DL[m] = DP[m] - CP[m] * DL[m + 1]  # (a chain's last row: CP 0, so DP itself)
+    dl = DL[m_idx, c_idx]
+    lam[st] += dl
+    sc = dl / l0
+    si, sj = sc * wp, sc * wq
+    # numba moves each chain from its end: a particle between two sticks is moved by the later
+    # stick (as its first end) before the earlier (as its second), so all first ends go first.
+    for axis, e in ((ax, ex), (ay, ey), (az, ez)):
+        axis[p] -= si * e
+    for axis, e in ((ax, ex), (ay, ey), (az, ez)):
+        axis[q] += sj * e
 
 
 def project_goals(x, index, target, w, alpha, lam):
