@@ -1,4 +1,5 @@
-"""Chains of sticks: the stretch sticks cut into straight paths that are solved exactly.
+"""Chains of sticks: a cloth's stretch, shear and bend sticks and ropes (sticks of priority 0
+and below, but a soft body's) cut into straight paths that are solved exactly.
 
 Why: colour-by-colour Gauss-Seidel moves a correction one stick per pass, so a cloth 30 sticks
 long needs hundreds of passes to carry its weight to the pins; at one iteration a pinned curtain
@@ -7,14 +8,15 @@ light sheet, and a sheet pulled at two pins held its stretch in every other stic
 1.2, ...: alternate projections hand the strain back and forth), so it tore at a third of its
 factor. A chain's sticks couple only with their neighbours, so the linearised XPBD system of a
 chain is tridiagonal and is solved exactly in one pass (line relaxation; Deul et al. 2018 solve
-rods the same way): a grid cloth's rows, then its columns, each converged along its length.
+rods the same way): a grid cloth's rows, then its columns, each converged along its length
+(and its diagonals and bend lines likewise).
 
 ``stick_chains`` builds the chains once (the builder): at each movable particle its sticks are
 paired into straight continuations (most nearly opposite first, within 60 degrees of straight),
 the pairs linked into paths, paths cut where they would meet a particle twice or close a loop,
 and at pinned particles; a path pinned at both ends is damped (rigid and straight it would be
-singular: nothing could change its length). Chains sharing no movable particle form a group, solved on
-all cores at once; groups run one after another (Gauss-Seidel between them).
+singular: nothing could change its length). Chains sharing no movable particle form a group,
+solved on all cores at once; groups run one after another (Gauss-Seidel between them).
 """
 
 from __future__ import annotations
@@ -81,9 +83,9 @@ def stick_chains(i: np.ndarray, j: np.ndarray, positions: np.ndarray, movable: n
     Returns (chain_sticks, chain_flip, chain_offsets, chain_flags, group_offsets): chain k is
     the sticks ``chain_sticks[chain_offsets[k]:chain_offsets[k + 1]]`` in path order,
     ``chain_flip`` (1) where a stick runs j -> i along its chain, ``chain_flags[k]``: SHAKE where
-    it touches no other chain, DAMPED where it is pinned at both ends (see below); group g is the chains
-    ``group_offsets[g]:group_offsets[g + 1]``, no movable particle in two of them. Every stick is
-    in exactly one chain (a lone stick is a chain of one)."""
+    it touches no other chain, DAMPED where it is pinned at both ends (see below); group g is
+    the chains ``group_offsets[g]:group_offsets[g + 1]``, no movable particle in two of them.
+    Every stick is in exactly one chain (a lone stick is a chain of one)."""
     m = len(i)
     if m == 0:
         z = np.zeros(0, np.int64)
@@ -92,7 +94,7 @@ def stick_chains(i: np.ndarray, j: np.ndarray, positions: np.ndarray, movable: n
     partner = _pair_straight(ends, positions, movable)
     ends_l, partner_l = ends.tolist(), partner.tolist()
     seen = np.zeros(m, bool)
-    chains: list[list[tuple[int, int]]] = []  # (stick, flip)
+    pieces: list[list[tuple[int, int]]] = []  # each chain's (stick, flip)
 
     def walk(s: int, entry: int) -> None:
         """From stick s entered at its end ``entry``, along partners; where the path would meet a
@@ -110,7 +112,7 @@ def stick_chains(i: np.ndarray, j: np.ndarray, positions: np.ndarray, movable: n
                 s = nxt
                 if nxt >= 0:
                     entry = 0 if ends_l[nxt][0] == b else 1
-            chains.append(path)
+            pieces.append(path)
 
     # Paths first, from the end of each stick that has no partner there; then loops (cut open).
     for s in range(m):
@@ -123,7 +125,6 @@ def stick_chains(i: np.ndarray, j: np.ndarray, positions: np.ndarray, movable: n
     for s in range(m):
         if not seen[s]:
             walk(s, 0)
-    pieces = chains
     # Group: longest first, each taking the lowest group free at all its movable particles.
     pieces.sort(key=lambda p: (-len(p), p[0][0]))
     used: dict[int, int] = {}
