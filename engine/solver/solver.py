@@ -46,9 +46,9 @@ COUPLING_ROUNDS = 8
 # mm at 5, 10 and 20 substeps, auto 6.7, 6.6, 6.6. Solved as chains, one iteration gives 6.80,
 # 6.70, 6.64 mm; what is left is the Gauss-Seidel between rows, columns and diagonals.)
 AUTO_TOLERANCE = 1e-4
+AUTO_ITERATIONS = 32
 # At most this many sticks of a surface tear one after another in a substep (see _substep).
 TEAR_ROUNDS = 64
-AUTO_ITERATIONS = 32
 # The global solve (SolverSettings.global_solve; backend particles.solve_sticks): conjugate
 # gradients on the linearised XPBD system of the stretch sticks, until the largest residual is
 # GLOBAL_REDUCTION of the first (or GLOBAL_FLOOR times the shortest stick), at most
@@ -419,7 +419,9 @@ class Solver:
         if surfaces:
             # Sticks beyond their tear factor break one a surface at a time, the cloth relaxed
             # between (see SurfaceSolver.tear_beyond), up to TEAR_ROUNDS a substep; then any
-            # still beyond break together (end_substep), so none outlasts the substep.
+            # still beyond break together (end_substep), so none outlasts the substep. (These
+            # relaxations come after the contacts: a tearing cloth pressed on a collider can be
+            # moved into it by them until the next substep's contacts.)
             for _ in range(TEAR_ROUNDS if len(surfaces.tear) else 0):
                 if not surfaces.tear_beyond(x, surface_state, state.time):
                     break
