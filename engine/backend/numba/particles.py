@@ -96,7 +96,7 @@ def _solve_chain(x, x0, i, j, w_i, w_j, rest, alpha, kind, lam, chain_sticks, ch
     _solve_chain_group for one chain, position by position, in the same arithmetic. One pass
     down the chain builds each row and eliminates the one before it (its coupling to the next
     known only then); one pass back solves and moves. Its scratch is its own (a few kB, in
-    cache; one array for all chains, 128 bytes a stick, made a 250,000-vertex cloth four times
+    cache; one array for all chains, 128 bytes a stick, made a 250,000-vertex cloth a tenth
     slower)."""
     work = np.empty((b - a, CHAIN_SCRATCH))
     # the row before: its unit move direction, its gradient, w_q, whether it takes part, pivot
