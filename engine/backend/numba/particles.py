@@ -385,7 +385,7 @@ def project_sticks(x, i, j, w_i, w_j, rest, alpha, kind, lam, colour_offsets, pa
     shake = x_start is not None and x_start is not x
     x0 = x if x_start is None else x_start
     if chains is None:
-        chains = no_chains(len(i))
+        chains = _no_chains()
     if len(colour_offsets) > 1 and int(np.max(np.diff(colour_offsets))) >= PARALLEL_STICKS \
             and numba.get_num_threads() > 1:  # (one thread, as on the farm: the serial sweep is faster)
         _project_sticks_parallel(x, x0, i, j, w_i, w_j, rest, alpha, kind, lam, colour_offsets, passes,
@@ -395,7 +395,7 @@ def project_sticks(x, i, j, w_i, w_j, rest, alpha, kind, lam, colour_offsets, pa
                                sqrt_approximation, shake, *chains)
 
 
-def no_chains(count):
+def _no_chains():
     """The chains argument of project_sticks for passes that have none."""
     z = np.zeros(0, np.int64)
     return z, np.zeros(0, np.int8), np.zeros(1, np.int64), np.zeros(0, np.int8), np.zeros(1, np.int64)
