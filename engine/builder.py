@@ -574,7 +574,7 @@ class ModelBuilder:
             empty_i = np.zeros(0, np.int64)
             return Sticks(empty_i, empty_i, np.zeros(0), np.zeros(0), np.zeros(0, np.int8), np.zeros(1, np.int64),
                           empty_i, empty_i, empty_i, np.zeros(0, np.int8), np.zeros(1, np.int64),
-                          np.zeros(0, np.int8), np.zeros(1, np.int64), np.zeros((0, 2), np.int64))
+                          np.zeros(0, np.int8), np.zeros(1, np.int64), np.zeros((0, 2), np.int64), empty_i)
         i, j, rest, compliance, kind = (np.concatenate([s[k] for s in self._sticks]) for k in range(5))
         sizes = [len(s[0]) for s in self._sticks]
         group = np.repeat(np.arange(len(self._sticks)), sizes)
@@ -608,6 +608,10 @@ class ModelBuilder:
         # The stretch level (priority 0) as chains (particles.chains), each level's groups apart.
         chain_parts, flip_parts, flag_parts, chain_counts, group_counts = [], [], [], [], []
         colour_groups = np.zeros((len(levels), 2), np.int64)
+        # A chained level's sticks are stored in chain order: its chains then read their sticks
+        # from memory in order (a 250,000-vertex cloth's chain pass took 22 ms instead of 53 with
+        # its sticks in colour order). colour_order keeps the colours for the global solve.
+        colour_order = np.arange(len(i))
         for key in np.unique(levels, axis=0):
             if key[0] > CHAIN_PRIORITY or not key[2]:
                 continue
@@ -616,7 +620,10 @@ class ModelBuilder:
             cs, cf, co, shake, go = stick_chains(i[sel], j[sel], pos, inv_mass > 0)
             first = sum(len(g) for g in group_counts)
             colour_groups[colours] = (first, first + len(go) - 1)
-            chain_parts.append(sel[cs])
+            for a in (i, j, rest, compliance, kind):
+                a[sel] = a[sel[cs]]
+            colour_order[sel[cs]] = sel  # where each stick of the colour order went
+            chain_parts.append(sel)
             flip_parts.append(cf)
             flag_parts.append(shake)
             chain_counts.append(np.diff(co))
@@ -630,7 +637,7 @@ class ModelBuilder:
                       _frozen(levels[:, 0]), _frozen(levels[:, 1]), _frozen(chain_sticks.astype(np.int64)),
                       _frozen(chain_flip.astype(np.int8)), _frozen(chain_offsets.astype(np.int64)),
                       _frozen(chain_flags.astype(np.int8)), _frozen(group_offsets.astype(np.int64)),
-                      _frozen(colour_groups))
+                      _frozen(colour_groups), _frozen(colour_order))
 
     def _add_tethers(self, pos, inv_mass) -> None:
         """Long-range attachments as "at most" sticks from each free particle to its nearest pin.

@@ -36,18 +36,20 @@ def _frozen(a: np.ndarray) -> np.ndarray:
 
 @dataclass(frozen=True)
 class Sticks:
-    """Distance constraints, sorted by colour.
+    """Distance constraints, sorted by level and colour.
 
     i, j: (m,) int64 particle indices; rest: (m,) metres; compliance: (m,) m/N (0 = rigid);
-    kind: (m,) int8 ``StickKind``; colour_offsets: (c + 1,) so that colour k is the slice
-    ``colour_offsets[k]:colour_offsets[k + 1]`` and no particle that can move appears twice
-    within one colour; colour_priority, colour_sweeps: (c,) the level each colour belongs to.
-    Consecutive colours of one level are swept together, ``colour_sweeps`` times per iteration.
+    kind: (m,) int8 ``StickKind``; colour_offsets: (c + 1,) so that colour k is the sticks
+    ``colour_order[colour_offsets[k]:colour_offsets[k + 1]]`` and no particle that can move
+    appears twice within one colour; colour_priority, colour_sweeps: (c,) the level each colour
+    belongs to. Consecutive colours of one level are swept together, ``colour_sweeps`` times per
+    iteration. A level swept by colour is stored in colour order (``colour_order`` is the
+    identity there, and its colour k is the slice ``colour_offsets[k]:colour_offsets[k + 1]``).
 
-    The stretch level (priority 0: a cloth's stretch, ropes) is solved as chains instead
-    (``particles.chains``): chain k is the sticks ``chain_sticks[chain_offsets[k]:chain_offsets[k +
-    1]]`` in path order (``chain_flip`` 1 where a stick runs j -> i along it; ``chain_flags`` 1
-    for a chain that touches no other: it moves along the substep's start directions); colour c's level is
+    The stretch levels (priority 0 and below: a cloth's stretch, shear and bend, ropes) are
+    solved as chains instead (``particles.chains``), and stored in chain order: chain k is the
+    sticks ``chain_sticks[chain_offsets[k]:chain_offsets[k + 1]]`` in path order (``chain_flip``
+    1 where a stick runs j -> i along it; ``chain_flags``: SHAKE, DAMPED); colour c's level is
     solved as the chain groups ``colour_groups[c, 0]:colour_groups[c, 1]`` (empty: swept by
     colour), group g being the chains ``group_offsets[g]:group_offsets[g + 1]``.
     """
@@ -66,6 +68,7 @@ class Sticks:
     chain_flags: np.ndarray
     group_offsets: np.ndarray
     colour_groups: np.ndarray
+    colour_order: np.ndarray
 
     @property
     def count(self) -> int:

@@ -133,11 +133,18 @@ class Solver:
         self.backend = backends.select(settings.backend)
         self.kernels = self.backend.particles
         s = model.sticks
+        self._global = bool(settings.global_solve) and bool(s.count)
+        # The order the kernels take the sticks in: the model's (its chained levels in chain
+        # order), or for the global solve, which sweeps every level a colour at a time, the
+        # colour order (the surfaces' rests and kinds, in the model's order, are gathered).
+        self._order = np.ascontiguousarray(s.colour_order) if self._global else None
+        self._stick_i, self._stick_j = (s.i, s.j) if self._order is None else (s.i[self._order], s.j[self._order])
         # The sticks' per-stick constants, and the passes: runs of colours of one level (first
         # colour, end colour, sweeps), each swept `sweeps` times per iteration.
-        self._stick_w = (np.ascontiguousarray(inv_mass[s.i]), np.ascontiguousarray(inv_mass[s.j]))
-        self._stick_alpha = s.compliance / (h * h)
-        self._stick_kind = s.kind.astype(np.int8)
+        self._stick_w = (np.ascontiguousarray(inv_mass[self._stick_i]), np.ascontiguousarray(inv_mass[self._stick_j]))
+        self._stick_alpha = self._in_order(s.compliance) / (h * h)
+        self._stick_rest = self._in_order(s.rest)
+        self._stick_kind = self._in_order(s.kind).astype(np.int8)
         passes = []
         for c in range(s.colour_count):
             key = (int(s.colour_priority[c]), int(s.colour_sweeps[c]), *s.colour_groups[c].tolist())
@@ -154,7 +161,6 @@ class Solver:
         self._passes = np.array(passes, dtype=np.int64).reshape(-1, 5)
         self._chains = (s.chain_sticks, s.chain_flip, s.chain_offsets, s.chain_flags, s.group_offsets)
         self._lam = np.zeros(s.count)
-        self._global = bool(settings.global_solve) and bool(s.count)
         # Which sticks the global solve takes (see GLOBAL_SOFT): the stretch family (and ropes and
         # chains), and any other equal stick soft enough at this substep.
         stretch = np.repeat(s.colour_priority == 0, np.diff(s.colour_offsets)) if s.count else np.zeros(0, bool)
@@ -324,6 +330,10 @@ class Solver:
                 self._lam[...] = lam0
             raise
 
+    def _in_order(self, per_stick: np.ndarray) -> np.ndarray:
+        """A per-stick array (the model's order) in the order the kernels take the sticks."""
+        return per_stick if self._order is None else per_stick[self._order]
+
     def _substep(self, state: State) -> None:
         h = self.h
         x, xp = state.positions, state.previous_positions
@@ -364,16 +374,17 @@ class Solver:
         g = self.model.goals
         surfaces, surface_state = self._surfaces, state.surfaces
         s = self.model.sticks
-        rest, kind = s.rest, self._stick_kind
+        si, sj = self._stick_i, self._stick_j
+        rest, kind = self._stick_rest, self._stick_kind
         if surfaces:
             surfaces.begin_substep()
             if surfaces.mutable_sticks:  # rests that yield, sticks that tear
-                rest, kind = surface_state.stick_rest, surface_state.stick_kind
+                rest, kind = self._in_order(surface_state.stick_rest), self._in_order(surface_state.stick_kind)
         if self._global and len(self._passes):
             # The equal sticks solved together first (see GLOBAL_REDUCTION), from the last
             # substep's multipliers; the sweeps then finish what the linearisation left.
             self.global_iterations = kernels.solve_sticks(
-                x, x_start, s.i, s.j, self._stick_w[0], self._stick_w[1], rest, self._stick_alpha,
+                x, x_start, si, sj, self._stick_w[0], self._stick_w[1], rest, self._stick_alpha,
                 (kind == 0) & self._global_family, self._lam, s.colour_offsets, GLOBAL_REDUCTION,
                 self._global_floor, GLOBAL_ITERATIONS)
         else:
@@ -387,7 +398,7 @@ class Solver:
             if len(self._passes):
                 # Each stick along its direction at the substep's start (SHAKE: see project_sticks),
                 # so a swinging or spinning stick keeps its speed.
-                kernels.project_sticks(x, s.i, s.j, self._stick_w[0], self._stick_w[1], rest, self._stick_alpha,
+                kernels.project_sticks(x, si, sj, self._stick_w[0], self._stick_w[1], rest, self._stick_alpha,
                                        kind, self._lam, s.colour_offsets, self._passes,
                                        self.settings.sqrt_approximation, x_start, self._chains)
             if len(g.index):
@@ -405,7 +416,7 @@ class Solver:
                 # (Along the directions now: these rounds are a contact solve with the bodies, and
                 # along the starting directions a 1 kg box went through the sheet.)
                 for _ in range(COUPLING_ROUNDS if rigid.particles_meet_dynamic and len(self._passes) else 0):
-                    kernels.project_sticks(x, s.i, s.j, self._stick_w[0], self._stick_w[1], rest, self._stick_alpha,
+                    kernels.project_sticks(x, si, sj, self._stick_w[0], self._stick_w[1], rest, self._stick_alpha,
                                            kind, self._lam, s.colour_offsets, self._passes,
                                            self.settings.sqrt_approximation, None, self._chains)
                     rigid.collide_particles(state.bodies, x, xp, accel, self.model.friction,
@@ -425,7 +436,9 @@ class Solver:
             for _ in range(TEAR_ROUNDS if len(surfaces.tear) else 0):
                 if not surfaces.tear_beyond(x, surface_state, state.time):
                     break
-                kernels.project_sticks(x, s.i, s.j, self._stick_w[0], self._stick_w[1], rest, self._stick_alpha,
+                if self._order is not None:
+                    rest, kind = self._in_order(surface_state.stick_rest), self._in_order(surface_state.stick_kind)
+                kernels.project_sticks(x, si, sj, self._stick_w[0], self._stick_w[1], rest, self._stick_alpha,
                                        kind, self._lam, s.colour_offsets, self._passes,
                                        self.settings.sqrt_approximation, None, self._chains)
             surfaces.end_substep(x, surface_state, state.time)
