@@ -54,11 +54,22 @@ def _corner_links(corners, starts):
     return nxt, prv, face_of, sizes
 
 
+def unique_keys(keys: np.ndarray) -> np.ndarray:
+    """np.unique of a 1-d integer array: sorted, each value once. (numpy 2's np.unique hashes
+    first, and took sixteen times as long as this sort on 3 million keys.)"""
+    keys = np.sort(keys)
+    return keys[np.concatenate([[True], keys[1:] != keys[:-1]])] if len(keys) else keys
+
+
 def _unique_pairs(a, b):
     lo, hi = np.minimum(a, b), np.maximum(a, b)
     keep = lo != hi
-    pairs = np.unique(np.stack([lo[keep], hi[keep]], axis=1), axis=0)
-    return pairs.reshape(-1, 2)
+    lo, hi = lo[keep].astype(np.int64), hi[keep].astype(np.int64)
+    # Each pair as one integer (in the rows' order: by lo, then hi): np.unique over rows took
+    # 2.5 s of a 250,000-vertex cloth's build.
+    base = int(hi.max()) + 1 if len(hi) else 1
+    key = unique_keys(lo * base + hi)
+    return np.stack([key // base, key % base], axis=1).reshape(-1, 2)
 
 
 def cloth_pairs(corners: np.ndarray, starts: np.ndarray) -> dict[str, np.ndarray]:
