@@ -24,6 +24,7 @@ from .energy import EnergyGuard
 from ..vehicles.vehicle import vehicle_warnings
 from ..bodies.rigid import spin_warnings
 from ..collision.self_contact import SelfContacts
+from ..particles.chains import SHAKE
 from ..particles.surface_solve import SurfaceSolver
 from .rigid_step import RigidStepper
 from .settings import SolverSettings
@@ -84,7 +85,49 @@ def substep_warnings(model: Model, settings: SolverSettings) -> list[str]:
     return drive_warnings(model.motors, model.bodies, settings.substep, settings.substeps) \
         + spring_warnings(model.springs, model.bodies, settings.substep, settings.substeps) \
         + vehicle_warnings(model.vehicles, settings.substep, settings.substeps) \
-        + spin_warnings(model.bodies, settings.substep, settings.substeps)
+        + spin_warnings(model.bodies, settings.substep, settings.substeps) \
+        + rope_warnings(model, settings)
+
+
+# A rope (a chain of sticks touching no other: particles.chains SHAKE) solved whole carries its
+# weight to its pin in one pass, and moves each link back towards its line by about g h^2 L / l^2
+# of how far it is off it (L the rope's length, l a link's): beyond about one half that
+# overshoots, and the rope shakes sideways without end. 1 m ropes hung straight and nudged by 0.1
+# mm: 48 links at 5 substeps (1.6) shook at 10-12 m/s, 80 and 128 at 10 (1.1, 2.8) at 8-33 m/s,
+# 128 at 20 (0.7) at 9-16 and 256 at 40 (0.7) at 24-39; hung still at 0.61 (48 at 8) and below
+# (32 links at 5-20 substeps, 64 at 20, 80 at 18, 96 at 20, 128 at 27). Warned above ROPE_GAIN.
+ROPE_GAIN = 0.4
+
+
+def rope_warnings(model: Model, settings: SolverSettings) -> list[str]:
+    """A warning for each object with a rope too long for its links at the settings' substep
+    (see ROPE_GAIN), naming the substeps it needs."""
+    s = model.sticks
+    lone = np.flatnonzero((s.chain_flags & SHAKE) != 0) if len(s.chain_flags) else np.zeros(0, np.int64)
+    lone = lone[np.diff(s.chain_offsets)[lone] >= 2]
+    if not len(lone):
+        return []
+    g = float(np.linalg.norm(np.asarray(settings.gravity) + np.asarray(settings.wind_acceleration)))
+    h = settings.substep
+    rest = s.rest[s.chain_sticks]
+    starts = s.chain_offsets[lone]
+    length = np.add.reduceat(rest, s.chain_offsets[:-1])[lone] if len(rest) else np.zeros(0)
+    link = np.minimum.reduceat(rest, s.chain_offsets[:-1])[lone] if len(rest) else np.zeros(0)
+    gain = g * h * h * length / np.maximum(link, 1e-12) ** 2
+    out, named = [], set()
+    for k in np.flatnonzero(gain > ROPE_GAIN):
+        first = int(s.i[s.chain_sticks[starts[k]]])
+        where = next((name for name, a, b in model.labels if a <= first < b), "particles")
+        if where in named:
+            continue
+        named.add(where)
+        need = int(math.ceil(settings.substeps * math.sqrt(gain[k] / ROPE_GAIN)))
+        links = int(s.chain_offsets[lone[k] + 1] - starts[k])
+        out.append(f"{where}: a rope of {links} links of {link[k]:.3g} m, {length[k]:.3g} m long, can shake sideways "
+                   f"where it hangs at {settings.substeps} substeps per frame (each substep moves its links back past "
+                   "their line); "
+                   f"use at least {need} substeps, or fewer, longer links")
+    return out
 
 
 def check_resolution(model: Model, settings: SolverSettings) -> None:

@@ -216,3 +216,34 @@ def test_chained_sticks_are_stored_in_chain_order_and_the_colours_are_kept_apart
     # the chained levels' sticks, chain after chain, lie in order in the stick arrays
     assert np.array_equal(s.chain_sticks, np.arange(len(s.chain_sticks)) + s.chain_sticks[0])
     assert len(s.chain_sticks) and np.max(np.diff(s.colour_groups, axis=1)) >= 2
+
+
+@pytest.mark.compiled_only
+@pytest.mark.parametrize("links, substeps", [(128, 10), (80, 10), (48, 5)])
+def test_a_rope_too_fine_for_its_substeps_is_warned_of_and_the_substeps_named_hold_it_still(links, substeps):
+    # A rope solved whole carries its weight to its pin in one pass, and moves its links back
+    # towards its line by about g h^2 L / l^2 of how far they are off it: beyond about one half
+    # it overshoots and shakes (1 m of 128 links at 10 substeps: 8-33 m/s). The solver says so
+    # and names the substeps at which it hangs still, nudged.
+    def hang(substeps):
+        z = -np.arange(links + 1) / links
+        pos = np.stack([np.zeros(links + 1), np.zeros(links + 1), z], axis=1)
+        pos[1:, 0] += np.random.default_rng(links).normal(scale=1e-4, size=links)
+        masses = np.full(links + 1, 0.5 / links)
+        masses[0] = 0.0
+        b = engine.ModelBuilder()
+        idx = b.add_particles(pos, masses=masses, name="rope")
+        b.add_sticks(idx[:-1], idx[1:])
+        solver = engine.Solver(b.finalize(), engine.SolverSettings(substeps=substeps, damping=8.0))
+        state = solver.make_state()
+        for _ in range(48):
+            solver.step_frame(state)
+        return solver.warnings, float(np.abs(solver.velocities(state)).max())
+
+    warnings, _ = hang(substeps)
+    assert len(warnings) == 1 and "'rope'" in warnings[0] and f"{links} links" in warnings[0], warnings
+    need = int(warnings[0].split("use at least ")[1].split(" substeps")[0])
+    assert need > substeps
+    warnings, speed = hang(need)
+    assert not warnings
+    assert speed < 1e-3, speed
