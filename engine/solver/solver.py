@@ -58,8 +58,8 @@ TEAR_ROUNDS = 64
 # (a quad grid's rows and columns) forward only hung still in all those cases, and back and
 # forth shook one of them, so two stay forward. Not yet enough: soft stretch with soft bending
 # on a fine mesh (65 x 65 triangles, 5 N, 0.003: 0.08 m/s, 1.3 forward) and an irregular
-# mesh with soft stretch (each inner vertex moved up to 0.3 of an edge: 0.08-0.11 m/s, 2-2.5
-# forward) still shake; two iterations a substep settle them.
+# mesh with soft stretch (each inner vertex moved up to 0.15-0.3 of an edge: 0.06-0.11 m/s,
+# 1.9-2.5 forward) still shake; two iterations a substep settle them.
 SYMMETRIC_GROUPS = 3
 # The global solve (SolverSettings.global_solve; backend particles.solve_sticks): conjugate
 # gradients on the linearised XPBD system of the stretch sticks, until the largest residual is
