@@ -357,10 +357,7 @@ def test_the_balloon_inflates_to_its_target_volume_and_bounces_on_the_floor(ball
           f"{height[-1]:.3f} m")
     assert abs(ratio[-1] - target) < 0.1 * target          # the test 7 on the example
     assert landed > 0 and bottom.min() > -1e-3               # it falls onto the floor, never through it
-    # It squashes as it lands: by 3.1% (0.648 -> 0.628 m) since its skin's rows and columns are
-    # solved back and forth (the cube-sphere's corners give it six groups of chains); by 8.9% solved
-    # one way, and by 5.0% at two iterations: the squash of a balloon this stiff is small.
-    assert height[squash] < 0.98 * height[landed]
+    assert height[squash] < 0.95 * height[landed]            # it squashes as it lands
     assert height[-1] > height[squash] + 0.02                # and springs back up
     assert np.isfinite(x).all()
 
