@@ -103,16 +103,15 @@ def rope_warnings(model: Model, settings: SolverSettings) -> list[str]:
     """A warning for each object with a rope too long for its links at the settings' substep
     (see ROPE_GAIN), naming the substeps it needs."""
     s = model.sticks
-    lone = np.flatnonzero((s.chain_flags & SHAKE) != 0) if len(s.chain_flags) else np.zeros(0, np.int64)
-    lone = lone[np.diff(s.chain_offsets)[lone] >= 2]
+    lone = np.flatnonzero(((s.chain_flags & SHAKE) != 0) & (np.diff(s.chain_offsets) >= 2))
     if not len(lone):
         return []
     g = float(np.linalg.norm(np.asarray(settings.gravity) + np.asarray(settings.wind_acceleration)))
     h = settings.substep
     rest = s.rest[s.chain_sticks]
     starts = s.chain_offsets[lone]
-    length = np.add.reduceat(rest, s.chain_offsets[:-1])[lone] if len(rest) else np.zeros(0)
-    link = np.minimum.reduceat(rest, s.chain_offsets[:-1])[lone] if len(rest) else np.zeros(0)
+    length = np.add.reduceat(rest, s.chain_offsets[:-1])[lone]
+    link = np.minimum.reduceat(rest, s.chain_offsets[:-1])[lone]
     gain = g * h * h * length / np.maximum(link, 1e-12) ** 2
     out, named = [], set()
     for k in np.flatnonzero(gain > ROPE_GAIN):
