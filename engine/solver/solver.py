@@ -90,13 +90,15 @@ def substep_warnings(model: Model, settings: SolverSettings) -> list[str]:
 
 
 # A rope (a chain of sticks touching no other: particles.chains SHAKE) solved whole carries its
-# weight to its pin in one pass, and moves each link back towards its line by about g h^2 L / l^2
-# of how far it is off it (L the rope's length, l a link's): beyond about one half that
-# overshoots, and the rope shakes sideways without end. 1 m ropes hung straight and nudged by 0.1
-# mm: 48 links at 5 substeps (1.6) shook at 10-12 m/s, 80 and 128 at 10 (1.1, 2.8) at 8-33 m/s,
-# 128 at 20 (0.7) at 9-16 and 256 at 40 (0.7) at 24-39; hung still at 0.61 (48 at 8) and below
-# (32 links at 5-20 substeps, 64 at 20, 80 at 18, 96 at 20, 128 at 27). Warned above ROPE_GAIN.
-ROPE_GAIN = 0.4
+# weight to its pin in one pass, and moves each link back towards its line by about
+# g h^2 L / l^2 of how far it is off it (L the rope's length, l a link's): beyond about one half
+# that overshot, and ropes shook sideways without end (1 m of 128 links at 10 substeps, 2.8:
+# 8-33 m/s). The chains' transverse filter (backend numpy particles.TRANSVERSE_SLACK) holds them
+# now, up to a point: 1 m ropes hung straight and nudged by 0.1 mm, after 2 s at 8/s damping,
+# 0.003 m/s or less up to 4.4 (80 links at 5 substeps; 128 at 10: 2.8, 0.0007), 0.02-0.03 at 6.8
+# (200 at 10, 400 at 20); at 11 and beyond they shake or blow up (128 at 5: 0.03; 256 at 10 and
+# 400 at 10: non-finite within a second). Warned above ROPE_GAIN.
+ROPE_GAIN = 5.0
 
 
 def rope_warnings(model: Model, settings: SolverSettings) -> list[str]:
@@ -123,8 +125,8 @@ def rope_warnings(model: Model, settings: SolverSettings) -> list[str]:
         need = int(math.ceil(settings.substeps * math.sqrt(gain[k] / ROPE_GAIN)))
         links = int(s.chain_offsets[lone[k] + 1] - starts[k])
         out.append(f"{where}: a rope of {links} links of {link[k]:.3g} m, {length[k]:.3g} m long, can shake sideways "
-                   f"where it hangs at {settings.substeps} substeps per frame (each substep moves its links back past "
-                   "their line); "
+                   f"or blow up where it hangs at {settings.substeps} substeps per frame (each substep moves its links "
+                   "back past their line); "
                    f"use at least {need} substeps, or fewer, longer links")
     return out
 

@@ -161,6 +161,34 @@ def test_chain_solves_agree_on_a_random_cloth_with_every_kind_and_flag(rng, thre
             assert_same(a, both("project_sticks", "particles", args)[0])  # deterministic
 
 
+@pytest.mark.parametrize("threads", ["serial", "chains on all cores"])
+def test_taut_chains_are_filtered_alike_on_both_backends(rng, threads, monkeypatch):
+    # The chains' transverse filter (a chain whose tension passes TRANSVERSE_SLACK, moved along
+    # its starting directions): the random cloth and rope pulled to 1.5 times their lengths, so
+    # their chains are taut. The same bits on both backends, and the filter did something.
+    from jakobsen_engine.backend.numba import particles as compiled
+    from jakobsen_engine.backend.numpy import particles as reference
+
+    for name in ("TRANSVERSE_SLACK", "SHAKE_STRAIN", "CHAIN_PIVOT", "CHAIN_DAMPING"):
+        assert getattr(compiled, name) == getattr(reference, name), name
+    if threads != "serial":
+        monkeypatch.setattr(compiled, "PARALLEL_STICKS", 1)
+    seed = int(rng.integers(1 << 30))
+
+    def args():
+        a = random_cloth_sticks(seed)
+        a[0] = a[0] * 1.5
+        return a
+
+    a, b = both("project_sticks", "particles", args)
+    assert_same(a, b)
+    assert_same(a, both("project_sticks", "particles", args)[0])  # deterministic
+    monkeypatch.setattr(reference, "TRANSVERSE_SLACK", np.inf)
+    unfiltered = args()
+    backend.select("numpy").particles.project_sticks(*unfiltered)
+    assert np.abs(unfiltered[0] - b[0]).max() > 1e-3
+
+
 def test_a_chain_of_one_stick_is_the_stick_projection_bit_for_bit(rng):
     # Every stick its own chain, a colour's chains one group: the same numbers as the colours.
     seed = int(rng.integers(1 << 30))

@@ -25,6 +25,8 @@ SHAKE_STRAIN = 0.01
 # numpy's CHAIN_PIVOT and CHAIN_DAMPING (see its _solve_chain_group), likewise.
 CHAIN_PIVOT = 1e-12
 CHAIN_DAMPING = 1e-2
+# numpy's TRANSVERSE_SLACK (see its _solve_chain_group), likewise.
+TRANSVERSE_SLACK = 0.1
 
 
 # Particles are moved on all cores from this many on (each its own: the same bits).
@@ -84,21 +86,24 @@ def _verlet_range(x, x_prev, movable, accel, decay, h, drag_w, air_velocity, lo,
         x[p, 2] += d2
 
 
-# Chains (see particles/chains.py): the scratch columns per position of a chain.
+# Chains (see particles/chains.py): the scratch columns per position of a chain (a stick's, or
+# for the transverse filter a particle's: one row more).
 _E, _L0, _WI, _WJ, _CP, _DP = 0, 3, 4, 5, 6, 7
-CHAIN_SCRATCH = 8
+_MV, _PAR, _Y, _FC = 8, 11, 14, 17
+CHAIN_SCRATCH = 18
 
 
 @njit(**JIT)
 def _solve_chain(x, x0, i, j, w_i, w_j, rest, alpha, kind, lam, chain_sticks, chain_flip, a, b,
-                 sqrt_approximation, shake, damped):
+                 sqrt_approximation, shake, damped, transverse):
     """One chain's sticks chain_sticks[a:b] solved together: the numpy reference's
     _solve_chain_group for one chain, position by position, in the same arithmetic. One pass
     down the chain builds each row and eliminates the one before it (its coupling to the next
     known only then); one pass back solves and moves. Its scratch is its own (a few kB, in
     cache; one array for all chains, 128 bytes a stick, made a 250,000-vertex cloth a tenth
-    slower)."""
-    work = np.empty((b - a, CHAIN_SCRATCH))
+    slower). transverse: a chain taut beyond TRANSVERSE_SLACK has its moves filtered
+    (_filter_transverse)."""
+    work = np.empty((b - a + 1, CHAIN_SCRATCH))
     # the row before: its unit move direction, its gradient, w_q, whether it takes part, pivot
     pux = puy = puz = 0.0
     pgx = pgy = pgz = 0.0
@@ -197,6 +202,7 @@ def _solve_chain(x, x0, i, j, w_i, w_j, rest, alpha, kind, lam, chain_sticks, ch
         p_act = act
         p_den = den
     dlam = 0.0
+    taut = False
     for t in range(b - 1, a - 1, -1):
         r = t - a
         if t == b - 1:
@@ -204,14 +210,27 @@ def _solve_chain(x, x0, i, j, w_i, w_j, rest, alpha, kind, lam, chain_sticks, ch
         else:
             dlam = work[r, _DP] - work[r, _CP] * dlam
         s = chain_sticks[t]
+        lam[s] += dlam
+        work[r, _DP] = dlam
+        if transverse and b - a > 1:
+            # (this row's _CP is spent: the rows before it read their own)
+            w_max = max(work[r, _WI], work[r, _WJ])
+            c = max(-lam[s], 0.0) / rest[s] - TRANSVERSE_SLACK / w_max if w_max > 0.0 else 0.0
+            work[r, _CP] = c if c > 0.0 else 0.0
+            taut = taut or c > 0.0
+    if taut:
+        _filter_transverse(x, i, j, chain_sticks, chain_flip, a, b, work)
+        return
+    for t in range(b - 1, a - 1, -1):
+        r = t - a
+        s = chain_sticks[t]
         if chain_flip[t]:
             pi = j[s]
             pj = i[s]
         else:
             pi = i[s]
             pj = j[s]
-        lam[s] += dlam
-        sc = dlam / work[r, _L0]
+        sc = work[r, _DP] / work[r, _L0]
         si = sc * work[r, _WI]
         sj = sc * work[r, _WJ]
         x[pi, 0] -= si * work[r, _E]
@@ -222,13 +241,86 @@ def _solve_chain(x, x0, i, j, w_i, w_j, rest, alpha, kind, lam, chain_sticks, ch
         x[pj, 2] += sj * work[r, _E + 2]
 
 
+@njit(**JIT)
+def _filter_transverse(x, i, j, chain_sticks, chain_flip, a, b, work):
+    """The numpy reference's transverse filter of one taut chain (see its _solve_chain_group),
+    particle by particle in the same arithmetic: the chain's moves (from _DP, added as the
+    unfiltered moves add them), split along and across each particle's tangent; across, solved
+    through (I + W K) y = move, K the chain's Laplacian weighted by _CP; then applied."""
+    n = b - a
+    for k in range(n + 1):
+        work[k, _MV] = 0.0
+        work[k, _MV + 1] = 0.0
+        work[k, _MV + 2] = 0.0
+    for t in range(b - 1, a - 1, -1):
+        r = t - a
+        sc = work[r, _DP] / work[r, _L0]
+        si = sc * work[r, _WI]
+        sj = sc * work[r, _WJ]
+        for d in range(3):
+            work[r, _MV + d] -= si * work[r, _E + d]
+            work[r + 1, _MV + d] += sj * work[r, _E + d]
+    for k in range(n + 1):
+        tx = 0.0
+        ty = 0.0
+        tz = 0.0
+        w = 0.0
+        cl = 0.0
+        cr = 0.0
+        if k > 0:
+            inv = 1.0 / work[k - 1, _L0]
+            tx += work[k - 1, _E] * inv
+            ty += work[k - 1, _E + 1] * inv
+            tz += work[k - 1, _E + 2] * inv
+            w = work[k - 1, _WJ]
+            cl = work[k - 1, _CP]
+        if k < n:
+            inv = 1.0 / work[k, _L0]
+            tx += work[k, _E] * inv
+            ty += work[k, _E + 1] * inv
+            tz += work[k, _E + 2] * inv
+            w = work[k, _WI]
+            cr = work[k, _CP]
+        tn = math.sqrt(tx * tx + ty * ty + tz * tz)
+        if tn > 1e-12:
+            tx /= tn
+            ty /= tn
+            tz /= tn
+        along = work[k, _MV] * tx + work[k, _MV + 1] * ty + work[k, _MV + 2] * tz
+        work[k, _PAR] = along * tx
+        work[k, _PAR + 1] = along * ty
+        work[k, _PAR + 2] = along * tz
+        low = -w * cl
+        den = 1.0 + w * (cl + cr)
+        if k > 0:
+            den = den - low * work[k - 1, _FC]
+        work[k, _FC] = -w * cr / den
+        for d in range(3):
+            rhs = work[k, _MV + d] - work[k, _PAR + d]
+            if k > 0:
+                rhs = rhs - low * work[k - 1, _Y + d]
+            work[k, _Y + d] = rhs / den
+    for k in range(n - 1, -1, -1):
+        for d in range(3):
+            work[k, _Y + d] -= work[k, _FC] * work[k + 1, _Y + d]
+    for k in range(n + 1):
+        t = a + k if k < n else b - 1
+        s = chain_sticks[t]
+        if k < n:
+            p = j[s] if chain_flip[t] else i[s]
+        else:
+            p = i[s] if chain_flip[t] else j[s]
+        for d in range(3):
+            x[p, d] += work[k, _PAR + d] + work[k, _Y + d]
+
+
 @njit(parallel=True, **JIT)
 def _chains_in_parallel(x, x0, i, j, w_i, w_j, rest, alpha, kind, lam, chain_sticks, chain_flip, chain_offsets,
                         chain_flags, c0, c1, sqrt_approximation, shake):
     for c in prange(c0, c1):
         _solve_chain(x, x0, i, j, w_i, w_j, rest, alpha, kind, lam, chain_sticks, chain_flip, chain_offsets[c],
                      chain_offsets[c + 1], sqrt_approximation, shake and (chain_flags[c] & 1) != 0,
-                     (chain_flags[c] & 2) != 0)
+                     (chain_flags[c] & 2) != 0, shake)
 
 
 @njit(**JIT)
@@ -244,7 +336,7 @@ def _project_sticks_serial(x, x0, i, j, w_i, w_j, rest, alpha, kind, lam, colour
                     for c in range(group_offsets[g], group_offsets[g + 1]):
                         _solve_chain(x, x0, i, j, w_i, w_j, rest, alpha, kind, lam, chain_sticks, chain_flip,
                                      chain_offsets[c], chain_offsets[c + 1], sqrt_approximation,
-                                     shake and (chain_flags[c] & 1) != 0, (chain_flags[c] & 2) != 0)
+                                     shake and (chain_flags[c] & 1) != 0, (chain_flags[c] & 2) != 0, shake)
             continue
         for _ in range(passes[row, 2]):
             for s in range(a, b):
