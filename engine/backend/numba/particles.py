@@ -89,7 +89,7 @@ def _verlet_range(x, x_prev, movable, accel, decay, h, drag_w, air_velocity, lo,
 # Chains (see particles/chains.py): the scratch columns per position of a chain (a stick's, or
 # for the transverse filter a particle's: one row more).
 _E, _L0, _WI, _WJ, _CP, _DP = 0, 3, 4, 5, 6, 7
-_MV, _PAR, _Y, _FC = 8, 11, 14, 17
+_PAR, _Y, _FC, _U = 8, 11, 14, 15
 CHAIN_SCRATCH = 18
 
 
@@ -167,6 +167,9 @@ def _solve_chain(x, x0, i, j, w_i, w_j, rest, alpha, kind, lam, chain_sticks, ch
         work[r, _E] = ex
         work[r, _E + 1] = ey
         work[r, _E + 2] = ez
+        work[r, _U] = ux
+        work[r, _U + 1] = uy
+        work[r, _U + 2] = uz
         work[r, _L0] = l0
         work[r, _WI] = wi
         work[r, _WJ] = wj
@@ -203,6 +206,7 @@ def _solve_chain(x, x0, i, j, w_i, w_j, rest, alpha, kind, lam, chain_sticks, ch
         p_den = den
     dlam = 0.0
     taut = False
+    filtered = transverse and b - a > 1
     for t in range(b - 1, a - 1, -1):
         r = t - a
         if t == b - 1:
@@ -212,14 +216,10 @@ def _solve_chain(x, x0, i, j, w_i, w_j, rest, alpha, kind, lam, chain_sticks, ch
         s = chain_sticks[t]
         lam[s] += dlam
         work[r, _DP] = dlam
-        if transverse and b - a > 1:
-            # (this row's _CP is spent: the rows before it read their own)
-            w_max = max(work[r, _WI], work[r, _WJ])
-            c = max(-lam[s], 0.0) / rest[s] - TRANSVERSE_SLACK / w_max if w_max > 0.0 else 0.0
-            work[r, _CP] = c if c > 0.0 else 0.0
-            taut = taut or c > 0.0
+        if filtered and not taut:
+            taut = max(-lam[s], 0.0) * max(work[r, _WI], work[r, _WJ]) > TRANSVERSE_SLACK * rest[s]
     if taut:
-        _filter_transverse(x, i, j, chain_sticks, chain_flip, a, b, work)
+        _filter_transverse(x, i, j, rest, lam, chain_sticks, chain_flip, a, b, work)
         return
     for t in range(b - 1, a - 1, -1):
         r = t - a
@@ -242,73 +242,89 @@ def _solve_chain(x, x0, i, j, w_i, w_j, rest, alpha, kind, lam, chain_sticks, ch
 
 
 @njit(**JIT)
-def _filter_transverse(x, i, j, chain_sticks, chain_flip, a, b, work):
-    """The numpy reference's transverse filter of one taut chain (see its _solve_chain_group),
-    particle by particle in the same arithmetic: the chain's moves (from _DP, added as the
-    unfiltered moves add them), split along and across each particle's tangent; across, solved
-    through (I + W K) y = move, K the chain's Laplacian weighted by _CP; then applied."""
+def _filter_transverse(x, i, j, rest, lam, chain_sticks, chain_flip, a, b, work):
+    """The numpy reference's transverse filter of one taut chain (see its _filter_transverse),
+    particle by particle in the same arithmetic: each particle's move (from _DP), split along and
+    across its tangent; across, solved through (I + W K) y = move, K the chain's Laplacian
+    weighted by each stick's tension beyond TRANSVERSE_SLACK (one pass down the chain
+    eliminating, one back solving and moving)."""
     n = b - a
+    # carried from the stick before the particle: its unit direction, weight and move of its
+    # second end
+    lx = ly = lz = 0.0
+    cl = 0.0
+    qx = qy = qz = 0.0
     for k in range(n + 1):
-        work[k, _MV] = 0.0
-        work[k, _MV + 1] = 0.0
-        work[k, _MV + 2] = 0.0
-    for t in range(b - 1, a - 1, -1):
-        r = t - a
-        sc = work[r, _DP] / work[r, _L0]
-        si = sc * work[r, _WI]
-        sj = sc * work[r, _WJ]
-        for d in range(3):
-            work[r, _MV + d] -= si * work[r, _E + d]
-            work[r + 1, _MV + d] += sj * work[r, _E + d]
-    for k in range(n + 1):
-        tx = 0.0
-        ty = 0.0
-        tz = 0.0
-        w = 0.0
-        cl = 0.0
-        cr = 0.0
+        tx = lx
+        ty = ly
+        tz = lz
         if k > 0:
-            inv = 1.0 / work[k - 1, _L0]
-            tx += work[k - 1, _E] * inv
-            ty += work[k - 1, _E + 1] * inv
-            tz += work[k - 1, _E + 2] * inv
             w = work[k - 1, _WJ]
-            cl = work[k - 1, _CP]
         if k < n:
-            inv = 1.0 / work[k, _L0]
-            tx += work[k, _E] * inv
-            ty += work[k, _E + 1] * inv
-            tz += work[k, _E + 2] * inv
+            lx = work[k, _U]
+            ly = work[k, _U + 1]
+            lz = work[k, _U + 2]
+            tx += lx
+            ty += ly
+            tz += lz
             w = work[k, _WI]
-            cr = work[k, _CP]
-        tn = math.sqrt(tx * tx + ty * ty + tz * tz)
-        if tn > 1e-12:
-            tx /= tn
-            ty /= tn
-            tz /= tn
-        along = work[k, _MV] * tx + work[k, _MV + 1] * ty + work[k, _MV + 2] * tz
-        work[k, _PAR] = along * tx
-        work[k, _PAR + 1] = along * ty
-        work[k, _PAR + 2] = along * tz
+            s = chain_sticks[a + k]
+            w_max = max(w, work[k, _WJ])
+            cr = (max(-lam[s], 0.0) * w_max - TRANSVERSE_SLACK * rest[s]) / (rest[s] * w_max) if w_max > 0.0 else 0.0
+            if not cr > 0.0:
+                cr = 0.0
+            sc = work[k, _DP] / work[k, _L0]
+            si = sc * w
+            sj = sc * work[k, _WJ]
+            mx = 0.0 - si * work[k, _E]
+            my = 0.0 - si * work[k, _E + 1]
+            mz = 0.0 - si * work[k, _E + 2]
+        else:
+            cr = 0.0
+            mx = my = mz = 0.0
+        if k > 0:
+            mx += qx
+            my += qy
+            mz += qz
+        if k < n:
+            qx = sj * work[k, _E]
+            qy = sj * work[k, _E + 1]
+            qz = sj * work[k, _E + 2]
+        tt = tx * tx + ty * ty + tz * tz
+        along = (mx * tx + my * ty + mz * tz) / tt if tt > 1e-24 else 0.0
+        px = along * tx
+        py = along * ty
+        pz = along * tz
+        work[k, _PAR] = px
+        work[k, _PAR + 1] = py
+        work[k, _PAR + 2] = pz
         low = -w * cl
         den = 1.0 + w * (cl + cr)
         if k > 0:
             den = den - low * work[k - 1, _FC]
-        work[k, _FC] = -w * cr / den
-        for d in range(3):
-            rhs = work[k, _MV + d] - work[k, _PAR + d]
-            if k > 0:
-                rhs = rhs - low * work[k - 1, _Y + d]
-            work[k, _Y + d] = rhs / den
-    for k in range(n - 1, -1, -1):
-        for d in range(3):
-            work[k, _Y + d] -= work[k, _FC] * work[k + 1, _Y + d]
-    for k in range(n + 1):
-        t = a + k if k < n else b - 1
-        s = chain_sticks[t]
+        inv = 1.0 / den
+        work[k, _FC] = -w * cr * inv
+        rx = mx - px
+        ry = my - py
+        rz = mz - pz
+        if k > 0:
+            rx = rx - low * work[k - 1, _Y]
+            ry = ry - low * work[k - 1, _Y + 1]
+            rz = rz - low * work[k - 1, _Y + 2]
+        work[k, _Y] = rx * inv
+        work[k, _Y + 1] = ry * inv
+        work[k, _Y + 2] = rz * inv
+        cl = cr
+    for k in range(n, -1, -1):
         if k < n:
+            t = a + k
+            s = chain_sticks[t]
             p = j[s] if chain_flip[t] else i[s]
+            for d in range(3):
+                work[k, _Y + d] -= work[k, _FC] * work[k + 1, _Y + d]
         else:
+            t = b - 1
+            s = chain_sticks[t]
             p = i[s] if chain_flip[t] else j[s]
         for d in range(3):
             x[p, d] += work[k, _PAR + d] + work[k, _Y + d]

@@ -222,14 +222,16 @@ def _solve_chain_group(axes, start_axes, live, i, j, w_i, w_j, rest, alpha, kind
     taut = np.zeros(C, bool)
     if not live:
         w_max = np.maximum(wp, wq)
-        c = np.where(w_max > 0.0, np.maximum(-lam[st], 0.0) / L - TRANSVERSE_SLACK / np.where(w_max > 0.0, w_max, 1.0),
-                     0.0)
-        c = np.where(c > 0.0, c, 0.0)
-        taut = (np.maximum.reduceat(c, starts) > 0.0) & (lens > 1)
+        tension = np.maximum(-lam[st], 0.0)
+        taut = np.logical_or.reduceat(tension * w_max > TRANSVERSE_SLACK * L, starts) & (lens > 1)
     if np.any(taut):
         on = np.repeat(taut, lens)
+        # each stick's weight: its tension beyond the slack
+        wm, Lm = w_max[on], L[on]
+        c = np.where(wm > 0.0, (tension[on] * wm - TRANSVERSE_SLACK * Lm) / (Lm * np.where(wm > 0.0, wm, 1.0)), 0.0)
+        c = np.where(c > 0.0, c, 0.0)
         _filter_transverse(axes, p[on], q[on], (ex[on], ey[on], ez[on]), l0[on], wp[on], wq[on], si[on], sj[on],
-                           c[on], m_idx[on], (np.cumsum(taut) - 1)[c_idx[on]], int(lens[taut].max()), int(taut.sum()))
+                           c, m_idx[on], (np.cumsum(taut) - 1)[c_idx[on]], int(lens[taut].max()), int(taut.sum()))
         off = ~on
         p, q, si, sj, ex, ey, ez = p[off], q[off], si[off], sj[off], ex[off], ey[off], ez[off]
     # numba moves each chain from its end: a particle between two sticks is moved by the later
@@ -277,11 +279,9 @@ def _filter_transverse(axes, p, q, e, l0, wp, wq, si, sj, c, m_idx, c_idx, K, C)
         t[rows] += d * inv
         tangent.append(t)
     tx, ty, tz = tangent
-    tn = np.sqrt(tx * tx + ty * ty + tz * tz)
-    big = tn > 1e-12
-    tangent = [np.where(big, t / np.where(big, tn, 1.0), t) for t in tangent]
-    tx, ty, tz = tangent
-    along = moves[0] * tx + moves[1] * ty + moves[2] * tz
+    tt = tx * tx + ty * ty + tz * tz
+    big = tt > 1e-24
+    along = np.where(big, (moves[0] * tx + moves[1] * ty + moves[2] * tz) / np.where(big, tt, 1.0), 0.0)
     par = [along * t for t in tangent]
     w = pad(wq, after)
     w[rows] = wp
@@ -293,12 +293,13 @@ def _filter_transverse(axes, p, q, e, l0, wp, wq, si, sj, c, m_idx, c_idx, K, C)
     y = [np.empty((K + 1, C)) for _ in range(3)]
     for m in range(K + 1):
         dm = den[m] - low[m] * fc[m - 1] if m > 0 else den[m]
-        fc[m] = up[m] / dm
+        inv_dm = 1.0 / dm
+        fc[m] = up[m] * inv_dm
         for d in range(3):
             rhs = moves[d][m] - par[d][m]
             if m > 0:
                 rhs = rhs - low[m] * y[d][m - 1]
-            y[d][m] = rhs / dm
+            y[d][m] = rhs * inv_dm
     for m in range(K - 1, -1, -1):
         for d in range(3):
             y[d][m] -= fc[m] * y[d][m + 1]
