@@ -56,10 +56,11 @@ TEAR_ROUNDS = 64
 # end: a triangulated 65 x 65 one at the default 10 substeps, 1,000 N and bending 0.01 at 0.74
 # m/s after 2 s, with Silk's settings at 0.04; back and forth, both hang still. With two groups
 # (a quad grid's rows and columns) forward only hung still in all those cases, and back and
-# forth shook one of them, so two stay forward. Not yet enough: soft stretch with soft bending
-# on a fine mesh (65 x 65 triangles, 5 N, 0.003: 0.08 m/s, 1.3 forward) and an irregular
-# mesh with soft stretch (each inner vertex moved up to 0.15-0.3 of an edge: 0.06-0.11 m/s,
-# 1.9-2.5 forward) still shake; two iterations a substep settle them.
+# forth shook one of them, so two stay forward. Soft stretch with soft bending on a fine mesh
+# (65 x 65 triangles, 5 N, 0.003: 0.08 m/s, 1.3 forward) still shook until the chains'
+# transverse filter (backend particles._filter_transverse); an irregular mesh whose inner
+# vertices are moved up to 0.3 of an edge still moves (0.5-0.7 m/s at 10 substeps, 2.2 before
+# the filter); two iterations a substep settle it.
 SYMMETRIC_GROUPS = 3
 # The global solve (SolverSettings.global_solve; backend particles.solve_sticks): conjugate
 # gradients on the linearised XPBD system of the stretch sticks, until the largest residual is
@@ -125,8 +126,8 @@ def rope_warnings(model: Model, settings: SolverSettings) -> list[str]:
         need = int(math.ceil(settings.substeps * math.sqrt(gain[k] / ROPE_GAIN)))
         links = int(s.chain_offsets[lone[k] + 1] - starts[k])
         out.append(f"{where}: a rope of {links} links of {link[k]:.3g} m, {length[k]:.3g} m long, can shake sideways "
-                   f"or blow up where it hangs at {settings.substeps} substeps per frame (each substep moves its links "
-                   "back past their line); "
+                   f"or blow up where it hangs at {settings.substeps} substeps per frame (its sideways waves outrun "
+                   "the substep); "
                    f"use at least {need} substeps, or fewer, longer links")
     return out
 

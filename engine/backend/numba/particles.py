@@ -99,7 +99,7 @@ def _solve_chain(x, x0, i, j, w_i, w_j, rest, alpha, kind, lam, chain_sticks, ch
     """One chain's sticks chain_sticks[a:b] solved together: the numpy reference's
     _solve_chain_group for one chain, position by position, in the same arithmetic. One pass
     down the chain builds each row and eliminates the one before it (its coupling to the next
-    known only then); one pass back solves and moves. Its scratch is its own (a few kB, in
+    known only then); one pass back solves, one more moves (or the filter does). Its scratch is its own (a few kB, in
     cache; one array for all chains, 128 bytes a stick, made a 250,000-vertex cloth a tenth
     slower). transverse: a chain taut beyond TRANSVERSE_SLACK has its moves filtered
     (_filter_transverse)."""

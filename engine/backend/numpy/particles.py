@@ -127,8 +127,9 @@ CHAIN_PIVOT = 1e-12
 # this, c = -lam / length (its tension x h^2 / length), w its lighter end's inverse mass; by
 # what is beyond it. Below it a chain moves as solved, so swings and whips keep their energy
 # (filtered from 0, a chain of 8 links released level gained 1.5% as it whipped, and a 10-link
-# rope swung from 80 degrees stretched 0.5%). At 0.2 a 1 m rope of 256 links at 10 substeps blew
-# up, its lower part shaking; at 0.1 it hangs (0.04 m/s).
+# rope swung from 80 degrees stretched 0.5%). At 0.2 a 1 m rope of 256 links at 10 substeps,
+# nudged, blew up, its lower part shaking; at 0.1 it hung (0.04 m/s), though nudged otherwise it
+# still blows up: so fine a rope is warned of (solver.rope_warnings).
 TRANSVERSE_SLACK = 0.1
 
 
@@ -144,7 +145,8 @@ def _solve_chain_group(axes, start_axes, live, i, j, w_i, w_j, rest, alpha, kind
     chains, position by position along them, in the order numba's loop takes. flags: (chains,)
     ``particles.chains`` SHAKE (1): the chain moves along the start directions (start_axes)
     unless live, else along the directions now; DAMPED (2): CHAIN_DAMPING x (w_p + w_q) more on
-    its diagonal."""
+    its diagonal. Unless live, a chain taut beyond TRANSVERSE_SLACK has its moves filtered
+    (_filter_transverse) before they are applied."""
     ax, ay, az = axes
     bx, by, bz = start_axes
     t0, t1 = int(offsets[0]), int(offsets[-1])
@@ -251,12 +253,15 @@ def _filter_transverse(axes, p, q, e, l0, wp, wq, si, sj, c, m_idx, c_idx, K, C)
     is explicit: beyond w c ~ 0.4 (c = tension h^2 / length) a fine rope or the columns of a fine
     hanging cloth shook without end (1 m in 128 links at 10 substeps: 8-33 m/s; a 65 x 65 cloth
     at 1,000 N, nudged out of its plane, 0.6 m/s after 2 s). So each particle's move is split along
-    its tangent (the mean of its sticks' directions) and across; across, the moves y solve
+    its tangent (the sum of its sticks' unit directions) and across; across, the moves y solve
     (I + W K) y = move, K the chain's Laplacian weighted by each stick's c beyond
     TRANSVERSE_SLACK: the implicit geometric stiffness of a taut string, the transverse part of
-    implicit Euler. Its rows sum to zero, so momentum is kept; a smooth move (a swing) passes,
-    a zigzag (the unstable wave) is held back. Along the chain the moves are kept as solved.
-    Only along the start directions (the substep's first solve): in the contact rounds a heavy
+    implicit Euler. K is symmetric and its rows sum to zero, so momentum is kept (angular
+    momentum not exactly: the filter's pulls between neighbours are not along their stick; a
+    crumpled rope whirled at 10 rad/s lost 7% of its spin in a second, 0.7% at 5); a smooth move
+    (a swing) passes, a zigzag (the unstable wave) is held back. Along the chain the moves are
+    kept as solved. Only in the solves from the substep's start (project_sticks given x_start:
+    each iteration's), not in the contact rounds or the tear relaxations: filtered there, a heavy
     box on a sheet sank through it, the filter spreading the sheet's push to light neighbours.
     Particle by particle (row m of chain k at [m, k]) in numba's arithmetic."""
     rows = (m_idx, c_idx)
