@@ -352,12 +352,14 @@ def test_the_balloon_inflates_to_its_target_volume_and_bounces_on_the_floor(ball
     landed = int(np.argmax(bottom < 0.02))
     height = top - bottom
     squash = int(landed + np.argmin(height[landed:landed + 24]))
+    # (Against its height on the frame before it lands: on the frame it lands it may already
+    # have squashed, the impact within that frame: 0.677 m in the air, 0.628 on landing, 0.625.)
     print(f"balloon: volume ratio {ratio[landed]:.3f} on landing (frame {landed + 1}), {ratio[-1]:.3f} at the end "
-          f"(target {target}); height {height[landed]:.3f} -> {height[squash]:.3f} (frame {squash + 1}) -> "
-          f"{height[-1]:.3f} m")
+          f"(target {target}); height {height[landed - 1]:.3f} in the air -> {height[squash]:.3f} (frame "
+          f"{squash + 1}) -> {height[-1]:.3f} m")
     assert abs(ratio[-1] - target) < 0.1 * target          # the test 7 on the example
     assert landed > 0 and bottom.min() > -1e-3               # it falls onto the floor, never through it
-    assert height[squash] < 0.95 * height[landed]            # it squashes as it lands
+    assert height[squash] < 0.95 * height[landed - 1]        # it squashes as it lands
     assert height[-1] > height[squash] + 0.02                # and springs back up
     assert np.isfinite(x).all()
 
