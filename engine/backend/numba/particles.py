@@ -332,11 +332,18 @@ def _filter_transverse(x, i, j, rest, lam, chain_sticks, chain_flip, a, b, work)
 
 @njit(parallel=True, **JIT)
 def _chains_in_parallel(x, x0, i, j, w_i, w_j, rest, alpha, kind, lam, chain_sticks, chain_flip, chain_offsets,
-                        chain_flags, c0, c1, sqrt_approximation, shake):
-    for c in prange(c0, c1):
-        _solve_chain(x, x0, i, j, w_i, w_j, rest, alpha, kind, lam, chain_sticks, chain_flip, chain_offsets[c],
-                     chain_offsets[c + 1], sqrt_approximation, shake and (chain_flags[c] & 1) != 0,
-                     (chain_flags[c] & 2) != 0, shake)
+                        chain_flags, c0, c1, sqrt_approximation, shake, blocks):
+    # Each thread a run of chains with an equal share of the group's sticks (prange alone splits
+    # the chains evenly by count, and a cloth's diagonals run from 1 stick to hundreds).
+    first = chain_offsets[c0]
+    total = chain_offsets[c1] - first
+    for t in prange(blocks):
+        lo = c0 + np.searchsorted(chain_offsets[c0:c1], first + (total * t) // blocks)
+        hi = c0 + np.searchsorted(chain_offsets[c0:c1], first + (total * (t + 1)) // blocks)
+        for c in range(lo, hi):
+            _solve_chain(x, x0, i, j, w_i, w_j, rest, alpha, kind, lam, chain_sticks, chain_flip, chain_offsets[c],
+                         chain_offsets[c + 1], sqrt_approximation, shake and (chain_flags[c] & 1) != 0,
+                         (chain_flags[c] & 2) != 0, shake)
 
 
 @njit(**JIT)
@@ -410,7 +417,7 @@ def _project_sticks_serial(x, x0, i, j, w_i, w_j, rest, alpha, kind, lam, colour
 @njit(**JIT)
 def _project_sticks_parallel(x, x0, i, j, w_i, w_j, rest, alpha, kind, lam, colour_offsets, passes,
                              sqrt_approximation, shake, chain_sticks, chain_flip, chain_offsets, chain_flags,
-                             group_offsets):
+                             group_offsets, threads):
     """The serial sweep's passes with each colour's sticks (or each group's chains) on all cores
     (the same arithmetic per stick; the threads stay up from one colour to the next)."""
     for row in range(passes.shape[0]):
@@ -419,7 +426,7 @@ def _project_sticks_parallel(x, x0, i, j, w_i, w_j, rest, alpha, kind, lam, colo
                 for g in range(passes[row, 3], passes[row, 4]):
                     _chains_in_parallel(x, x0, i, j, w_i, w_j, rest, alpha, kind, lam, chain_sticks, chain_flip,
                                         chain_offsets, chain_flags, group_offsets[g], group_offsets[g + 1],
-                                        sqrt_approximation, shake)
+                                        sqrt_approximation, shake, threads)
             continue
         for _ in range(passes[row, 2]):
             for colour in range(passes[row, 0], passes[row, 1]):
@@ -494,10 +501,11 @@ def project_sticks(x, i, j, w_i, w_j, rest, alpha, kind, lam, colour_offsets, pa
     x0 = x if x_start is None else x_start
     if chains is None:
         chains = _no_chains()
+    threads = numba.get_num_threads()
     if len(colour_offsets) > 1 and int(np.max(np.diff(colour_offsets))) >= PARALLEL_STICKS \
-            and numba.get_num_threads() > 1:  # (one thread, as on the farm: the serial sweep is faster)
+            and threads > 1:  # (one thread, as on the farm: the serial sweep is faster)
         _project_sticks_parallel(x, x0, i, j, w_i, w_j, rest, alpha, kind, lam, colour_offsets, passes,
-                                 sqrt_approximation, shake, *chains)
+                                 sqrt_approximation, shake, *chains, threads)
     else:
         _project_sticks_serial(x, x0, i, j, w_i, w_j, rest, alpha, kind, lam, colour_offsets, passes,
                                sqrt_approximation, shake, *chains)
