@@ -194,6 +194,7 @@ class Solver:
         self._gravity = np.asarray(settings.gravity, dtype=np.float64)
         self._base_accel = self._gravity + np.asarray(settings.wind_acceleration, dtype=np.float64)
         self._accel: np.ndarray | None = None  # the substep's accelerations (see ``_substep``)
+        self._frame_accel = np.zeros((0, 3))  # and the frame's (``_begin_accelerations``)
         self._base_rows = np.zeros((0, 3))
         self._air_rows = np.zeros((0, 3))  # self._air per particle, made once (see ``_substep``)
         self._air = np.asarray(settings.air_velocity, dtype=np.float64)
@@ -368,6 +369,7 @@ class Solver:
                                             state.time)
                     if self._guard:
                         self._guard.begin(state, self._rigid)
+                self._begin_accelerations(state)
                 for k in range(self.settings.substeps):
                     if pins is not None:
                         f = (k + 1) / self.settings.substeps
@@ -404,18 +406,23 @@ class Solver:
         """A per-stick array (the model's order) in the order the kernels take the sticks."""
         return per_stick if self._order is None else per_stick[self._order]
 
+    def _begin_accelerations(self, state: State) -> None:
+        """The frame's accelerations per particle (gravity, the settings' wind, the state's
+        external ones), as the kernels take them: into buffers kept from frame to frame, made
+        once a frame (an (n, 3) array plus a 3-vector broadcast, into a new array, took 1.9 ms a
+        substep at 250,000 particles; two arrays of one shape added in place, 0.35, once a frame)."""
+        x = state.positions
+        if self._accel is None or self._accel.shape != x.shape:
+            self._accel = np.empty_like(x)
+            self._frame_accel = np.empty_like(x)
+            self._base_rows = np.ascontiguousarray(np.broadcast_to(self._base_accel, x.shape))
+        np.add(state.external_accelerations, self._base_rows, out=self._frame_accel)
+
     def _substep(self, state: State) -> None:
         h = self.h
         x, xp = state.positions, state.previous_positions
         kernels = self.kernels
-        # Per particle, as the kernels take it; into buffers kept from substep to substep (an
-        # (n, 3) array plus a 3-vector broadcast, into a new array, took 1.9 ms a substep at
-        # 250,000 particles; two arrays of one shape added in place, 0.35).
-        if self._accel is None or self._accel.shape != x.shape:
-            self._accel = np.empty_like(x)
-            self._base_rows = np.ascontiguousarray(np.broadcast_to(self._base_accel, x.shape))
-        accel = self._accel
-        np.add(state.external_accelerations, self._base_rows, out=accel)
+        accel = self._frame_accel  # (_begin_accelerations; the force fields' pulls added below)
         air = self._air
         if self._fields is not None and len(x):
             # Winds only reach particles through their drag; attractors pull regardless.
@@ -423,7 +430,7 @@ class Solver:
                                                               with_air=len(self._drag_w) > 0, backend=self.backend)
             air = air if wind is None else air + wind
             if pull is not None:
-                accel += pull
+                accel = np.add(accel, pull, out=self._accel)
             forces.drag_particles(self._fields, h, x, xp, self.model.inverse_masses, backend=self.backend)
         if len(self._drag_w):
             if air is self._air:  # the settings' still air (no wind field): its rows are made once
