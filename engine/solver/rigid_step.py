@@ -209,6 +209,9 @@ class RigidStepper:
         # them from outside the bodies, for the energy guard's bookkeeping).
         self.shared_contacts = False
         self.fed_by_particles = np.zeros(0, np.int64)
+        # The particles the last collide_particles answered (the solver's second self-collision
+        # pass holds them: SUPPORTED_WEIGHT).
+        self.touched_particles = np.zeros(0, np.int64)
         # Whether any spring can break or yield (``update_springs``): with every limit infinite
         # (a car's suspension) no comparison can pass, so the check is skipped.
         sp = model.springs
@@ -895,6 +898,7 @@ class RigidStepper:
         pushed back (two ways, ``contacts.share_particle_contacts``): a heavy cloth pushes a light
         box, a box on a pinned sheet sags it and bounces on it."""
         cand = self.particle_candidates
+        self.touched_particles = np.zeros(0, np.int64)
         if not len(cand):
             return
         x, q, _, _ = bodies.arrays()
@@ -915,6 +919,7 @@ class RigidStepper:
             return
         start = pp.copy()  # (the responses below move pp: Verlet's velocity)
         k, corr, depth, surface, shape = k[:found], corr[:found], depth[:found], surface[:found], shape[:found]
+        self.touched_particles = k
         mu = np.sqrt(friction[k] * self.geo[16][shape])
         e = np.sqrt(restitution[k] * self.geo[17][shape])
         owner = self.geo[4][shape]
