@@ -204,6 +204,7 @@ class Solver:
         self._base_accel = self._gravity + np.asarray(settings.wind_acceleration, dtype=np.float64)
         self._accel: np.ndarray | None = None  # the substep's accelerations (see ``_substep``)
         self._frame_accel = np.zeros((0, 3))  # and the frame's (``_begin_accelerations``)
+        self._frame_ready: np.ndarray | None = None  # _frame_accel while step_frame steps
         self._base_rows = np.zeros((0, 3))
         self._air_rows = np.zeros((0, 3))  # self._air per particle, made once (see ``_substep``)
         self._air = np.asarray(settings.air_velocity, dtype=np.float64)
@@ -378,14 +379,15 @@ class Solver:
                                             state.time)
                     if self._guard:
                         self._guard.begin(state, self._rigid)
-                frame_accel = self._begin_accelerations(state)
+                self._frame_ready = self._begin_accelerations(state)
                 for k in range(self.settings.substeps):
                     if pins is not None:
                         f = (k + 1) / self.settings.substeps
                         state.positions[pins] = pin_start + (pin_end - pin_start) * f
                         before = k / self.settings.substeps
                         state.previous_positions[pins] = pin_start + (pin_end - pin_start) * before
-                    self._substep(state, frame_accel)
+                    self._substep(state)
+                self._frame_ready = None
                 if self._rigid:
                     self._rigid.end_frame(state.bodies)
             # Finite in float64 is not enough: Blender keeps single precision, where 1e39 is inf.
@@ -404,6 +406,7 @@ class Solver:
             if self._guard:
                 self._guard.check(state, t0, self._rigid)
         except BaseException:
+            self._frame_ready = None
             state.positions[...], state.previous_positions[...], state.time = x0, p0, t0
             for now, before in zip(mutable, bodies0):
                 now[...] = before
@@ -427,14 +430,13 @@ class Solver:
             self._base_rows = np.ascontiguousarray(np.broadcast_to(self._base_accel, x.shape))
         return np.add(state.external_accelerations, self._base_rows, out=self._frame_accel)
 
-    def _substep(self, state: State, frame_accel: np.ndarray | None = None) -> None:
-        """One substep; frame_accel: the frame's accelerations (``_begin_accelerations``), made
-        here if not given."""
+    def _substep(self, state: State) -> None:
         h = self.h
         x, xp = state.positions, state.previous_positions
         kernels = self.kernels
-        # (the force fields' pulls are added below, into another buffer)
-        accel = self._begin_accelerations(state) if frame_accel is None else frame_accel
+        # The frame's accelerations (step_frame made them; a substep stepped on its own makes
+        # them); the force fields' pulls are added below, into another buffer.
+        accel = self._frame_ready if self._frame_ready is not None else self._begin_accelerations(state)
         air = self._air
         if self._fields is not None and len(x):
             # Winds only reach particles through their drag; attractors pull regardless.
