@@ -47,7 +47,7 @@ COUPLING_ROUNDS = 8
 # bottom layer of a pile into the ground, where the substep ended: a 20 x 20 sheet dropped
 # upright onto the ground ended frames 3.1 mm inside its 5 mm thickness, and at 2 mm thickness
 # 30 x 30 and 25 x 25 sheets ended frames 1.8 and 0.8 mm under the ground (the lowest vertex of
-# every frame now 0.9 of the thickness above it or more). (0.1: 1.3 of the 2 mm; 0: pairs of
+# every frame now 0.89 of the thickness above it or more). (0.1: 1.3 of the 2 mm; 0: pairs of
 # held particles were not answered at all.)
 SUPPORTED_WEIGHT = 0.01
 # Iterations "auto": iterate until an iteration moves no particle by more than AUTO_TOLERANCE
@@ -204,7 +204,7 @@ class Solver:
         self._base_accel = self._gravity + np.asarray(settings.wind_acceleration, dtype=np.float64)
         self._accel: np.ndarray | None = None  # the substep's accelerations (see ``_substep``)
         self._frame_accel = np.zeros((0, 3))  # and the frame's (``_begin_accelerations``)
-        self._frame_ready: np.ndarray | None = None  # _frame_accel while step_frame steps
+        self._in_frame = False  # step_frame is stepping: _frame_accel is this frame's
         self._base_rows = np.zeros((0, 3))
         self._air_rows = np.zeros((0, 3))  # self._air per particle, made once (see ``_substep``)
         self._air = np.asarray(settings.air_velocity, dtype=np.float64)
@@ -379,7 +379,8 @@ class Solver:
                                             state.time)
                     if self._guard:
                         self._guard.begin(state, self._rigid)
-                self._frame_ready = self._begin_accelerations(state)
+                self._begin_accelerations(state)
+                self._in_frame = True
                 for k in range(self.settings.substeps):
                     if pins is not None:
                         f = (k + 1) / self.settings.substeps
@@ -387,7 +388,7 @@ class Solver:
                         before = k / self.settings.substeps
                         state.previous_positions[pins] = pin_start + (pin_end - pin_start) * before
                     self._substep(state)
-                self._frame_ready = None
+                self._in_frame = False
                 if self._rigid:
                     self._rigid.end_frame(state.bodies)
             # Finite in float64 is not enough: Blender keeps single precision, where 1e39 is inf.
@@ -406,7 +407,7 @@ class Solver:
             if self._guard:
                 self._guard.check(state, t0, self._rigid)
         except BaseException:
-            self._frame_ready = None
+            self._in_frame = False
             state.positions[...], state.previous_positions[...], state.time = x0, p0, t0
             for now, before in zip(mutable, bodies0):
                 now[...] = before
@@ -436,7 +437,7 @@ class Solver:
         kernels = self.kernels
         # The frame's accelerations (step_frame made them; a substep stepped on its own makes
         # them); the force fields' pulls are added below, into another buffer.
-        accel = self._frame_ready if self._frame_ready is not None else self._begin_accelerations(state)
+        accel = self._frame_accel if self._in_frame else self._begin_accelerations(state)
         air = self._air
         if self._fields is not None and len(x):
             # Winds only reach particles through their drag; attractors pull regardless.
