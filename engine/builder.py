@@ -24,8 +24,9 @@ from .particles.cloth import cloth_pairs, flatten_faces, unique_keys, vertex_are
 from .particles.surfaces import enclosed_volume, fan_triangles, is_closed, join_surfaces, pressure_compliance
 
 _KINDS = {"equal": StickKind.EQUAL, "min": StickKind.MIN, "max": StickKind.MAX}
-# Sticks of this priority and below (a cloth's stretch 0, shear -1, bend -2; ropes 0) are solved
-# as chains (particles.chains); tethers (1) stay colour by colour: each is a chain of one anyway.
+# Sticks of this priority and below (a cloth's stretch 0 and shear -1; ropes 0), added chained,
+# are solved as chains (particles.chains); a cloth's bend (-2) is added unchained (see add_cloth),
+# and tethers (1) stay colour by colour: each is a chain of one anyway.
 CHAIN_PRIORITY = 0
 
 

@@ -46,7 +46,7 @@ class Sticks:
     iteration. A level swept by colour is stored in colour order (``colour_order`` is the
     identity there, and its colour k is the slice ``colour_offsets[k]:colour_offsets[k + 1]``).
 
-    The stretch levels (priority 0 and below: a cloth's stretch, shear and bend, ropes) are
+    The stretch levels (priority 0 and below, added chained: a cloth's stretch and shear, ropes) are
     solved as chains instead (``particles.chains``), and stored in chain order: chain k is the
     sticks ``chain_sticks[chain_offsets[k]:chain_offsets[k + 1]]`` in path order (``chain_flip``
     1 where a stick runs j -> i along it; ``chain_flags``: SHAKE, DAMPED); colour c's level is

@@ -1,5 +1,6 @@
-"""Chains of sticks: a cloth's stretch, shear and bend sticks and ropes (sticks of priority 0
-and below, but a soft body's) cut into straight paths that are solved exactly.
+"""Chains of sticks: a cloth's stretch and shear sticks and ropes (sticks of priority 0 and
+below added chained: not a soft body's, nor a cloth's bending) cut into straight paths that
+are solved exactly.
 
 Why: colour-by-colour Gauss-Seidel moves a correction one stick per pass, so a cloth 30 sticks
 long needs hundreds of passes to carry its weight to the pins; at one iteration a pinned curtain
@@ -9,7 +10,7 @@ light sheet, and a sheet pulled at two pins held its stretch in every other stic
 factor. A chain's sticks couple only with their neighbours, so the linearised XPBD system of a
 chain is tridiagonal and is solved exactly in one pass (line relaxation; Deul et al. 2018 solve
 rods the same way): a grid cloth's rows, then its columns, each converged along its length
-(and its diagonals and bend lines likewise).
+(and its diagonals likewise).
 
 ``stick_chains`` builds the chains once (the builder): at each movable particle its sticks are
 paired into straight continuations (most nearly opposite first, within 60 degrees of straight),
