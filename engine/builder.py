@@ -267,8 +267,9 @@ class ModelBuilder:
         # Stretch last in each sweep: it is what the eye reads as rubbery cloth. Bending is swept
         # a colour at a time even so: it carries no weight to the pins, a colour sweep of it costs
         # a third of a chain's per stick, and as chains it was a third of a large cloth's frame
-        # (250,000 vertices: 222 ms a frame, 271-290 with bending chained; a 1 m cloth of 41 x 41
-        # dropped on a sphere hangs its edges 3-5 mm lower of 56-60 at Bending 10 and rigid).
+        # (250,000 vertices: 224-264 ms a frame against 252-299 with bending chained, alternating
+        # in one hour; a 1 m cloth of 41 x 41 dropped on a sphere hangs its edges 3-5 mm lower, of
+        # 56-60, at Bending 10 and rigid).
         for family, stiffness, priority, sweeps, chain in (("stretch", stretch_stiffness, 0, stretch_sweeps, chained),
                                                            ("shear", shear_stiffness, -1, 1, chained),
                                                            ("bend", bend_stiffness, -2, 1, False)):
