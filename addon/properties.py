@@ -27,6 +27,7 @@ from bpy.props import (
     StringProperty,
 )
 from bpy.types import PropertyGroup
+from jakobsen_engine.builder import SOFT_BODY_EDGES
 
 # -- what an object can be ------------------------------------------------------------------------
 
@@ -371,13 +372,13 @@ class JakobsenSoftBodySettings(PropertyGroup):
     )
 
 
-# What the edges of an object get when it first becomes a soft body: a soft body with the cloth's
+# What the edges of an object get when it first becomes a soft body (SOFT_BODY_EDGES, N per unit
+# strain, stretch and shear: the engine's default for a soft body too): a soft body with the cloth's
 # rigid edges is a shell that dents like a can and stays dented (an edge-isometric buckle), not
 # jelly that squashes and springs back (Blender's Soft Body edges are springy too). Its shape
 # (Jiggle) and its volume hold it; edges of 20 N already act nearly rigid within a substep on a
 # light surface and a 0.5 m cube dropped 0.6 m squashes 2 %, at 1 N it squashes 14 % and is back
 # in its shape within 4 % of its size.
-SOFT_BODY_EDGES = 1.0  # N per unit strain, stretch and shear: the shape and the volume hold a soft body
 
 
 def _type_changed(self, context) -> None:

@@ -30,7 +30,12 @@ import numpy as np
 from ..geometry import quaternions as quat
 from ..geometry import reproducible
 from ..model import StickKind
+from .surfaces import enclosed_volume
 
+# After the contacts, the pressurised surfaces are projected again (``restore_volumes``) while one
+# is off its volume by more than this share of it (its compliant constraint's residual: a soft
+# pressure rests off its target by its give, and that is not counted).
+RESTORE_TOLERANCE = 1e-3
 # Rounds of the rotation iteration per projection (warm-started: one or two suffice at rest).
 ROTATION_ROUNDS = 8
 # How many times its whole body a pinned vertex weighs when a soft body's jiggle is told from its
@@ -71,6 +76,9 @@ class SurfaceSolver:
         self.volume_alpha = surf.pressure_compliance / (h * h)
         self.volume_lam = np.zeros(surf.count)
         self.grad = np.zeros((model.particle_count, 3)) if len(self.pressure_which) else np.zeros((0, 3))
+        self.pressurised_particle = np.zeros(model.particle_count, bool)
+        for s in self.pressure_which:
+            self.pressurised_particle[surf.start[s]:surf.stop[s]] = True
         # Soft bodies: their particles, masses (a pinned vertex weighs as much as the body's mean)
         # and goal compliances.
         self.soft = np.flatnonzero(np.isfinite(surf.shape_compliance)).astype(np.int64)
@@ -161,6 +169,32 @@ class SurfaceSolver:
                 self.goal_target[a:b] = centre + state.shape_rest[a:b] @ rot.T
             self.kernels.particles.project_goals(x, self.goal_index, self.goal_target, self.goal_w, self.goal_alpha,
                                                  self.goal_lam)
+
+    def touches_pressurised(self, touched: np.ndarray) -> bool:
+        """Whether any of the particles ``touched`` (indices) belongs to a pressurised surface."""
+        if not len(self.pressure_which) or not len(touched):
+            return False
+        return bool(np.any(self.pressurised_particle[touched]))
+
+    def restore_volumes(self, x: np.ndarray, state: SurfaceState) -> bool:
+        """The pressurised surfaces projected to their volumes again, continuing the substep's
+        multipliers (the same compliant constraint, one more solve); False when none was off its
+        volume by more than RESTORE_TOLERANCE (nothing moved)."""
+        surf = self.surf
+        off = False
+        for s in self.pressure_which:
+            tri = surf.triangles[self.tri_offsets[s]:self.tri_offsets[s + 1]]
+            target = float(state.volume_target[s])
+            # The compliant constraint's residual (what its projection would still move).
+            residual = target - enclosed_volume(x, tri) - float(self.volume_alpha[s] * self.volume_lam[s])
+            if abs(residual) > RESTORE_TOLERANCE * abs(target):
+                off = True
+                break
+        if off:
+            self.kernels.surfaces.project_volumes(x, self.model.inverse_masses, surf.triangles, self.tri_offsets,
+                                                  surf.start, surf.stop, self.pressure_which, state.volume_target,
+                                                  self.volume_alpha, self.volume_lam, self.grad)
+        return off
 
     def _match(self, pos: np.ndarray, k: int, state: SurfaceState) -> tuple[np.ndarray, np.ndarray]:
         """Centre of mass (3,) and the rotation (3, 3) that best takes soft body k's rest shape

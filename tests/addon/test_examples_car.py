@@ -290,6 +290,25 @@ def test_the_car_example_is_what_its_script_builds(blender, tmp_path):
     assert example_contents(out) == example_contents(SOURCE)
 
 
+def _settings(group) -> tuple:
+    """A property group's values by name (floats rounded, pointers by name, vectors as tuples)."""
+    out = []
+    for prop in group.bl_rna.properties:
+        if prop.identifier == "rna_type":
+            continue
+        value = getattr(group, prop.identifier)
+        if prop.type == 'POINTER':
+            value = getattr(value, "name", None)
+        elif prop.type == 'COLLECTION':
+            continue
+        elif prop.type == 'FLOAT':
+            value = tuple(round(v, 5) for v in value) if getattr(prop, "array_length", 0) else round(value, 5)
+        elif getattr(prop, "array_length", 0):
+            value = tuple(value)
+        out.append((prop.identifier, value))
+    return tuple(out)
+
+
 def example_contents(path) -> dict:
     """What an example file holds, to compare a fresh build with the committed file: each
     object's type, world matrix, vertices, role, connector ends and vehicle settings."""
@@ -305,7 +324,11 @@ def example_contents(path) -> dict:
         vehicle = (v.enabled, v.forward_axis, v.drive, round(v.target_speed, 5), round(v.motor_torque, 3),
                    round(v.rear_suspension_stiffness, 3), getattr(v.follow_path, "name", None)) \
             if v is not None else None
+        # Every setting of the object's role (a file saved before a setting's default or update
+        # changed would otherwise pass: jelly.blend kept rigid edges the script no longer gives).
+        settings = tuple(_settings(getattr(j, group)) for group in ("rigid_body", "cloth", "soft_body", "collider")) \
+            if j is not None else None
         # + 0.0: a coordinate that rounds to zero from below is -0.0 on some Blender versions
         # (5.3's cylinder), the same place.
-        found[obj.name] = (obj.type, matrix, (co.round(5) + np.float32(0.0)).tobytes(), role, vehicle)
+        found[obj.name] = (obj.type, matrix, (co.round(5) + np.float32(0.0)).tobytes(), role, vehicle, settings)
     return found
