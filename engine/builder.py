@@ -20,7 +20,7 @@ from .forces.fields import check_force, finalize_forces
 from .geometry.shapes import ColliderShape
 from .model import Goals, Model, StickKind, Sticks, _frozen
 from .particles.chains import stick_chains
-from .particles.cloth import cloth_pairs, flatten_faces, unique_keys, vertex_areas
+from .particles.cloth import cloth_pairs, crookedness, flatten_faces, unique_keys, vertex_areas
 from .particles.surfaces import enclosed_volume, fan_triangles, is_closed, join_surfaces, pressure_compliance
 
 _KINDS = {"equal": StickKind.EQUAL, "min": StickKind.MIN, "max": StickKind.MAX}
@@ -35,6 +35,12 @@ CHAIN_PRIORITY = 0
 # than the shape's pull on one vertex); with these it is back in its shape within 1.5%. (A light
 # one can still come to rest on the corner it lands on, flattened: README, Not yet.)
 SOFT_BODY_EDGES = 1.0
+# Mean angle (degrees, ``particles.cloth.crookedness``) beyond which a triangle mesh's stretch is
+# solved twice an iteration (see add_cloth). 65 x 65 triangulated grids: 1.4, and 8.6 with each
+# quad split along either diagonal at random (both still with one pass); inner vertices moved up
+# to 0.1 of an edge 7.2, 0.15 10.1 (still), 0.2 12.6 and 0.3 15.9 (fluttering; 19.0 with the
+# diagonals at random, 1.06 m/s after 2 s).
+CROOKED_DEGREES = 10.0
 
 
 @dataclass(frozen=True)
@@ -221,7 +227,8 @@ class ModelBuilder:
         add-on's Soft Body sets them; stretch_sweeps: how many
         times the stretch sticks are solved per iteration (after shear and bend), default 1 for
         a cloth (each time every row and column of sticks is solved exactly along its length:
-        ``particles.chains``; one carries a cloth's weight to its pins) and 3 for a soft body
+        ``particles.chains``; one carries a cloth's weight to its pins), 2 for a mesh of
+        triangles whose edges zigzag (CROOKED_DEGREES), and 3 for a soft body
         (its sticks are swept a colour at a time);
         pin_weights: (n,) in [0, 1], 1 pins a vertex, between 0 and 1 pulls it to its rest
         position with pin_stiffness * weight (N/m); drag: kg/m^3 (force -drag*area*|v - v_air|*(v - v_air));
@@ -278,6 +285,16 @@ class ModelBuilder:
         chained = not soft_body
         if stretch_sweeps is None:
             stretch_sweeps = 1 if chained else 3
+            # A mesh of triangles whose edges zigzag through its vertices (an irregular or
+            # imported mesh) gets its stretch solved twice: its rows, columns and diagonals are
+            # three crooked chains through every vertex, and one pass of them can leave an edge
+            # fluttering in the cloth's own plane (a 65 x 65 curtain, triangulated, inner
+            # vertices moved up to 0.2-0.3 of an edge: its free side at 0.13-0.67 m/s after 2 s
+            # at 1,000 N, still at 2e-5 with two; quads moved as far, and triangulated grids,
+            # hang still with one).
+            triangles = np.count_nonzero(np.diff(np.append(starts, len(corners))) == 3)
+            if chained and 2 * triangles >= len(starts) and crookedness(verts, pairs["stretch"]) > CROOKED_DEGREES:
+                stretch_sweeps = 2
         # Stretch last in each sweep: it is what the eye reads as rubbery cloth. Bending is swept
         # a colour at a time even so: it carries no weight to the pins, a colour sweep of it costs
         # a third of a chain's per stick, and as chains it was a third of a large cloth's frame

@@ -281,6 +281,7 @@ class Solver:
         self._surfaces = surfaces if surfaces.active else None
         # Cloth folding onto itself (``collision.self_contact``).
         self._self_contacts = SelfContacts(model, self.backend) if np.any(model.surfaces.self_collision) else None
+        self._volume_sticks: np.ndarray | None = None  # (m,) the sticks of pressurised surfaces, made when first needed
         self._guard = EnergyGuard(model, settings) if self._rigid and model.bodies.count and settings.energy_guard \
             else None
 
@@ -526,8 +527,13 @@ class Solver:
                     # substep as the forces they are (kept too, a soft 0.1 m jelly dropped 0.5 m
                     # squashed 2% where it squashes 12%): with rigid edges the volume alone pushed
                     # a landing cube's corner, held by its friction, in through its faces (a 0.5 m
-                    # jelly ended with a corner folded in 10 cm).
-                    rigid_kind = np.where(self._stick_alpha > 0.0, np.int8(StickKind.BROKEN), kind).astype(kind.dtype)
+                    # jelly ended with a corner folded in 10 cm). Only the pressurised surfaces'
+                    # sticks: another cloth in the scene is not solved again for them.
+                    if self._volume_sticks is None:
+                        on = surfaces.pressurised_particle
+                        self._volume_sticks = on[si] & on[sj]
+                    rigid_kind = np.where((self._stick_alpha > 0.0) | ~self._volume_sticks, np.int8(StickKind.BROKEN),
+                                          kind).astype(kind.dtype)
                     for _ in range(VOLUME_CONTACT_ROUNDS):
                         if not surfaces.restore_volumes(x, surface_state):
                             break
