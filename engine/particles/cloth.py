@@ -143,10 +143,14 @@ def crookedness(positions: np.ndarray, pairs: np.ndarray) -> float:
     vertex = np.unique(i[keep], return_inverse=True)[1]
     table = np.full((int(vertex.max()) + 1, CROOKED_VALENCE, 3), np.nan)
     table[vertex, slot[keep]] = u[keep]
-    dots = np.einsum("vak,vbk->vab", table, table)
-    dots[:, np.arange(CROOKED_VALENCE), np.arange(CROOKED_VALENCE)] = np.nan
-    best = np.nanmin(np.where(np.isnan(dots), np.inf, dots), axis=2)  # the most nearly opposite edge
-    best = best[np.isfinite(best)]
+    # Each edge's dot with each other edge of its vertex, one other at a time (the whole table of
+    # dots would be 144 numbers a vertex); the smallest is the most nearly opposite edge.
+    best = np.full(table.shape[:2], np.inf)
+    for other in range(CROOKED_VALENCE):
+        dots = np.einsum("vak,vk->va", table, table[:, other])
+        dots[:, other] = np.inf
+        best = np.fmin(best, np.where(np.isnan(dots), np.inf, dots))
+    best = best[np.isfinite(best) & ~np.isnan(table[:, :, 0])]
     return float(np.degrees(np.arccos(np.clip(-best, -1.0, 1.0))).mean())
 
 
