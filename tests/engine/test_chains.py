@@ -212,6 +212,21 @@ def hanging_irregular_triangles(n, stretch, jitter, mixed, seed=1, seconds=2.0):
     return float(np.linalg.norm(solver.velocities(state), axis=1).max())
 
 
+def test_crookedness_is_how_far_edges_turn_through_their_vertices():
+    # A straight grid's edges run straight on (only its border turns); moved off the grid, they zigzag.
+    from jakobsen_engine.particles.cloth import cloth_pairs, crookedness, flatten_faces
+
+    v, f = grid(17, 17, 1.0)
+    v3 = np.stack([v[:, 0], v[:, 1], np.zeros(len(v))], axis=1)
+    corners, starts = flatten_faces(f, len(v3), "grid")
+    straight = crookedness(v3, cloth_pairs(corners, starts)["stretch"])
+    rng = np.random.default_rng(3)
+    v3[:, :2] += rng.uniform(-0.3, 0.3, size=(len(v3), 2)) / 16
+    moved = crookedness(v3, cloth_pairs(corners, starts)["stretch"])
+    assert straight < 8.0 < 10.0 < moved < 45.0  # (17 x 17: its border is a larger share than at 65)
+    assert crookedness(v3, np.zeros((0, 2), np.int64)) == 0.0
+
+
 @pytest.mark.compiled_only
 @pytest.mark.parametrize("n, stretch, jitter, mixed", [(65, 1e3, 0.3, False), (65, 50.0, 0.3, False),
                                                         (65, 1e3, 0.2, False), (65, 1e3, 0.3, True),
