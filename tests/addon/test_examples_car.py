@@ -311,7 +311,8 @@ def _settings(group) -> tuple:
 
 def example_contents(path) -> dict:
     """What an example file holds, to compare a fresh build with the committed file: each
-    object's type, world matrix, vertices, role, connector ends and vehicle settings."""
+    object's type, world matrix, vertices, role, connector ends, vehicle settings and the
+    settings of its role's property groups."""
     bpy.ops.wm.open_mainfile(filepath=str(path), load_ui=False)
     found = {}
     for obj in bpy.data.objects:

@@ -285,8 +285,7 @@ def aligned_shape_error(x, rest):
 @pytest.mark.parametrize("size, drop, substeps, edges, hertz, tilted", [
     (0.05, 1.0, 5, 1.0, 4.0, False), (0.1, 5.0, 5, 1.0, 10.0, False), (0.1, 2.0, 10, 1.0, 4.0, True),
     (0.3, 1.0, 10, 5.0, 8.0, True), (0.3, 1.0, 10, 100.0, 8.0, False), (0.5, 0.6, 10, np.inf, 6.0, False),
-    (0.5, 2.0, 20, np.inf, 3.0, True),
-    (1.0, 3.0, 10, 20.0, 2.0, False)])
+    (0.5, 2.0, 20, np.inf, 3.0, True), (1.0, 3.0, 10, 20.0, 2.0, False)])
 def test_a_soft_body_landing_hard_keeps_its_volume_and_comes_back_to_its_shape(size, drop, substeps, edges,
                                                                              hertz, tilted):
     # Issue 13 test 8 from small to large, soft to rigid edges: within 1% of its volume at every
