@@ -68,7 +68,13 @@ def _finite_array(values, shape_tail, what, where, *, limit=FLOAT32_MAX, unit=""
 
 
 def _per_item(value, count, what, where, *, low=0.0, high=math.inf, low_open=False):
-    a = np.broadcast_to(np.asarray(value, dtype=np.float64), (count,)).copy()
+    try:
+        a = np.broadcast_to(np.asarray(value, dtype=np.float64), (count,)).copy()
+    except (TypeError, ValueError):
+        # Not a number (None, a string) or a list of the wrong length: numpy's own message names
+        # neither the setting nor the object.
+        wanted = "a number" if count == 1 else f"a number or one number per item ({count})"
+        raise JakobsenError(f"{where}: {what} must be {wanted}, got {value!r}") from None
     bad = ~np.isfinite(a) if high < math.inf else np.isnan(a)
     bad |= (a <= low) if low_open else (a < low)
     bad |= a > high
@@ -252,7 +258,7 @@ class ModelBuilder:
         once). tear_factor: stretch and shear sticks break beyond this times their rest length.
         """
         where = self._where("cloth", name)
-        soft_body = float(np.max(shape_stiffness)) > 0.0
+        soft_body = float(_per_item(shape_stiffness, 1, "shape stiffness", where)[0]) > 0.0
         if stretch_stiffness is None:
             stretch_stiffness = SOFT_BODY_EDGES if soft_body else math.inf
         if shear_stiffness is None:

@@ -41,8 +41,8 @@ EDGE_ADVISED = 8.0
 # next substep, so a 1 kg box went through a 0.2 kg/m^2 sheet at 10 substeps; solved together a
 # few rounds, the sheet holds it (8 rounds: a 5 kg box on that sheet; see test_cloth_bodies).
 COUPLING_ROUNDS = 8
-# Rounds of (the volumes, the contacts) after a substep's contacts while a pressurised surface
-# (a soft body, a cushion) touches something. The volume is kept in the iterations, then the
+# Rounds of (the volumes, their surfaces' rigid sticks, the contacts) after a substep's contacts
+# while a pressurised surface (a soft body, a cushion) touches something. The volume is kept in the iterations, then the
 # contacts take back what the substep pushed into the ground, and with it the volume: a jelly
 # landing hard lost 3.5% (0.1 m cube dropped 0.5 m) to 10.6% (0.05 m) in the substep it landed.
 # Each round restores the volume over the whole surface and pushes what that puts into the

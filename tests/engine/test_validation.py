@@ -33,6 +33,21 @@ def test_negative_mass():
         engine.ModelBuilder().add_particles([(0, 0, 0), (1, 0, 0)], masses=[1.0, -1.0], name="dots")
 
 
+@pytest.mark.parametrize("settings, words", [
+    (dict(shape_stiffness="soft"), ["cloth 'sheet'", "shape stiffness", "a number", "'soft'"]),
+    (dict(stretch_stiffness="stiff"), ["'sheet stretch'", "stiffness", "'stiff'"]),
+    (dict(density=[0.1, 0.2]), ["cloth 'sheet'", "density", "a number"]),
+    (dict(pin_weights=[1.0, 0.0]), ["cloth 'sheet'", "pin weight", "one number per item (9)"]),
+])
+def test_settings_that_are_not_numbers_are_named(settings, words):
+    # (numpy's own errors, "could not convert string to float", named neither)
+    v, f = grid(3, 3, 1.0)
+    with pytest.raises(JakobsenError) as error:
+        engine.ModelBuilder().add_cloth(v, f, name="sheet", **settings)
+    for word in words:
+        assert word in str(error.value)
+
+
 def test_zero_length_stick():
     builder = engine.ModelBuilder()
     builder.add_particles([(0, 0, 0), (0, 0, 0)], name="dots")
