@@ -53,19 +53,24 @@ class Backend:
 
 
 def kernel_sources_digest() -> str:
-    """A digest (16 hex digits) of the compiled backend's source files. numba keys each cached
-    kernel on its own file only: a kernel that calls one from another file (the fused position
-    passes call the joints' and motors') would be loaded with the old callee after an update that
-    changed only the callee's file. So ``configure`` keeps each version's kernels apart."""
+    """A digest (16 hex digits) of the engine's source files. numba keys each cached kernel on
+    its own file only: a kernel that calls one from another file (the fused position passes call
+    the joints' and motors') would be loaded with the old callee after an update that changed only
+    the callee's file, and a constant a kernel imports (``geometry.kinds``, the numpy reference's
+    tolerances) is compiled into it. So ``configure`` keeps each version of the engine's kernels
+    apart."""
     import hashlib
 
-    folder = os.path.join(os.path.dirname(os.path.abspath(__file__)), "numba")
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # the engine package
     digest = hashlib.sha256()
-    for name in sorted(os.listdir(folder)):
-        if name.endswith(".py"):
-            digest.update(name.encode())
-            with open(os.path.join(folder, name), "rb") as source:
-                digest.update(source.read())
+    for folder, dirs, files in os.walk(root):
+        dirs[:] = sorted(d for d in dirs if d != "__pycache__")
+        for name in sorted(files):
+            if name.endswith(".py"):
+                path = os.path.join(folder, name)
+                digest.update(os.path.relpath(path, root).replace(os.sep, "/").encode())
+                with open(path, "rb") as source:
+                    digest.update(source.read())
     return digest.hexdigest()[:16]
 
 
@@ -140,6 +145,13 @@ def kernels_cached() -> bool:
 
 def _load(name: str) -> Backend:
     if name not in _loaded:
+        if name == "numba" and not os.environ.get("NUMBA_CACHE_DIR"):
+            # Not told where (the add-on tells it; scripts and the tests do not): numba would cache
+            # beside the sources, keyed on each kernel's own file, and after an update (a pull)
+            # that changed only a callee or a constant, load kernels compiled from the old one.
+            with contextlib.suppress(OSError):  # (a read-only install: numba's own place, as before)
+                configure(cache_dir=os.path.join(os.path.dirname(os.path.abspath(__file__)), "numba", "__pycache__",
+                                                 "versions"))
         mods = {m: importlib.import_module(f"{__name__}.{name}.{m}") for m in MODULES}
         _loaded[name] = Backend(name=name, **mods)
     return _loaded[name]

@@ -2,6 +2,8 @@
 numba and on numpy (bit for bit where the order of operations is the same, which is everywhere
 here), and each gives the same numbers on every run."""
 
+import os
+
 import numpy as np
 import pytest
 
@@ -438,6 +440,36 @@ def test_the_kernel_cache_is_kept_per_version_of_the_kernels_sources(tmp_path):
     assert runs[1] == runs[0]  # the same sources, the same folder
     assert len(digest) == 16 and int(digest, 16) >= 0
     assert folder == os.path.join(str(tmp_path), digest) and os.path.isdir(folder)
+
+
+def test_the_kernel_cache_version_changes_with_a_constant_the_kernels_compile_in(tmp_path):
+    # A kernel compiles in the constants it imports (geometry.kinds' EDGE_SNAP and FACE_TIE, the
+    # numpy reference's tolerances): an update that changed only such a file must not load the old
+    # kernels, so the version covers every source file of the engine.
+    import shutil
+    import subprocess
+    import sys
+
+    import jakobsen_engine
+
+    copy = tmp_path / "jakobsen_engine"
+    shutil.copytree(os.path.dirname(jakobsen_engine.__file__), copy,
+                    ignore=shutil.ignore_patterns("__pycache__", "*.nbi", "*.nbc"))
+    code = "import sys; sys.path.insert(0, sys.argv[1]); from jakobsen_engine import backend; " \
+           "print(backend.__file__, backend.kernel_sources_digest())"
+
+    def digest():
+        out = subprocess.run([sys.executable, "-c", code, str(tmp_path)], capture_output=True, text=True,
+                             check=True).stdout.split()
+        assert out[0].startswith(str(copy))  # the copy's sources
+        return out[1]
+
+    from jakobsen_engine import backend
+
+    assert digest() == backend.kernel_sources_digest()  # the same sources, the same version
+    with open(copy / "geometry" / "kinds.py", "a") as kinds:
+        kinds.write("\n# a constant changed\n")
+    assert digest() != backend.kernel_sources_digest()
 
 
 def test_configuring_the_kernel_cache_removes_other_versions_kernels_once_stale(tmp_path):

@@ -17,7 +17,7 @@ import math
 
 from numba import njit
 
-from ...geometry.kinds import BOX, CAPSULE, CYLINDER, EDGE_SNAP, HULL, MESH, PLANE, SPHERE
+from ...geometry.kinds import BOX, CAPSULE, CYLINDER, EDGE_SNAP, FACE_TIE, HULL, MESH, PLANE, SPHERE
 
 # No reference counting (_nrt=False): these are helpers called per point or feature, and none
 # makes an array. With it, each call of one that takes the shape table (22 arrays) counted a
@@ -67,7 +67,13 @@ def box(hx, hy, hz, q0, q1, q2, r, f0, f1, f2, use_prefer):
             return 0.0, 0.0, s2, r - a2
         return n0, n1, n2, r - dist
     top = max(a0, max(a1, a2))
-    tol = 0.25 * smallest if use_prefer else 0.0
+    # (see FACE_TIE: faces about as near as the nearest, not a quarter of the box deeper, unless
+    # the point is at an edge: the corners of a box sunk into one it is aligned with)
+    tol = 0.0
+    if use_prefer:
+        second = a0 + a1 + a2 - top - min(a0, min(a1, a2))
+        tol = FACE_TIE * smallest if top - second <= EDGE_SNAP * smallest else \
+            min(FACE_TIE * smallest, 2.0 * -top + EDGE_SNAP * smallest)
     best, k = -math.inf, 0
     if a0 >= top - tol:
         score = f0 * s0 / hx if use_prefer else 0.0
