@@ -17,7 +17,7 @@ import math
 
 from numba import njit
 
-from ...geometry.kinds import BOX, CAPSULE, CYLINDER, EDGE_SNAP, FACE_TIE, HULL, MESH, PLANE, SPHERE
+from ...geometry.kinds import BOX, CAPSULE, CYLINDER, EDGE_SNAP, FACE_NEAR, FACE_TIE, HULL, MESH, PLANE, SPHERE
 
 # No reference counting (_nrt=False): these are helpers called per point or feature, and none
 # makes an array. With it, each call of one that takes the shape table (22 arrays) counted a
@@ -73,7 +73,7 @@ def box(hx, hy, hz, q0, q1, q2, r, f0, f1, f2, use_prefer):
     if use_prefer:
         second = a0 + a1 + a2 - top - min(a0, min(a1, a2))
         tol = FACE_TIE * smallest if top - second <= EDGE_SNAP * smallest else \
-            min(FACE_TIE * smallest, 2.0 * -top + EDGE_SNAP * smallest)
+            min(FACE_TIE * smallest, FACE_NEAR * -top + EDGE_SNAP * smallest)
     best, k = -math.inf, 0
     if a0 >= top - tol:
         score = f0 * s0 / hx if use_prefer else 0.0

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ...geometry.kinds import BOX, CAPSULE, CYLINDER, EDGE_SNAP, FACE_TIE, HULL, MESH, PLANE, SPHERE
+from ...geometry.kinds import BOX, CAPSULE, CYLINDER, EDGE_SNAP, FACE_NEAR, FACE_TIE, HULL, MESH, PLANE, SPHERE
 
 
 def _norm3(v):
@@ -66,7 +66,7 @@ def box(he, q, r, f, use_prefer):
             si = smallest[inside]
             second = np.sort(ai, axis=1)[:, 1]
             tol = np.where(top - second <= EDGE_SNAP * si, FACE_TIE * si,
-                           np.minimum(FACE_TIE * si, 2.0 * -top + EDGE_SNAP * si))
+                           np.minimum(FACE_TIE * si, FACE_NEAR * -top + EDGE_SNAP * si))
             score = np.where(ai >= (top - tol)[:, None], f[inside] * sign[inside] / he[inside], -np.inf)
             k = np.argmax(score, axis=1)
         else:
