@@ -71,7 +71,7 @@ def box(hx, hy, hz, q0, q1, q2, r, f0, f1, f2, use_prefer):
     # the point is at an edge: the corners of a box sunk into one it is aligned with)
     tol = 0.0
     if use_prefer:
-        second = a0 + a1 + a2 - top - min(a0, min(a1, a2))
+        second = max(min(a0, a1), min(max(a0, a1), a2))  # the middle one, exactly (numpy sorts)
         tol = FACE_TIE * smallest if top - second <= EDGE_SNAP * smallest else \
             min(FACE_TIE * smallest, FACE_NEAR * -top + EDGE_SNAP * smallest)
     best, k = -math.inf, 0
