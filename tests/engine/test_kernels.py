@@ -428,7 +428,6 @@ def test_the_kernel_cache_is_kept_per_version_of_the_kernels_sources(tmp_path):
     # would be loaded with the old callee after an update that changed only the callee's file:
     # configure() puts each version of the sources' kernels in a folder of its own. (In a child
     # process: configuring moves this process's cache.)
-    import os
     import subprocess
     import sys
 
@@ -476,7 +475,6 @@ def test_configuring_the_kernel_cache_removes_other_versions_kernels_once_stale(
     # An update leaves the last version's kernels behind: configure() removes another version's
     # folder once nothing in it was used for a day, and leaves a recent one (another Blender may
     # still run that version) and anything that is not a folder of kernels alone.
-    import os
     import subprocess
     import sys
     import time
