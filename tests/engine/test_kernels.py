@@ -361,6 +361,45 @@ def test_the_pair_colouring_agrees_and_no_movable_body_is_twice_in_a_colour(rng)
         assert len(members) == len(np.unique(members))
 
 
+def test_the_waves_agree_and_keep_the_order_of_pairs_that_share_a_body(rng):
+    """Regrouping a sequence of pairs into waves must leave every two pairs that share a movable
+    body in their order (then solving wave by wave is solving the sequence) with no movable body
+    twice in a wave, and take no more waves than the longest such chain needs."""
+    from jakobsen_engine.backend.numba import rigid as nb
+    from jakobsen_engine.backend.numpy import rigid as npd
+
+    bodies = int(rng.integers(2, 200))
+    pairs = rng.integers(0, bodies, (int(rng.integers(1, 400)), 2))
+    pairs = pairs[pairs[:, 0] != pairs[:, 1]]
+    movable = rng.random(bodies) < 0.8
+    order = rng.permutation(len(pairs))[:int(rng.integers(0, len(pairs) + 1))]
+    out_nb, bounds_nb = nb.order_waves(order, pairs, movable)
+    out_np, bounds_np = npd.order_waves(order, pairs, movable)
+    np.testing.assert_array_equal(out_nb, out_np)
+    np.testing.assert_array_equal(bounds_nb, bounds_np)
+    assert sorted(out_np.tolist()) == sorted(order.tolist())
+    wave = np.empty(len(pairs), np.int64)
+    for w in range(len(bounds_np) - 1):
+        members = pairs[out_np[bounds_np[w]:bounds_np[w + 1]]].ravel()
+        members = members[movable[members]]
+        assert len(members) == len(np.unique(members))
+        wave[out_np[bounds_np[w]:bounds_np[w + 1]]] = w
+    chain = np.zeros(bodies, np.int64)  # the longest chain of shared bodies ending at each body
+    longest = 0
+    for i, p in enumerate(order):
+        for q in order[:i]:
+            shared = set(pairs[p][movable[pairs[p]]]) & set(pairs[q][movable[pairs[q]]])
+            if shared:
+                assert wave[q] < wave[p]
+        ends = [chain[b] for b in pairs[p] if movable[b]]
+        length = max(ends, default=0) + 1
+        for b in pairs[p]:
+            if movable[b]:
+                chain[b] = length
+        longest = max(longest, length)
+    assert len(bounds_np) - 1 == longest
+
+
 def test_the_broad_phase_agrees_and_finds_every_overlapping_pair(rng):
     from jakobsen_engine.backend.numba import contacts as nb
     from jakobsen_engine.backend.numpy import contacts as npd

@@ -780,6 +780,32 @@ def colour_pairs(pairs: np.ndarray, movable: np.ndarray) -> tuple[np.ndarray, np
 
 
 @njit(**JIT)
+def _waves(order, pairs, movable, wave):
+    last = np.full(movable.shape[0], -1, np.int64)
+    for k in range(order.shape[0]):
+        a, b = pairs[order[k], 0], pairs[order[k], 1]
+        w = max(last[a] if movable[a] else -1, last[b] if movable[b] else -1) + 1
+        wave[k] = w
+        if movable[a]:
+            last[a] = w
+        if movable[b]:
+            last[b] = w
+
+
+def order_waves(order: np.ndarray, pairs: np.ndarray, movable: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The numpy reference's waves (each pair in the wave after the last that holds either of its
+    movable bodies), the loop compiled: the same order and bounds."""
+    if not len(order):
+        return np.zeros(0, np.int64), np.zeros(1, np.int64)
+    order = np.ascontiguousarray(order, dtype=np.int64)
+    wave = np.empty(len(order), np.int64)
+    _waves(order, np.ascontiguousarray(pairs, dtype=np.int64), np.ascontiguousarray(movable, dtype=np.bool_), wave)
+    by_wave = np.argsort(wave, kind="stable")
+    bounds = np.searchsorted(wave[by_wave], np.arange(int(wave.max()) + 2))
+    return order[by_wave], bounds.astype(np.int64)
+
+
+@njit(**JIT)
 def restitution_targets(lam, restitution, speed_before, gap_start, accel_n, gap_now, pair_first, bounce_speed, h,
                         capacity):
     """The numpy reference's restitution targets, contact by contact."""
