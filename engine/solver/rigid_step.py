@@ -287,7 +287,8 @@ class RigidStepper:
                     time: float | None = None) -> None:
         """Broad phase for the coming frame, with bounding spheres grown by one frame of motion:
         which pairs of bodies and which bodies and world shapes can touch (coloured once here, so
-        that pairs of a colour share no moving body), and which particles can touch which shapes.
+        that pairs of a colour share no moving body; each substep solves those that touch in that
+        order, in waves: ``_order_touching``), and which particles can touch which shapes.
         Sleeping groups that something moving can reach wake first (``solver.sleeping``); time:
         the frame's start, s (for the animated bodies' motion ahead)."""
         b = self.bodies
