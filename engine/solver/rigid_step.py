@@ -539,7 +539,10 @@ class RigidStepper:
     def _order_touching(self) -> None:
         """The order the substep's solves take the pairs in: the frame's colouring (``begin_frame``)
         less the pairs without contacts, regrouped into waves (``rigid.order_waves``) that solve
-        them in exactly that order's sequence (the same numbers) with fewer groups. The frame's
+        them in exactly that order's sequence with fewer groups: the position and restitution
+        passes give the same numbers (the impact passes of ``_propagate_impacts`` strike a wave at
+        a time, where they struck a colour at a time; free and hanging cradles, a knocked wall
+        and 216 boxes gave the same bits over 30-72 frames). The frame's
         candidate pairs (all within a frame's reach) are mostly apart: 1,000 boxes in stacks had
         8,560 candidates in 19 colours and 1,000 touching pairs, in 2 waves; each group is a
         start of the threads in every pass, and an empty pair a step of every loop."""
