@@ -20,6 +20,7 @@ import numpy as np
 import numba
 from numba import njit, prange
 
+from ..numpy.rigid import grouped
 from .joints import _solve_joints, joint_arguments
 from .motors import _solve_motor_positions, motor_arguments
 from .vec import (add, cross, dot, exp_rotation, get3, get4, inertia_times, inv_inertia_times, log_rotation, mul, qmul,
@@ -774,9 +775,7 @@ def colour_pairs(pairs: np.ndarray, movable: np.ndarray) -> tuple[np.ndarray, np
     words = int(2 * degree.max()) // 64 + 1
     colour = np.empty(count, np.int64)
     _colour(np.ascontiguousarray(pairs, dtype=np.int64), np.ascontiguousarray(movable, dtype=np.bool_), words, colour)
-    order = np.argsort(colour, kind="stable")
-    bounds = np.searchsorted(colour[order], np.arange(int(colour.max()) + 2))
-    return order.astype(np.int64), bounds.astype(np.int64)
+    return grouped(colour)
 
 
 @njit(**JIT)
@@ -800,9 +799,8 @@ def order_waves(order: np.ndarray, pairs: np.ndarray, movable: np.ndarray) -> tu
     order = np.ascontiguousarray(order, dtype=np.int64)
     wave = np.empty(len(order), np.int64)
     _waves(order, np.ascontiguousarray(pairs, dtype=np.int64), np.ascontiguousarray(movable, dtype=np.bool_), wave)
-    by_wave = np.argsort(wave, kind="stable")
-    bounds = np.searchsorted(wave[by_wave], np.arange(int(wave.max()) + 2))
-    return order[by_wave], bounds.astype(np.int64)
+    by_wave, bounds = grouped(wave)
+    return order[by_wave], bounds
 
 
 @njit(**JIT)

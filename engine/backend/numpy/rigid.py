@@ -387,8 +387,14 @@ def colour_pairs(pairs: np.ndarray, movable: np.ndarray) -> tuple[np.ndarray, np
             used[a] = used.get(a, 0) | bit
         if mov[b]:
             used[b] = used.get(b, 0) | bit
-    order = np.argsort(colour, kind="stable")
-    bounds = np.searchsorted(colour[order], np.arange(int(colour.max()) + 2))
+    return grouped(colour)
+
+
+def grouped(group: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Items numbered by group (n,) >= 0, n > 0: their indices group by group (in their order within
+    each) and where each group starts in that, with the end (the colourings' and waves' result)."""
+    order = np.argsort(group, kind="stable")
+    bounds = np.searchsorted(group[order], np.arange(int(group.max()) + 2))
     return order.astype(np.int64), bounds.astype(np.int64)
 
 
@@ -411,9 +417,8 @@ def order_waves(order: np.ndarray, pairs: np.ndarray, movable: np.ndarray) -> tu
             last[a] = w
         if mov[b]:
             last[b] = w
-    by_wave = np.argsort(wave, kind="stable")
-    bounds = np.searchsorted(wave[by_wave], np.arange(int(wave.max()) + 2))
-    return np.asarray(order, np.int64)[by_wave], bounds.astype(np.int64)
+    by_wave, bounds = grouped(wave)
+    return np.asarray(order, np.int64)[by_wave], bounds
 
 
 def restitution_targets(lam, restitution, speed_before, gap_start, accel_n, gap_now, pair_first, bounce_speed, h,
