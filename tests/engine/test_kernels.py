@@ -173,7 +173,7 @@ def test_taut_chains_are_filtered_alike_on_both_backends(rng, threads, monkeypat
     from jakobsen_engine.backend.numba import particles as compiled
     from jakobsen_engine.backend.numpy import particles as reference
 
-    for name in ("TRANSVERSE_SLACK", "SHAKE_STRAIN", "CHAIN_PIVOT", "CHAIN_DAMPING"):
+    for name in ("TRANSVERSE_SLACK", "SHAKE_STRAIN", "CHAIN_PIVOT", "CHAIN_DAMPING", "TURN_SUMS", "TURN_REGULAR"):
         assert getattr(compiled, name) == getattr(reference, name), name
     if threads != "serial":
         monkeypatch.setattr(compiled, "PARALLEL_STICKS", 1)
@@ -225,6 +225,74 @@ def test_goals_agree(rng):
 
     a, b = both("project_goals", "particles", args)
     assert_same(a, b)
+
+
+@pytest.mark.parametrize("threads", ["serial", "blocks on all cores"])
+def test_the_turn_take_back_kernels_agree(rng, threads, monkeypatch):
+    # solver/turn.py: the fused Verlet step (the last substep's turn, the step, the sums at the
+    # new start) and the finish (the sums of the moves, the pins' shares, the turn to take back)
+    # over groups in blocks, some particles of no group and some pinned.
+    from jakobsen_engine.backend.numba import particles as compiled
+
+    monkeypatch.setattr(compiled, "PARALLEL_PARTICLES", 10**9 if threads == "serial" else 1)
+    seed = int(rng.integers(1 << 30))
+    n, block = 700, 64
+    groups = [(30, 300), (300, 310), (420, 700)]
+
+    def blocks():
+        lo, hi, of, at = [], [], [], 0
+        for g, (a, b) in enumerate(groups + [(n, n)]):
+            for s in range(at, a, block):
+                lo.append(s), hi.append(min(s + block, a)), of.append(-1)
+            for s in range(a, b, block):
+                lo.append(s), hi.append(min(s + block, b)), of.append(g)
+            at = b
+        return np.array(lo), np.array(hi), np.array(of)
+
+    lo, hi, of = blocks()
+
+    def args():
+        r = np.random.default_rng(seed)
+        x = r.normal(size=(n, 3)) + 5.0
+        xp = x + r.normal(scale=0.01, size=(n, 3))
+        mass = np.where(r.random(n) > 0.1, r.random(n) + 0.1, 0.0)
+        movable = (mass > 0).astype(float)
+        accel = r.normal(size=(n, 3)) * 10
+        theta = r.normal(scale=1e-3, size=(3, 3))
+        theta[1] = 0.0  # a group with nothing to take back
+        centre = r.normal(size=(3, 3)) + 5.0
+        first = np.array([a + int(np.flatnonzero(mass[a:b] > 0)[0]) for a, b in groups])
+        return [x, xp, movable, accel, 0.999, 1 / 240, r.random(n), r.normal(size=(n, 3)), mass, theta, centre,
+                first, np.zeros((3, 3)), lo, hi, of, np.zeros((len(lo), 16))]
+
+    a, b = both("verlet_turn", "particles", args)
+    assert_same(a, b)
+    assert not a[9].any() and a[12].any() and a[16].any()  # the turn made and cleared, the sums written
+
+    def finish_args():
+        r = np.random.default_rng(seed + 1)
+        x, xp, mass, ref, before = a[0].copy(), a[1].copy(), a[8], a[12].copy(), a[16].copy()
+        x += r.normal(scale=1e-3, size=x.shape)
+        m = 400
+        stick = r.choice(2000, m, replace=False)
+        lam = np.zeros(2000)
+        lam[stick[::2]] = r.normal(size=m // 2) * 1e-3
+        pi, pj = r.integers(0, n, m), r.integers(0, n, m)
+        pin_group = np.sort(r.integers(0, 3, m))
+        chunk_lo = np.array([k for g in range(3) for k in range(np.searchsorted(pin_group, g),
+                                                                np.searchsorted(pin_group, g + 1), 50)])
+        chunk_group = pin_group[chunk_lo]
+        chunk_hi = np.minimum(chunk_lo + 50, np.searchsorted(pin_group, chunk_group + 1))
+        return [x, xp, mass, lam, stick, pi, pj, np.where(r.random(m) > 0.5, pi, pj), np.sign(r.normal(size=m)),
+                chunk_lo, chunk_hi, chunk_group, ref, r.normal(size=(3, 6)) * 1e-4, lo, hi, of, before,
+                np.zeros((len(lo), 16)), np.zeros((len(chunk_lo), 10)), np.zeros((3, 10)), np.zeros((3, 3)),
+                np.zeros((3, 3))]
+
+    c, d = both("turn_finish", "particles", finish_args)
+    assert_same(c, d)
+    assert c[21].any() and c[22].any()
+    c, d = both("turn_back", "particles", lambda: [args()[0], args()[1], args()[8], args()[9], args()[10], lo, hi, of])
+    assert_same(c, d)
 
 
 def test_contact_response_agrees_for_bounces_slides_and_rests(rng):

@@ -703,3 +703,337 @@ def solve_sticks(x, x_start, i, j, w_i, w_j, rest, alpha, member, lam, colour_of
             x[pp, 1] += y[1, pp]
             x[pp, 2] += y[2, pp]
     return it
+
+
+# numpy's TURN_SUMS and TURN_REGULAR (see its turn_sums).
+TURN_SUMS = 16
+TURN_REGULAR = 1e-9
+
+
+@njit(**JIT)
+def _turn_block(x, x_start, mass, ref, block_lo, block_hi, block_group, full, out, k):
+    """Block k's sums, as numpy's turn_sums adds them (particle by particle, in order; in locals:
+    kept in the array, each sum was a store a particle)."""
+    g = block_group[k]
+    if g < 0:
+        return
+    fx = ref[g, 0]
+    fy = ref[g, 1]
+    fz = ref[g, 2]
+    s0 = s1 = s2 = s3 = s4 = s5 = s6 = s7 = s8 = s9 = s10 = s11 = s12 = s13 = s14 = s15 = 0.0
+    for p in range(block_lo[k], block_hi[k]):
+        m = mass[p]
+        if not m > 0.0:
+            continue
+        rx = x_start[p, 0] - fx
+        ry = x_start[p, 1] - fy
+        rz = x_start[p, 2] - fz
+        yx = x[p, 0] - fx
+        yy = x[p, 1] - fy
+        yz = x[p, 2] - fz
+        s0 += m * (ry * yz - rz * yy)
+        s1 += m * (rz * yx - rx * yz)
+        s2 += m * (rx * yy - ry * yx)
+        s13 += m * yx
+        s14 += m * yy
+        s15 += m * yz
+        if full:
+            s3 += m
+            s4 += m * rx
+            s5 += m * ry
+            s6 += m * rz
+            s7 += m * rx * rx
+            s8 += m * ry * ry
+            s9 += m * rz * rz
+            s10 += m * rx * ry
+            s11 += m * rx * rz
+            s12 += m * ry * rz
+    out[k, 0] = s0
+    out[k, 1] = s1
+    out[k, 2] = s2
+    out[k, 13] = s13
+    out[k, 14] = s14
+    out[k, 15] = s15
+    if full:
+        out[k, 3] = s3
+        out[k, 4] = s4
+        out[k, 5] = s5
+        out[k, 6] = s6
+        out[k, 7] = s7
+        out[k, 8] = s8
+        out[k, 9] = s9
+        out[k, 10] = s10
+        out[k, 11] = s11
+        out[k, 12] = s12
+
+
+@njit(parallel=True, **JIT)
+def _turn_sums_parallel(x, x_start, mass, ref, block_lo, block_hi, block_group, full, out):
+    for k in prange(block_lo.shape[0]):
+        _turn_block(x, x_start, mass, ref, block_lo, block_hi, block_group, full, out, k)
+
+
+@njit(**JIT)
+def _turn_sums_serial(x, x_start, mass, ref, block_lo, block_hi, block_group, full, out):
+    for k in range(block_lo.shape[0]):
+        _turn_block(x, x_start, mass, ref, block_lo, block_hi, block_group, full, out, k)
+
+
+@njit(**JIT)
+def _turn_sums(x, x_start, mass, ref, block_lo, block_hi, block_group, full, out):
+    # Blocks on all cores from PARALLEL_PARTICLES particles (each block's sum its own: the same bits).
+    if block_lo.shape[0] > 1 and x.shape[0] >= PARALLEL_PARTICLES:
+        _turn_sums_parallel(x, x_start, mass, ref, block_lo, block_hi, block_group, full, out)
+    else:
+        _turn_sums_serial(x, x_start, mass, ref, block_lo, block_hi, block_group, full, out)
+
+
+def turn_sums(x, x_start, mass, ref, block_lo, block_hi, block_group, full, out):
+    """numpy's turn_sums."""
+    _turn_sums(x, x_start, mass, ref, block_lo, block_hi, block_group, bool(full), out)
+
+
+@njit(**JIT)
+def _turn_back_block(x, x_start, mass, theta, centre, block_lo, block_hi, block_group, k):
+    g = block_group[k]
+    if g < 0:
+        return
+    tx = theta[g, 0]
+    ty = theta[g, 1]
+    tz = theta[g, 2]
+    if tx == 0.0 and ty == 0.0 and tz == 0.0:
+        return
+    cx = centre[g, 0]
+    cy = centre[g, 1]
+    cz = centre[g, 2]
+    for p in range(block_lo[k], block_hi[k]):
+        if not mass[p] > 0.0:
+            continue
+        rx = x_start[p, 0] - cx
+        ry = x_start[p, 1] - cy
+        rz = x_start[p, 2] - cz
+        x[p, 0] += ty * rz - tz * ry
+        x[p, 1] += tz * rx - tx * rz
+        x[p, 2] += tx * ry - ty * rx
+
+
+@njit(parallel=True, **JIT)
+def _turn_back_parallel(x, x_start, mass, theta, centre, block_lo, block_hi, block_group):
+    for k in prange(block_lo.shape[0]):
+        _turn_back_block(x, x_start, mass, theta, centre, block_lo, block_hi, block_group, k)
+
+
+@njit(**JIT)
+def _turn_back_serial(x, x_start, mass, theta, centre, block_lo, block_hi, block_group):
+    for k in range(block_lo.shape[0]):
+        _turn_back_block(x, x_start, mass, theta, centre, block_lo, block_hi, block_group, k)
+
+
+def turn_back(x, x_start, mass, theta, centre, block_lo, block_hi, block_group):
+    """numpy's turn_back, its blocks on all cores from PARALLEL_PARTICLES particles."""
+    many = len(block_lo) > 1 and x.shape[0] >= PARALLEL_PARTICLES
+    (_turn_back_parallel if many else _turn_back_serial)(x, x_start, mass, theta, centre, block_lo, block_hi,
+                                                         block_group)
+
+
+@njit(**JIT)
+def _verlet_turn_block(x, x_prev, movable, accel, decay, h, drag_w, air_velocity, mass, theta, centre, ref, block_lo,
+                       block_hi, block_group, out, k):
+    # A block at a time, each of the three in turn: its particles are still in the cache.
+    _turn_back_block(x, x_prev, mass, theta, centre, block_lo, block_hi, block_group, k)
+    _verlet_range(x, x_prev, movable, accel, decay, h, drag_w, air_velocity, block_lo[k], block_hi[k])
+    _turn_block(x, x_prev, mass, ref, block_lo, block_hi, block_group, True, out, k)
+
+
+@njit(parallel=True, **JIT)
+def _verlet_turn_parallel(x, x_prev, movable, accel, decay, h, drag_w, air_velocity, mass, theta, centre, ref,
+                          block_lo, block_hi, block_group, out):
+    for k in prange(block_lo.shape[0]):
+        _verlet_turn_block(x, x_prev, movable, accel, decay, h, drag_w, air_velocity, mass, theta, centre, ref,
+                           block_lo, block_hi, block_group, out, k)
+
+
+@njit(**JIT)
+def _verlet_turn(x, x_prev, movable, accel, decay, h, drag_w, air_velocity, mass, theta, centre, first, ref,
+                 block_lo, block_hi, block_group, out):
+    # Each group's reference: where its first particle is once the turn is made (so, at the new
+    # start), as _turn_back_block makes it.
+    for g in range(first.shape[0]):
+        f = first[g]
+        tx = theta[g, 0]
+        ty = theta[g, 1]
+        tz = theta[g, 2]
+        ref[g, 0] = x[f, 0]
+        ref[g, 1] = x[f, 1]
+        ref[g, 2] = x[f, 2]
+        if not (tx == 0.0 and ty == 0.0 and tz == 0.0):
+            rx = x_prev[f, 0] - centre[g, 0]
+            ry = x_prev[f, 1] - centre[g, 1]
+            rz = x_prev[f, 2] - centre[g, 2]
+            ref[g, 0] += ty * rz - tz * ry
+            ref[g, 1] += tz * rx - tx * rz
+            ref[g, 2] += tx * ry - ty * rx
+    if block_lo.shape[0] > 1 and x.shape[0] >= PARALLEL_PARTICLES:
+        _verlet_turn_parallel(x, x_prev, movable, accel, decay, h, drag_w, air_velocity, mass, theta, centre, ref,
+                              block_lo, block_hi, block_group, out)
+    else:
+        for k in range(block_lo.shape[0]):
+            _verlet_turn_block(x, x_prev, movable, accel, decay, h, drag_w, air_velocity, mass, theta, centre, ref,
+                               block_lo, block_hi, block_group, out, k)
+    theta[:, :] = 0.0
+
+
+def verlet_turn(x, x_prev, movable, accel, decay, h, drag_w, air_velocity, mass, theta, centre, first, ref, block_lo,
+                block_hi, block_group, out):
+    """numpy's verlet_turn, fused a block at a time (the same bits)."""
+    _verlet_turn(x, x_prev, movable, accel, decay, h, drag_w, air_velocity, mass, theta, centre, first, ref, block_lo,
+                 block_hi, block_group, out)
+
+
+@njit(**JIT)
+def _pin_chunk(x, x_start, lam, stick, i, j, at, sign, chunk_lo, chunk_hi, chunk_group, ref, partial, k):
+    g = chunk_group[k]
+    s0 = s1 = s2 = s3 = s4 = s5 = s6 = s7 = s8 = s9 = 0.0
+    fx = ref[g, 0]
+    fy = ref[g, 1]
+    fz = ref[g, 2]
+    for q in range(chunk_lo[k], chunk_hi[k]):
+        dl = lam[stick[q]]
+        if dl == 0.0:
+            continue
+        dx = x[j[q], 0] - x[i[q], 0]
+        dy = x[j[q], 1] - x[i[q], 1]
+        dz = x[j[q], 2] - x[i[q], 2]
+        inv = 1.0 / max(math.sqrt(dx * dx + dy * dy + dz * dz), 1e-12)
+        f = sign[q] * dl * inv
+        jx = f * dx
+        jy = f * dy
+        jz = f * dz
+        size = math.sqrt(jx * jx + jy * jy + jz * jz)
+        rx = x_start[at[q], 0] - fx
+        ry = x_start[at[q], 1] - fy
+        rz = x_start[at[q], 2] - fz
+        s0 += jx
+        s1 += jy
+        s2 += jz
+        s3 += size
+        s4 += ry * jz - rz * jy
+        s5 += rz * jx - rx * jz
+        s6 += rx * jy - ry * jx
+        s7 += size * rx
+        s8 += size * ry
+        s9 += size * rz
+    partial[k, 0] = s0
+    partial[k, 1] = s1
+    partial[k, 2] = s2
+    partial[k, 3] = s3
+    partial[k, 4] = s4
+    partial[k, 5] = s5
+    partial[k, 6] = s6
+    partial[k, 7] = s7
+    partial[k, 8] = s8
+    partial[k, 9] = s9
+
+
+@njit(parallel=True, **JIT)
+def _pin_chunks_parallel(x, x_start, lam, stick, i, j, at, sign, chunk_lo, chunk_hi, chunk_group, ref, partial):
+    for k in prange(chunk_lo.shape[0]):
+        _pin_chunk(x, x_start, lam, stick, i, j, at, sign, chunk_lo, chunk_hi, chunk_group, ref, partial, k)
+
+
+@njit(**JIT)
+def _pin_shares(x, x_start, lam, stick, i, j, at, sign, chunk_lo, chunk_hi, chunk_group, ref, partial, out):
+    # Chunks on all cores where there are several (each chunk's sums its own: the same bits).
+    if chunk_lo.shape[0] > 1:
+        _pin_chunks_parallel(x, x_start, lam, stick, i, j, at, sign, chunk_lo, chunk_hi, chunk_group, ref,
+                             partial)
+    else:
+        for k in range(chunk_lo.shape[0]):
+            _pin_chunk(x, x_start, lam, stick, i, j, at, sign, chunk_lo, chunk_hi, chunk_group, ref, partial,
+                       k)
+    out[:, :] = 0.0
+    for k in range(chunk_lo.shape[0]):
+        for c in range(10):
+            out[chunk_group[k], c] += partial[k, c]
+
+
+def pin_shares(x, x_start, lam, stick, i, j, at, sign, chunk_lo, chunk_hi, chunk_group, ref, partial, out):
+    """numpy's pin_shares (a cloth's tethers are pin sticks: 250,000 of them on the large cloth,
+    most of them slack)."""
+    _pin_shares(x, x_start, lam, stick, i, j, at, sign, chunk_lo, chunk_hi, chunk_group, ref, partial, out)
+
+
+@njit(**JIT)
+def _turn_finish(x, x_start, mass, lam, pin_stick, pin_i, pin_j, pin_at, pin_sign, chunk_lo, chunk_hi,
+                 chunk_group, ref, goals, block_lo, block_hi, block_group, before, after, partial, pins, theta, centre):
+    _turn_sums(x, x_start, mass, ref, block_lo, block_hi, block_group, False, after)
+    _pin_shares(x, x_start, lam, pin_stick, pin_i, pin_j, pin_at, pin_sign, chunk_lo, chunk_hi, chunk_group, ref,
+                partial, pins)
+    count = theta.shape[0]
+    s = np.zeros((count, TURN_SUMS))
+    for k in range(block_lo.shape[0]):
+        g = block_group[k]
+        if g >= 0:
+            for c in range(3):
+                s[g, c] += after[k, c] - before[k, c]
+            for c in range(13, 16):
+                s[g, c] += after[k, c] - before[k, c]
+            for c in range(3, 13):
+                s[g, c] += before[k, c]
+    for g in range(count):
+        lx = s[g, 0] - goals[g, 0] + pins[g, 4]
+        ly = s[g, 1] - goals[g, 1] + pins[g, 5]
+        lz = s[g, 2] - goals[g, 2] + pins[g, 6]
+        has = pins[g, 3] > 0.0
+        size = pins[g, 3] if has else 1.0
+        mx = -(s[g, 13] - goals[g, 3]) - pins[g, 0] if has else 0.0
+        my = -(s[g, 14] - goals[g, 4]) - pins[g, 1] if has else 0.0
+        mz = -(s[g, 15] - goals[g, 5]) - pins[g, 2] if has else 0.0
+        ax = pins[g, 7] / size
+        ay = pins[g, 8] / size
+        az = pins[g, 9] / size
+        lx = lx + (ay * mz - az * my)
+        ly = ly + (az * mx - ax * mz)
+        lz = lz + (ax * my - ay * mx)
+        mass_sum = s[g, 3]
+        total = mass_sum if mass_sum > 0.0 else 1.0
+        dx = s[g, 4] / total
+        dy = s[g, 5] / total
+        dz = s[g, 6] / total
+        xx = s[g, 7] - mass_sum * dx * dx
+        yy = s[g, 8] - mass_sum * dy * dy
+        zz = s[g, 9] - mass_sum * dz * dz
+        xy = s[g, 10] - mass_sum * dx * dy
+        xz = s[g, 11] - mass_sum * dx * dz
+        yz = s[g, 12] - mass_sum * dy * dz
+        a00 = yy + zz
+        a11 = xx + zz
+        a22 = xx + yy
+        reg = TURN_REGULAR * (a00 + a11 + a22)
+        a00 = a00 + reg
+        a11 = a11 + reg
+        a22 = a22 + reg
+        a01 = -xy
+        a02 = -xz
+        a12 = -yz
+        c00 = a11 * a22 - a12 * a12
+        c01 = a02 * a12 - a01 * a22
+        c02 = a01 * a12 - a02 * a11
+        c11 = a00 * a22 - a02 * a02
+        c12 = a01 * a02 - a00 * a12
+        c22 = a00 * a11 - a01 * a01
+        det = a00 * c00 + a01 * c01 + a02 * c02
+        inv = 1.0 / det if det > 0.0 else 0.0
+        theta[g, 0] = -(c00 * lx + c01 * ly + c02 * lz) * inv
+        theta[g, 1] = -(c01 * lx + c11 * ly + c12 * lz) * inv
+        theta[g, 2] = -(c02 * lx + c12 * ly + c22 * lz) * inv
+        centre[g, 0] = ref[g, 0] + dx
+        centre[g, 1] = ref[g, 1] + dy
+        centre[g, 2] = ref[g, 2] + dz
+
+
+def turn_finish(x, x_start, mass, lam, pin_stick, pin_i, pin_j, pin_at, pin_sign, chunk_lo, chunk_hi,
+                chunk_group, ref, goals, block_lo, block_hi, block_group, before, after, partial, pins, theta, centre):
+    """numpy's turn_finish, in one call (its sums on all cores from PARALLEL_PARTICLES particles)."""
+    _turn_finish(x, x_start, mass, lam, pin_stick, pin_i, pin_j, pin_at, pin_sign, chunk_lo, chunk_hi,
+                 chunk_group, ref, goals, block_lo, block_hi, block_group, before, after, partial, pins, theta, centre)

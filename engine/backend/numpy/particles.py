@@ -458,3 +458,159 @@ def solve_sticks(x, x_start, i, j, w_i, w_j, rest, alpha, member, lam, colour_of
         x[:, 1] += yy
         x[:, 2] += yz
     return it
+
+
+# The take-back of a cloth's turn (solver/turn.py): sums over blocks of particles, and the turn.
+# Columns of a block's sums: 0-2 sum m r x (x - ref), 3 sum m, 4-6 sum m r, 7-12 sum m r r^T
+# (xx, yy, zz, xy, xz, yz), 13-15 sum m (x - ref); r = x_start - ref, m the particle's mass,
+# over the block's free particles (mass > 0).
+TURN_SUMS = 16
+# A cloth gathered on a line has no inertia about it: its inertia gets this times its trace more
+# on the diagonal (no turn about that line, nor a division by zero).
+TURN_REGULAR = 1e-9
+
+
+def turn_sums(x, x_start, mass, ref, block_lo, block_hi, block_group, full, out):
+    """Each block's sums (see TURN_SUMS; full False: columns 0-2 and 13-15 alone, the rest left)
+    into out (blocks, 16): block k is the particles block_lo[k]:block_hi[k] of group
+    block_group[k] (-1: none, left), r measured from ref (groups, 3). Added particle by particle
+    in order (as numba's loop)."""
+    for k in range(len(block_lo)):
+        lo, hi, g = block_lo[k], block_hi[k], block_group[k]
+        if g < 0:
+            continue
+        free = mass[lo:hi] > 0.0
+        m = mass[lo:hi][free]
+        rx, ry, rz = (x_start[lo:hi, d][free] - ref[g, d] for d in range(3))
+        yx, yy, yz = (x[lo:hi, d][free] - ref[g, d] for d in range(3))
+        cols = {0: m * (ry * yz - rz * yy), 1: m * (rz * yx - rx * yz), 2: m * (rx * yy - ry * yx),
+                13: m * yx, 14: m * yy, 15: m * yz}
+        if full:
+            cols.update({3: m, 4: m * rx, 5: m * ry, 6: m * rz, 7: m * rx * rx, 8: m * ry * ry, 9: m * rz * rz,
+                         10: m * rx * ry, 11: m * rx * rz, 12: m * ry * rz})
+        for c, col in cols.items():
+            out[k, c] = _sum_in_order(col)
+
+
+def turn_back(x, x_start, mass, theta, centre, block_lo, block_hi, block_group):
+    """x += theta x (x_start - centre) for the free particles (mass > 0) of each block, by its
+    group's theta and centre (groups, 3): a small turn about the centre, in place. Blocks of
+    group -1, and groups of theta 0, are left."""
+    for k in range(len(block_lo)):
+        lo, hi, g = block_lo[k], block_hi[k], block_group[k]
+        if g < 0:
+            continue
+        tx, ty, tz = theta[g]
+        if tx == 0.0 and ty == 0.0 and tz == 0.0:
+            continue  # (as numba's: adding zeros changes no position but -0.0)
+        free = np.flatnonzero(mass[lo:hi] > 0.0) + lo
+        rx, ry, rz = (x_start[free, d] - centre[g, d] for d in range(3))
+        x[free, 0] += ty * rz - tz * ry
+        x[free, 1] += tz * rx - tx * rz
+        x[free, 2] += tx * ry - ty * rx
+
+
+def verlet_turn(x, x_prev, movable, accel, decay, h, drag_w, air_velocity, mass, theta, centre, first, ref, block_lo,
+                block_hi, block_group, out):
+    """The last substep's turn made (turn_back: theta about centre, x_prev its start), then
+    verlet_integrate, then turn_sums (full) into out, about ref (written: each group's particle
+    ``first`` (groups,) at the new start), over blocks that cover every particle (group -1:
+    Verlet alone). theta is cleared."""
+    for g in range(len(first)):
+        f = first[g]
+        tx, ty, tz = theta[g]
+        ref[g] = x[f]
+        if not (tx == 0.0 and ty == 0.0 and tz == 0.0):
+            rx, ry, rz = x_prev[f, 0] - centre[g, 0], x_prev[f, 1] - centre[g, 1], x_prev[f, 2] - centre[g, 2]
+            ref[g, 0] += ty * rz - tz * ry
+            ref[g, 1] += tz * rx - tx * rz
+            ref[g, 2] += tx * ry - ty * rx
+    turn_back(x, x_prev, mass, theta, centre, block_lo, block_hi, block_group)
+    verlet_integrate(x, x_prev, movable, accel, decay, h, drag_w, air_velocity)
+    theta[...] = 0.0
+    turn_sums(x, x_prev, mass, ref, block_lo, block_hi, block_group, True, out)
+
+
+def pin_shares(x, x_start, lam, stick, i, j, at, sign, chunk_lo, chunk_hi, chunk_group, ref, partial, out):
+    """The impulses the pins took from their sticks, per group into out (groups, 10), written:
+    0-2 sum J, 3 sum |J|, 4-6 sum r x J, 7-9 sum |J| r, with J = sign * lam * the unit
+    direction i -> j now and r = x_start[at] - ref[group]; the sticks in chunks
+    chunk_lo[k]:chunk_hi[k] of group chunk_group[k] (each chunk's sums into partial (chunks,
+    10), stick by stick in order, then added chunk by chunk, as numba's loops); lam is the
+    substep's (it starts it at 0); sticks of lam 0 are left out."""
+    out[...] = 0.0
+    dl = lam[stick]
+    for k in range(len(chunk_lo)):
+        on = np.arange(chunk_lo[k], chunk_hi[k])
+        on = on[dl[on] != 0.0]
+        g = chunk_group[k]
+        ii, jj, pa = i[on], j[on], at[on]
+        dx, dy, dz = (x[jj, d] - x[ii, d] for d in range(3))
+        inv = 1.0 / np.maximum(np.sqrt(dx * dx + dy * dy + dz * dz), 1e-12)
+        f = sign[on] * dl[on] * inv
+        jx, jy, jz = f * dx, f * dy, f * dz
+        size = np.sqrt(jx * jx + jy * jy + jz * jz)
+        rx, ry, rz = (x_start[pa, d] - ref[g, d] for d in range(3))
+        cols = [jx, jy, jz, size, ry * jz - rz * jy, rz * jx - rx * jz, rx * jy - ry * jx, size * rx, size * ry,
+                size * rz]
+        for c, col in enumerate(cols):
+            partial[k, c] = _sum_in_order(col)
+    for k in range(len(chunk_lo)):
+        out[chunk_group[k]] += partial[k]
+
+
+def turn_finish(x, x_start, mass, lam, pin_stick, pin_i, pin_j, pin_at, pin_sign, chunk_lo, chunk_hi,
+                chunk_group, ref, goals, block_lo, block_hi, block_group, before, after, partial, pins, theta, centre):
+    """After a substep's iterations: each group's turn to take back, into theta and centre
+    (groups, 3). The angular impulse L of its free particles' moves since ``before`` (turn_sums
+    after verlet_turn; after: scratch of its shape), less goals (groups, 6: what goals moved,
+    angular then linear), plus what its pins took (pin_shares into pins (groups, 10); what the
+    free particles gained and the pins' sticks do not account for, at their size-weighted
+    place; partial: its scratch); theta = -I^-1 L, I the inertia about the free particles' centre at the start."""
+    turn_sums(x, x_start, mass, ref, block_lo, block_hi, block_group, False, after)
+    pin_shares(x, x_start, lam, pin_stick, pin_i, pin_j, pin_at, pin_sign, chunk_lo, chunk_hi, chunk_group, ref,
+               partial, pins)
+    count = len(theta)
+    s = np.zeros((count, TURN_SUMS))
+    for k in range(len(block_lo)):
+        g = block_group[k]
+        if g >= 0:
+            s[g, 0:3] += after[k, 0:3] - before[k, 0:3]
+            s[g, 13:16] += after[k, 13:16] - before[k, 13:16]
+            s[g, 3:13] += before[k, 3:13]
+    lx, ly, lz = (s[:, d] - goals[:, d] + pins[:, 4 + d] for d in range(3))
+    # What the pins' sticks miss: -(the free particles' gain) - their sum, at their lever.
+    has = pins[:, 3] > 0.0
+    size = np.where(has, pins[:, 3], 1.0)
+    mx, my, mz = (np.where(has, -(s[:, 13 + d] - goals[:, 3 + d]) - pins[:, d], 0.0) for d in range(3))
+    ax, ay, az = (pins[:, 7 + d] / size for d in range(3))
+    lx = lx + (ay * mz - az * my)
+    ly = ly + (az * mx - ax * mz)
+    lz = lz + (ax * my - ay * mx)
+    mass_sum = s[:, 3]
+    total = np.where(mass_sum > 0.0, mass_sum, 1.0)
+    dx, dy, dz = s[:, 4] / total, s[:, 5] / total, s[:, 6] / total
+    xx = s[:, 7] - mass_sum * dx * dx
+    yy = s[:, 8] - mass_sum * dy * dy
+    zz = s[:, 9] - mass_sum * dz * dz
+    xy = s[:, 10] - mass_sum * dx * dy
+    xz = s[:, 11] - mass_sum * dx * dz
+    yz = s[:, 12] - mass_sum * dy * dz
+    a00, a11, a22 = yy + zz, xx + zz, xx + yy
+    reg = TURN_REGULAR * (a00 + a11 + a22)
+    a00, a11, a22 = a00 + reg, a11 + reg, a22 + reg
+    a01, a02, a12 = -xy, -xz, -yz
+    c00 = a11 * a22 - a12 * a12
+    c01 = a02 * a12 - a01 * a22
+    c02 = a01 * a12 - a02 * a11
+    c11 = a00 * a22 - a02 * a02
+    c12 = a01 * a02 - a00 * a12
+    c22 = a00 * a11 - a01 * a01
+    det = a00 * c00 + a01 * c01 + a02 * c02
+    inv = np.where(det > 0.0, 1.0 / np.where(det > 0.0, det, 1.0), 0.0)
+    theta[:, 0] = -(c00 * lx + c01 * ly + c02 * lz) * inv
+    theta[:, 1] = -(c01 * lx + c11 * ly + c12 * lz) * inv
+    theta[:, 2] = -(c02 * lx + c12 * ly + c22 * lz) * inv
+    centre[:, 0] = ref[:, 0] + dx
+    centre[:, 1] = ref[:, 1] + dy
+    centre[:, 2] = ref[:, 2] + dz
