@@ -235,6 +235,9 @@ def test_the_turn_take_back_kernels_agree(rng, threads, monkeypatch):
     from jakobsen_engine.backend.numba import particles as compiled
 
     monkeypatch.setattr(compiled, "PARALLEL_PARTICLES", 10**9 if threads == "serial" else 1)
+    many = compiled._many
+    chosen = []
+    monkeypatch.setattr(compiled, "_many", lambda *a: chosen.append(many(*a)) or chosen[-1])
     seed = int(rng.integers(1 << 30))
     n, block = 700, 64
     groups = [(30, 300), (300, 310), (420, 700)]
@@ -293,6 +296,7 @@ def test_the_turn_take_back_kernels_agree(rng, threads, monkeypatch):
     assert c[21].any() and c[22].any()
     c, d = both("turn_back", "particles", lambda: [args()[0], args()[1], args()[8], args()[9], args()[10], lo, hi, of])
     assert_same(c, d)
+    assert len(chosen) == 4 and all(chosen) == (threads != "serial") and any(chosen) == (threads != "serial")
 
 
 def test_contact_response_agrees_for_bounces_slides_and_rests(rng):

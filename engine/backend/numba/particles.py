@@ -710,6 +710,13 @@ TURN_SUMS = 16
 TURN_REGULAR = 1e-9
 
 
+def _many(blocks, items) -> bool:
+    """Whether blocks (of particles, or pin sticks) go on all cores: several of them, over
+    PARALLEL_PARTICLES items or more (read here, at the call: a compiled kernel would keep the
+    value it was compiled with)."""
+    return len(blocks) > 1 and len(items) >= PARALLEL_PARTICLES
+
+
 @njit(**JIT)
 def _turn_block(x, x_start, mass, ref, block_lo, block_hi, block_group, full, out, k):
     """Block k's sums, as numpy's turn_sums adds them (particle by particle, in order; in locals:
@@ -780,9 +787,9 @@ def _turn_sums_serial(x, x_start, mass, ref, block_lo, block_hi, block_group, fu
 
 
 @njit(**JIT)
-def _turn_sums(x, x_start, mass, ref, block_lo, block_hi, block_group, full, out):
-    # Blocks on all cores from PARALLEL_PARTICLES particles (each block's sum its own: the same bits).
-    if block_lo.shape[0] > 1 and x.shape[0] >= PARALLEL_PARTICLES:
+def _turn_sums(x, x_start, mass, ref, block_lo, block_hi, block_group, full, out, parallel):
+    # Blocks on all cores (each block's sum its own: the same bits).
+    if parallel:
         _turn_sums_parallel(x, x_start, mass, ref, block_lo, block_hi, block_group, full, out)
     else:
         _turn_sums_serial(x, x_start, mass, ref, block_lo, block_hi, block_group, full, out)
@@ -790,7 +797,7 @@ def _turn_sums(x, x_start, mass, ref, block_lo, block_hi, block_group, full, out
 
 def turn_sums(x, x_start, mass, ref, block_lo, block_hi, block_group, full, out):
     """numpy's turn_sums."""
-    _turn_sums(x, x_start, mass, ref, block_lo, block_hi, block_group, bool(full), out)
+    _turn_sums(x, x_start, mass, ref, block_lo, block_hi, block_group, bool(full), out, _many(block_lo, x))
 
 
 @njit(**JIT)
@@ -831,9 +838,8 @@ def _turn_back_serial(x, x_start, mass, theta, centre, block_lo, block_hi, block
 
 def turn_back(x, x_start, mass, theta, centre, block_lo, block_hi, block_group):
     """numpy's turn_back, its blocks on all cores from PARALLEL_PARTICLES particles."""
-    many = len(block_lo) > 1 and x.shape[0] >= PARALLEL_PARTICLES
-    (_turn_back_parallel if many else _turn_back_serial)(x, x_start, mass, theta, centre, block_lo, block_hi,
-                                                         block_group)
+    kernel = _turn_back_parallel if _many(block_lo, x) else _turn_back_serial
+    kernel(x, x_start, mass, theta, centre, block_lo, block_hi, block_group)
 
 
 @njit(**JIT)
@@ -855,7 +861,7 @@ def _verlet_turn_parallel(x, x_prev, movable, accel, decay, h, drag_w, air_veloc
 
 @njit(**JIT)
 def _verlet_turn(x, x_prev, movable, accel, decay, h, drag_w, air_velocity, mass, theta, centre, first, ref,
-                 block_lo, block_hi, block_group, out):
+                 block_lo, block_hi, block_group, out, parallel):
     # Each group's reference: where its first particle is once the turn is made (so, at the new
     # start), as _turn_back_block makes it.
     for g in range(first.shape[0]):
@@ -873,7 +879,7 @@ def _verlet_turn(x, x_prev, movable, accel, decay, h, drag_w, air_velocity, mass
             ref[g, 0] += ty * rz - tz * ry
             ref[g, 1] += tz * rx - tx * rz
             ref[g, 2] += tx * ry - ty * rx
-    if block_lo.shape[0] > 1 and x.shape[0] >= PARALLEL_PARTICLES:
+    if parallel:
         _verlet_turn_parallel(x, x_prev, movable, accel, decay, h, drag_w, air_velocity, mass, theta, centre, ref,
                               block_lo, block_hi, block_group, out)
     else:
@@ -887,7 +893,7 @@ def verlet_turn(x, x_prev, movable, accel, decay, h, drag_w, air_velocity, mass,
                 block_hi, block_group, out):
     """numpy's verlet_turn, fused a block at a time (the same bits)."""
     _verlet_turn(x, x_prev, movable, accel, decay, h, drag_w, air_velocity, mass, theta, centre, first, ref, block_lo,
-                 block_hi, block_group, out)
+                 block_hi, block_group, out, _many(block_lo, x))
 
 
 @njit(**JIT)
@@ -942,9 +948,10 @@ def _pin_chunks_parallel(x, x_start, lam, stick, i, j, at, sign, chunk_lo, chunk
 
 
 @njit(**JIT)
-def _pin_shares(x, x_start, lam, stick, i, j, at, sign, chunk_lo, chunk_hi, chunk_group, ref, partial, out):
-    # Chunks on all cores where there are several (each chunk's sums its own: the same bits).
-    if chunk_lo.shape[0] > 1:
+def _pin_shares(x, x_start, lam, stick, i, j, at, sign, chunk_lo, chunk_hi, chunk_group, ref, partial, out,
+                parallel):
+    # Chunks on all cores (each chunk's sums its own: the same bits).
+    if parallel:
         _pin_chunks_parallel(x, x_start, lam, stick, i, j, at, sign, chunk_lo, chunk_hi, chunk_group, ref,
                              partial)
     else:
@@ -960,15 +967,17 @@ def _pin_shares(x, x_start, lam, stick, i, j, at, sign, chunk_lo, chunk_hi, chun
 def pin_shares(x, x_start, lam, stick, i, j, at, sign, chunk_lo, chunk_hi, chunk_group, ref, partial, out):
     """numpy's pin_shares (a cloth's tethers are pin sticks: 250,000 of them on the large cloth,
     most of them slack)."""
-    _pin_shares(x, x_start, lam, stick, i, j, at, sign, chunk_lo, chunk_hi, chunk_group, ref, partial, out)
+    _pin_shares(x, x_start, lam, stick, i, j, at, sign, chunk_lo, chunk_hi, chunk_group, ref, partial, out,
+                _many(chunk_lo, stick))
 
 
 @njit(**JIT)
 def _turn_finish(x, x_start, mass, lam, pin_stick, pin_i, pin_j, pin_at, pin_sign, chunk_lo, chunk_hi,
-                 chunk_group, ref, goals, block_lo, block_hi, block_group, before, after, partial, pins, theta, centre):
-    _turn_sums(x, x_start, mass, ref, block_lo, block_hi, block_group, False, after)
+                 chunk_group, ref, goals, block_lo, block_hi, block_group, before, after, partial, pins, theta, centre,
+                 parallel_sums, parallel_pins):
+    _turn_sums(x, x_start, mass, ref, block_lo, block_hi, block_group, False, after, parallel_sums)
     _pin_shares(x, x_start, lam, pin_stick, pin_i, pin_j, pin_at, pin_sign, chunk_lo, chunk_hi, chunk_group, ref,
-                partial, pins)
+                partial, pins, parallel_pins)
     count = theta.shape[0]
     s = np.zeros((count, TURN_SUMS))
     for k in range(block_lo.shape[0]):
@@ -1034,6 +1043,8 @@ def _turn_finish(x, x_start, mass, lam, pin_stick, pin_i, pin_j, pin_at, pin_sig
 
 def turn_finish(x, x_start, mass, lam, pin_stick, pin_i, pin_j, pin_at, pin_sign, chunk_lo, chunk_hi,
                 chunk_group, ref, goals, block_lo, block_hi, block_group, before, after, partial, pins, theta, centre):
-    """numpy's turn_finish, in one call (its sums on all cores from PARALLEL_PARTICLES particles)."""
+    """numpy's turn_finish, in one call (its sums on all cores from PARALLEL_PARTICLES particles or
+    pin sticks)."""
     _turn_finish(x, x_start, mass, lam, pin_stick, pin_i, pin_j, pin_at, pin_sign, chunk_lo, chunk_hi,
-                 chunk_group, ref, goals, block_lo, block_hi, block_group, before, after, partial, pins, theta, centre)
+                 chunk_group, ref, goals, block_lo, block_hi, block_group, before, after, partial, pins, theta, centre,
+                 _many(block_lo, x), _many(chunk_lo, pin_stick))
