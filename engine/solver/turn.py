@@ -14,8 +14,11 @@ start positions (sum m r x dx, plus the share of its sticks' impulses that fell 
 vertices, less what its soft pins' goals moved) is measured and undone by one small turn of its
 free vertices about their centre: dx = theta x (x* - c), theta = -I*^-1 L (I* the inertia about
 c at the start), which moves no centre of mass and changes no stick's length but by theta^2.
-Surfaces that keep a volume or a shape (pressure, soft bodies) are left out: their projections
-turn them on purpose (a matched shape), and their sticks are swept along the start directions.
+Surfaces that keep a volume or a shape (pressure, soft bodies) are left out for now. They lose
+some too (a 0.4 m soft cube at 6 Hz spinning at 4 rad/s in space keeps 91.5% over 3 s, as a
+pressurised cloth 84.9%: edges strained past SHAKE_STRAIN move along their directions now, and
+the volume and shape projections act at the positions now); their projections are internal as
+well, so the same take-back over their whole iteration should keep it: not yet tried.
 """
 
 from __future__ import annotations
