@@ -705,7 +705,7 @@ def solve_sticks(x, x_start, i, j, w_i, w_j, rest, alpha, member, lam, colour_of
     return it
 
 
-# numpy's TURN_SUMS and TURN_REGULAR (see its turn_sums).
+# numpy's TURN_SUMS and TURN_REGULAR (see its _turn_sums).
 TURN_SUMS = 16
 TURN_REGULAR = 1e-9
 
@@ -719,7 +719,7 @@ def _many(blocks, items) -> bool:
 
 @njit(**JIT)
 def _turn_block(x, x_start, mass, ref, block_lo, block_hi, block_group, full, out, k):
-    """Block k's sums, as numpy's turn_sums adds them (particle by particle, in order; in locals:
+    """Block k's sums, as numpy's _turn_sums adds them (particle by particle, in order; in locals:
     kept in the array, each sum was a store a particle)."""
     g = block_group[k]
     if g < 0:
@@ -793,11 +793,6 @@ def _turn_sums(x, x_start, mass, ref, block_lo, block_hi, block_group, full, out
         _turn_sums_parallel(x, x_start, mass, ref, block_lo, block_hi, block_group, full, out)
     else:
         _turn_sums_serial(x, x_start, mass, ref, block_lo, block_hi, block_group, full, out)
-
-
-def turn_sums(x, x_start, mass, ref, block_lo, block_hi, block_group, full, out):
-    """numpy's turn_sums."""
-    _turn_sums(x, x_start, mass, ref, block_lo, block_hi, block_group, bool(full), out, _many(block_lo, x))
 
 
 @njit(**JIT)
@@ -962,13 +957,6 @@ def _pin_shares(x, x_start, lam, stick, i, j, at, sign, chunk_lo, chunk_hi, chun
     for k in range(chunk_lo.shape[0]):
         for c in range(10):
             out[chunk_group[k], c] += partial[k, c]
-
-
-def pin_shares(x, x_start, lam, stick, i, j, at, sign, chunk_lo, chunk_hi, chunk_group, ref, partial, out):
-    """numpy's pin_shares (a cloth's tethers are pin sticks: 250,000 of them on the large cloth,
-    most of them slack)."""
-    _pin_shares(x, x_start, lam, stick, i, j, at, sign, chunk_lo, chunk_hi, chunk_group, ref, partial, out,
-                _many(chunk_lo, stick))
 
 
 @njit(**JIT)

@@ -470,7 +470,7 @@ TURN_SUMS = 16
 TURN_REGULAR = 1e-9
 
 
-def turn_sums(x, x_start, mass, ref, block_lo, block_hi, block_group, full, out):
+def _turn_sums(x, x_start, mass, ref, block_lo, block_hi, block_group, full, out):
     """Each block's sums (see TURN_SUMS; full False: columns 0-2 and 13-15 alone, the rest left)
     into out (blocks, 16): block k is the particles block_lo[k]:block_hi[k] of group
     block_group[k] (-1: none, left), r measured from ref (groups, 3). Added particle by particle
@@ -513,7 +513,7 @@ def turn_back(x, x_start, mass, theta, centre, block_lo, block_hi, block_group):
 def verlet_turn(x, x_prev, movable, accel, decay, h, drag_w, air_velocity, mass, theta, centre, first, ref, block_lo,
                 block_hi, block_group, out):
     """The last substep's turn made (turn_back: theta about centre, x_prev its start), then
-    verlet_integrate, then turn_sums (full) into out, about ref (written: each group's particle
+    verlet_integrate, then _turn_sums (full) into out, about ref (written: each group's particle
     ``first`` (groups,) at the new start), over blocks that cover every particle (group -1:
     Verlet alone). theta is cleared."""
     for g in range(len(first)):
@@ -528,10 +528,10 @@ def verlet_turn(x, x_prev, movable, accel, decay, h, drag_w, air_velocity, mass,
     turn_back(x, x_prev, mass, theta, centre, block_lo, block_hi, block_group)
     verlet_integrate(x, x_prev, movable, accel, decay, h, drag_w, air_velocity)
     theta[...] = 0.0
-    turn_sums(x, x_prev, mass, ref, block_lo, block_hi, block_group, True, out)
+    _turn_sums(x, x_prev, mass, ref, block_lo, block_hi, block_group, True, out)
 
 
-def pin_shares(x, x_start, lam, stick, i, j, at, sign, chunk_lo, chunk_hi, chunk_group, ref, partial, out):
+def _pin_shares(x, x_start, lam, stick, i, j, at, sign, chunk_lo, chunk_hi, chunk_group, ref, partial, out):
     """The impulses the pins took from their sticks, per group into out (groups, 10), written:
     0-2 sum J, 3 sum |J|, 4-6 sum r x J, 7-9 sum |J| r, with J = sign * lam * the unit
     direction i -> j now and r = x_start[at] - ref[group]; the sticks in chunks
@@ -562,13 +562,13 @@ def pin_shares(x, x_start, lam, stick, i, j, at, sign, chunk_lo, chunk_hi, chunk
 def turn_finish(x, x_start, mass, lam, pin_stick, pin_i, pin_j, pin_at, pin_sign, chunk_lo, chunk_hi,
                 chunk_group, ref, goals, block_lo, block_hi, block_group, before, after, partial, pins, theta, centre):
     """After a substep's iterations: each group's turn to take back, into theta and centre
-    (groups, 3). The angular impulse L of its free particles' moves since ``before`` (turn_sums
+    (groups, 3). The angular impulse L of its free particles' moves since ``before`` (_turn_sums
     after verlet_turn; after: scratch of its shape), less goals (groups, 6: what goals moved,
-    angular then linear), plus what its pins took (pin_shares into pins (groups, 10); what the
+    angular then linear), plus what its pins took (_pin_shares into pins (groups, 10); what the
     free particles gained and the pins' sticks do not account for, at their size-weighted
     place; partial: its scratch); theta = -I^-1 L, I the inertia about the free particles' centre at the start."""
-    turn_sums(x, x_start, mass, ref, block_lo, block_hi, block_group, False, after)
-    pin_shares(x, x_start, lam, pin_stick, pin_i, pin_j, pin_at, pin_sign, chunk_lo, chunk_hi, chunk_group, ref,
+    _turn_sums(x, x_start, mass, ref, block_lo, block_hi, block_group, False, after)
+    _pin_shares(x, x_start, lam, pin_stick, pin_i, pin_j, pin_at, pin_sign, chunk_lo, chunk_hi, chunk_group, ref,
                partial, pins)
     count = len(theta)
     s = np.zeros((count, TURN_SUMS))
