@@ -310,6 +310,36 @@ def test_awkward_but_legal_meshes_bake_with_warnings(blender, helpers):
     assert bpy.ops.jakobsen.bake() == {'FINISHED'}  # and through the operator, which reports them
 
 
+def test_a_cloth_with_a_few_tiny_edges_bakes_and_names_them(blender, helpers):
+    # A scan's or an imported garment's slivers: three vertices a twentieth of a millimetre from
+    # a neighbour, below what the substep resolves. It was refused for its shortest edge; now it
+    # bakes, and the report says which object has them and what removes them.
+    n = 20
+    g = np.linspace(0.0, 1.0, n)
+    verts = [(x, y, 1.0) for y in g for x in g]
+    for k in (n * 5 + 5, n * 10 + 12, n * 14 + 7):
+        verts[k] = (verts[k + 1][0] - 5e-5, verts[k][1], 1.0)
+    faces = [(r * n + c, r * n + c + 1, (r + 1) * n + c + 1, (r + 1) * n + c) for r in range(n - 1)
+             for c in range(n - 1)]
+    mesh = bpy.data.meshes.new("Scan")
+    mesh.from_pydata(verts, [], faces)
+    obj = helpers.link(bpy.data.objects.new("Scan", mesh))
+    obj.jakobsen.enabled = True
+    obj.jakobsen.type = 'CLOTH'
+    scene = bpy.context.scene
+    scene.frame_start, scene.frame_end = 1, 4
+
+    job = BakeJob(scene.name)
+    job.run(bpy.context)
+
+    text = "\n".join(job.warnings)
+    assert "cloth 'Scan': 3 of its" in text and "Merge by Distance" in text
+    key = obj.data.shape_keys
+    assert len([kb for kb in key.key_blocks if kb.name.startswith("JK_Bake_")]) == 4
+    co = shape_key_co(key.key_blocks["JK_Bake_0004"])
+    assert np.all(np.isfinite(co)) and co[:, 2].min() < 1.0 - 0.01  # it fell
+
+
 def test_invoke_without_a_window_runs_to_the_end(pinned_cloth):
     cloth = pinned_cloth()
     assert bpy.ops.jakobsen.bake('INVOKE_DEFAULT') == {'FINISHED'}
