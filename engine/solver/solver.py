@@ -567,6 +567,8 @@ class Solver:
                 surfaces.project(x, surface_state)
             if auto and float(np.max(np.abs(x - before), initial=0.0)) <= auto:
                 break
+        if surfaces:
+            surfaces.keep_corners(x, xp, surface_state)
         if turn:
             turn.finish(x, x_start, self._lam)
             if self._last_substep or not self._in_frame:
