@@ -313,19 +313,21 @@ class Solver:
         self._turn = self._turn_take_back(model)
 
     def _turn_take_back(self, model: Model) -> TurnTakeBack | None:
-        """The take-back of the turn of the surfaces whose sticks are solved as crossing chains
-        (``solver.turn``), but soft bodies and pressurised surfaces held by more than one pin;
-        None if there are none. A pressurised surface's volume pull is taken back with its
-        sticks: left out, a 0.4 m balloon blown to 1.2 times its volume in still air, free or
-        spinning, spun up by itself (its angular momentum 2.6 times in 3 s at 10 substeps, 4.7 at
-        20). Its pins' share of that pull is counted as the sticks' share is, from momentum
-        balance, which is exact at one pin; a soft body's shape is not taken back (taken back, a
-        light 0.2 m jelly of 8 x 8 faces a side at 4 Hz dropped 3 m onto a corner ended 39% of its
-        size out of shape, against 7% without)."""
+        """The take-back of the turn of the surfaces whose sticks are solved as crossing chains,
+        and of soft bodies (``solver.turn``), but those that keep a volume or a shape and are held
+        by more than one pin; None if there are none. A pressurised surface's volume pull and a
+        soft body's shape are taken back with the sticks: left out, a 0.4 m balloon blown to 1.2
+        times its volume in still air spun up by itself, from rest too (its angular momentum 2.6
+        times in 3 s at 10 substeps, 4.7 at 20), one hanging from a single pin turned round it
+        without end, and a 0.4 m soft cube spinning in space kept 80-93% of its angular momentum
+        over 3 s. A single pin's share of those pulls is counted as the sticks' share is, from
+        momentum balance, which is exact at one pin; at more (a soft body pinned along its base)
+        the share each takes is not known, and taken back so, such a body swayed more with its
+        Damping than without."""
         s, surf = model.sticks, model.surfaces
         # (The global solve sweeps every stick a colour at a time, along the start directions: no
         # turn to take back.)
-        if not s.count or not surf.count or not len(s.chain_sticks) or self._global:
+        if not s.count or not surf.count or self._global:
             return None
         crossing = np.repeat((s.chain_flags & SHAKE) == 0, np.diff(s.chain_offsets))
         chained = np.zeros(model.particle_count, bool)
@@ -333,9 +335,10 @@ class Solver:
         chained[s.j[s.chain_sticks[crossing]]] = True
         w = model.inverse_masses
         pins = np.array([np.count_nonzero(w[a:b] == 0.0) for a, b in zip(surf.start, surf.stop)], np.int64)
-        kept = np.isfinite(surf.shape_compliance) | ((surf.pressure > 0.0) & (pins > 1))
-        groups = [(int(a), int(b)) for a, b, k in zip(surf.start, surf.stop, kept)
-                  if not k and np.any(chained[a:b]) and np.any(w[a:b] > 0.0)]
+        soft = np.isfinite(surf.shape_compliance)
+        kept = (soft | (surf.pressure > 0.0)) & (pins > 1)
+        groups = [(int(a), int(b)) for a, b, k, f in zip(surf.start, surf.stop, kept, soft)
+                  if not k and (f or np.any(chained[a:b])) and np.any(w[a:b] > 0.0)]
         if not groups:
             return None
         return TurnTakeBack(model, self.kernels, groups, self._stick_i, self._stick_j, *self._stick_w)

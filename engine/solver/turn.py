@@ -14,19 +14,15 @@ start positions (sum m r x dx, plus the share of its sticks' impulses that fell 
 vertices, less what its soft pins' goals moved) is measured and undone by one small turn of its
 free vertices about their centre: dx = theta x (x* - c), theta = -I*^-1 L (I* the inertia about
 c at the start), which moves no centre of mass and changes no stick's length but by theta^2.
-Soft bodies are left out for now, and pressurised surfaces held by more than one pin (their pins
-take a share of the volume's pull that no stick carries; at one pin momentum balance counts it
-exactly). Pressurised surfaces are taken back over their whole iteration, volume pull and all:
-left out, a 0.4 m balloon blown to 1.2 times its volume spun up by itself in still air (2.6
-times its angular momentum in 3 s), and one hanging from its pin turned round it without end.
-A soft body loses some (a 0.4 m soft cube at 6 Hz spinning at 4 rad/s in space keeps 88% over 3
-s: edges strained past SHAKE_STRAIN move along their directions now, and the volume and shape
-projections act at the positions now). Taken back the same way over its whole iteration (tried
-twice on 2026-12-06), it kept it exactly, but a soft body pinned at its base then swayed more
-with its Damping than without (its pins take a share of the shape's pull that no stick carries
-to them, so the take-back undid the shape's restoring turn), and a light 0.2 m jelly of 8 x 8
-faces a side at 4 Hz dropped 3 m onto a corner ended 39% of its size out of shape, against 7%
-without: not in yet.
+Soft bodies and pressurised surfaces are taken back over their whole iteration, their shape's
+and volume's pulls with their sticks, unless more than one pin holds them (their pins take a
+share of those pulls that no stick carries to them; at one pin momentum balance counts it
+exactly; taken back so, a soft body pinned at its base swayed more with its Damping than
+without). Left out, a 0.4 m balloon blown to 1.2 times its volume spun up by itself in still air
+(2.6 times its angular momentum in 3 s), one hanging from its pin turned round it without end,
+and a 0.4 m soft cube at 6 Hz spinning at 4 rad/s in space kept 88% over 3 s (edges strained
+past SHAKE_STRAIN move along their directions now, and the volume and shape projections act at
+the positions now).
 """
 
 from __future__ import annotations

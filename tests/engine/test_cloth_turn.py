@@ -138,3 +138,30 @@ def test_a_balloon_hanging_from_one_pin_comes_to_rest(faces, size, ratio, stiffn
     for _ in range(24 * 8):
         solver.step_frame(state)
     assert np.linalg.norm(solver.velocities(state), axis=1).mean() < 0.02
+
+
+# (faces a side, size m, jiggle Hz, spin rad/s, substeps, rounded)
+@pytest.mark.parametrize("faces, size, hertz, spin, substeps, rounded", [
+    (6, 0.4, 6.0, 4.0, 10, False), (4, 0.3, 10.0, 8.0, 5, True), (8, 0.5, 3.0, 2.0, 20, False),
+    (5, 0.2, 15.0, 10.0, 10, True)])
+def test_a_soft_body_spinning_in_space_keeps_its_angular_momentum(faces, size, hertz, spin, substeps, rounded):
+    # Its edges, volume and shape act at the positions now: before they were taken back, a 0.4 m
+    # soft cube at 6 Hz spinning at 4 rad/s kept 88% of its angular momentum over 3 s (80% at 5
+    # substeps, 93% at 20).
+    verts, faces_ = cube(faces, size, sphere=rounded)
+    b = engine.ModelBuilder()
+    b.add_cloth(verts, faces_, shape_stiffness=(2.0 * np.pi * hertz) ** 2, pressure=1.0, pressure_stiffness=1e4,
+                drag=0.0)
+    solver = engine.Solver(b.finalize(), engine.SolverSettings(gravity=(0.0, 0.0, 0.0), damping=0.0,
+                                                               substeps=substeps))
+    state = solver.make_state()
+    m = masses(solver)
+    axis = np.array([0.2, 0.35, 1.0]) / np.linalg.norm([0.2, 0.35, 1.0])
+    solver.set_velocities(state, np.cross(spin * axis, verts - verts.mean(0)) + [0.0, 0.2, 0.0])
+    start = angular_momentum(solver, state, m @ verts / m.sum())
+    momentum = m @ solver.velocities(state)
+    for _ in range(72):
+        solver.step_frame(state)
+    end = angular_momentum(solver, state, m @ state.positions / m.sum())
+    assert np.linalg.norm(end - start) < 0.005 * np.linalg.norm(start)
+    assert m @ solver.velocities(state) == pytest.approx(momentum, abs=1e-9)
