@@ -122,7 +122,7 @@ class SurfaceSolver:
         rest = model.rest_positions
         self.soft_size = np.array([_size(rest[i], m) for i, m in zip(self.soft_index, masses)])
         # Sticks whose rest can change (a plastic surface) or that can break (one that tears).
-        owner = _stick_surface(sticks.i, surf)
+        owner = _surface_of(sticks.i, surf)
         equal = sticks.kind == StickKind.EQUAL
         known = owner >= 0
         def per_stick(values):  # a surface's setting for each of its sticks; inf for sticks of no surface
@@ -152,9 +152,7 @@ class SurfaceSolver:
         p = np.concatenate([tri[:, 1], tri[:, 2], tri[:, 0]])
         q = np.concatenate([tri[:, 2], tri[:, 0], tri[:, 1]])
         self._ring_arrays(model, vertex, p, q)
-        height, radius, _, _ = self._ring_heights(model.rest_positions)
-        keep = (height > CORNER_HEIGHT * radius) & (self.nbr_count >= 3)
-        on = keep[self.ring_local]
+        on = self._corners(model.rest_positions)[self.ring_local]
         self._ring_arrays(model, vertex[on], p[on], q[on])
 
     def _ring_arrays(self, model, vertex: np.ndarray, p: np.ndarray, q: np.ndarray) -> None:
@@ -166,12 +164,17 @@ class SurfaceSolver:
         self.nbr_local, self.nbr = nbr[:, 0].astype(np.int64), nbr[:, 1].astype(np.int64)
         self.nbr_count = np.bincount(self.nbr_local, minlength=len(self.corner_vertex)).astype(float)
         # Outward: the faces' winding times the sign of the volume they enclose.
-        owner = np.searchsorted(surf.stop, self.corner_vertex, side="right")
+        owner = _surface_of(self.corner_vertex, surf)
         self.corner_sign = np.sign(surf.rest_volume[owner]) if len(owner) else np.zeros(0)
         self.corner_sign[self.corner_sign == 0.0] = 1.0
         local_of = np.full(model.particle_count, -1, np.int64)
         local_of[self.corner_vertex] = np.arange(len(self.corner_vertex))
         self.nbr_local_of_nbr = local_of[self.nbr]
+
+    def _corners(self, rest: np.ndarray) -> np.ndarray:
+        """(ring vertices,) which are corners of the rest shape ``rest`` (``CORNER_HEIGHT``)."""
+        height, radius, _, _ = self._ring_heights(rest)
+        return (height > CORNER_HEIGHT * radius) & (self.nbr_count >= 3)
 
     def _ring_heights(self, pos: np.ndarray):
         """For each ring's vertex: its height above its ring's plane (m, outward positive), the
@@ -206,8 +209,7 @@ class SurfaceSolver:
             # is not put back.
             rest = np.array(self.model.rest_positions)
             rest[self.goal_index] = state.shape_rest
-            height, radius, _, _ = self._ring_heights(rest)
-            corners = (height > CORNER_HEIGHT * radius) & (self.nbr_count >= 3)
+            corners = self._corners(rest)
         if not np.any(corners):
             return
         height, _, _, normal = self._ring_heights(x)
@@ -424,8 +426,8 @@ def _size(pos: np.ndarray, mass: np.ndarray) -> float:
     return float(np.linalg.norm(pos - _centre(pos, mass), axis=1).max()) if len(pos) else 0.0
 
 
-def _stick_surface(i: np.ndarray, surf) -> np.ndarray:
-    """(m,) the surface whose particles stick i joins (-1: none)."""
+def _surface_of(i: np.ndarray, surf) -> np.ndarray:
+    """(m,) the surface each particle i belongs to (a stick's first end, a corner; -1: none)."""
     if not surf.count or not len(i):
         return np.full(len(i), -1, np.int64)
     k = np.searchsorted(surf.start, i, side="right") - 1

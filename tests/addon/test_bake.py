@@ -284,29 +284,33 @@ def test_bad_scenes_are_refused_with_a_message_naming_the_object(pinned_cloth, h
     assert helpers.snapshot() == before
 
 
+def bake_four_frames_of_cloth(helpers, name, verts, faces):
+    """A mesh object ``name`` made a cloth and baked for frames 1-4: (its bake's warnings as one
+    text, its last frame's shape key coordinates), after checking it has the four shape keys."""
+    mesh = bpy.data.meshes.new(name)
+    mesh.from_pydata(verts, [], faces)
+    obj = helpers.link(bpy.data.objects.new(name, mesh))
+    obj.jakobsen.enabled = True
+    obj.jakobsen.type = 'CLOTH'
+    scene = bpy.context.scene
+    scene.frame_start, scene.frame_end = 1, 4
+    job = BakeJob(scene.name)
+    job.run(bpy.context)
+    key = obj.data.shape_keys
+    assert len([kb for kb in key.key_blocks if kb.name.startswith("JK_Bake_")]) == 4
+    return "\n".join(job.warnings), shape_key_co(key.key_blocks["JK_Bake_0004"])
+
+
 def test_awkward_but_legal_meshes_bake_with_warnings(blender, helpers):
     # Two quads and a triangle on one edge (non-manifold), a face with zero area, a loose vertex.
     verts = [(0, 0, 1), (1, 0, 1), (1, 1, 1), (0, 1, 1), (2, 0, 1), (2, 1, 1), (1, 0.5, 2),
              (3, 0, 1), (3, 0, 1.0000000001), (3.0000000001, 0, 1), (5, 5, 5)]
     faces = [(0, 1, 2, 3), (1, 4, 5, 2), (1, 2, 6), (7, 8, 9)]
-    mesh = bpy.data.meshes.new("Rag")
-    mesh.from_pydata(verts, [], faces)
-    obj = helpers.link(bpy.data.objects.new("Rag", mesh))
-    obj.jakobsen.enabled = True
-    obj.jakobsen.type = 'CLOTH'
-    scene = bpy.context.scene
-    scene.frame_start, scene.frame_end = 1, 4
-
-    job = BakeJob(scene.name)
-    job.run(bpy.context)
-
-    text = "\n".join(job.warnings)
+    text, co = bake_four_frames_of_cloth(helpers, "Rag", verts, faces)
     assert "cloth 'Rag': 1 edges are shared by more than two faces" in text
     assert "cloth 'Rag': 1 faces have zero area" in text
     assert "cloth 'Rag': 1 loose vertices" in text
-    key = obj.data.shape_keys
-    assert len([kb for kb in key.key_blocks if kb.name.startswith("JK_Bake_")]) == 4
-    assert np.all(np.isfinite(shape_key_co(key.key_blocks["JK_Bake_0004"])))
+    assert np.all(np.isfinite(co))
     assert bpy.ops.jakobsen.bake() == {'FINISHED'}  # and through the operator, which reports them
 
 
@@ -321,22 +325,8 @@ def test_a_cloth_with_a_few_tiny_edges_bakes_and_names_them(blender, helpers):
         verts[k] = (verts[k + 1][0] - 5e-5, verts[k][1], 1.0)
     faces = [(r * n + c, r * n + c + 1, (r + 1) * n + c + 1, (r + 1) * n + c) for r in range(n - 1)
              for c in range(n - 1)]
-    mesh = bpy.data.meshes.new("Scan")
-    mesh.from_pydata(verts, [], faces)
-    obj = helpers.link(bpy.data.objects.new("Scan", mesh))
-    obj.jakobsen.enabled = True
-    obj.jakobsen.type = 'CLOTH'
-    scene = bpy.context.scene
-    scene.frame_start, scene.frame_end = 1, 4
-
-    job = BakeJob(scene.name)
-    job.run(bpy.context)
-
-    text = "\n".join(job.warnings)
+    text, co = bake_four_frames_of_cloth(helpers, "Scan", verts, faces)
     assert "cloth 'Scan': 3 of its" in text and "Merge by Distance" in text
-    key = obj.data.shape_keys
-    assert len([kb for kb in key.key_blocks if kb.name.startswith("JK_Bake_")]) == 4
-    co = shape_key_co(key.key_blocks["JK_Bake_0004"])
     assert np.all(np.isfinite(co)) and co[:, 2].min() < 1.0 - 0.01  # it fell
 
 

@@ -23,6 +23,24 @@ def angular_momentum(solver, state, about) -> np.ndarray:
     return (masses(solver)[:, None] * np.cross(state.positions - about, solver.velocities(state))).sum(0)
 
 
+def spun_in_space(solver, state, velocities, settle: int = 0, frames: int = 72):
+    """Set ``velocities``, step ``settle`` frames, then ``frames`` more: the angular momentum about
+    the centre of mass and the momentum after the settling and at the end ((start, end) each)."""
+    m = masses(solver)
+    solver.set_velocities(state, velocities)
+    for _ in range(settle):
+        solver.step_frame(state)
+
+    def taken():
+        return angular_momentum(solver, state, m @ state.positions / m.sum()), m @ solver.velocities(state)
+
+    l0, p0 = taken()
+    for _ in range(frames):
+        solver.step_frame(state)
+    l1, p1 = taken()
+    return (l0, l1), (p0, p1)
+
+
 @pytest.mark.parametrize("n, spin, axis, stiffness", [
     (11, 1.0, (0.0, 0.0, 1.0), np.inf),
     (21, 2.0, (0.0, 0.0, 1.0), 1000.0),
@@ -39,16 +57,10 @@ def test_a_cloth_spinning_in_space_keeps_its_angular_momentum(n, spin, axis, sti
     solver = engine.Solver(b.finalize(), engine.SolverSettings(gravity=(0.0, 0.0, 0.0), damping=0.0))
     state = solver.make_state()
     axis = np.asarray(axis) / np.linalg.norm(axis)
-    centre = verts.mean(0)
-    solver.set_velocities(state, np.cross(spin * axis, verts - centre) + [0.1, 0.0, 0.0])
-    start = angular_momentum(solver, state, masses(solver) @ verts / masses(solver).sum())
-    m = masses(solver)
-    momentum = m @ solver.velocities(state)
-    for _ in range(72):
-        solver.step_frame(state)
-    end = angular_momentum(solver, state, m @ state.positions / m.sum())
+    (start, end), (momentum, momentum_end) = spun_in_space(
+        solver, state, np.cross(spin * axis, verts - verts.mean(0)) + [0.1, 0.0, 0.0])
     assert np.linalg.norm(end - start) < 0.005 * np.linalg.norm(start)
-    assert m @ solver.velocities(state) == pytest.approx(momentum, abs=1e-9)
+    assert momentum_end == pytest.approx(momentum, abs=1e-9)
 
 
 @pytest.mark.parametrize("n, spin, axis", [(21, 2.0, (0.0, 0.0, 1.0)), (15, 6.0, (0.0, 0.0, 1.0)),
@@ -108,14 +120,9 @@ def test_a_balloon_in_still_air_keeps_its_angular_momentum(faces, size, ratio, s
     solver = engine.Solver(b.finalize(), engine.SolverSettings(gravity=(0.0, 0.0, 0.0), damping=0.0,
                                                                substeps=substeps))
     state = solver.make_state()
-    m = masses(solver)
     axis = np.array([0.0, 0.35, 1.0]) / np.linalg.norm([0.0, 0.35, 1.0])
-    solver.set_velocities(state, np.cross(spin * axis, verts - verts.mean(0)))
-    solver.step_frame(state)  # (blown up in the first frames: its spin slows as it grows)
-    start = angular_momentum(solver, state, m @ state.positions / m.sum())
-    for _ in range(72):
-        solver.step_frame(state)
-    end = angular_momentum(solver, state, m @ state.positions / m.sum())
+    # (Measured from the second frame: blown up in the first, its spin slows as it grows.)
+    (start, end), _ = spun_in_space(solver, state, np.cross(spin * axis, verts - verts.mean(0)), settle=1)
     if spin:
         assert np.linalg.norm(end - start) < 0.005 * np.linalg.norm(start)
     else:
@@ -155,13 +162,8 @@ def test_a_soft_body_spinning_in_space_keeps_its_angular_momentum(faces, size, h
     solver = engine.Solver(b.finalize(), engine.SolverSettings(gravity=(0.0, 0.0, 0.0), damping=0.0,
                                                                substeps=substeps))
     state = solver.make_state()
-    m = masses(solver)
     axis = np.array([0.2, 0.35, 1.0]) / np.linalg.norm([0.2, 0.35, 1.0])
-    solver.set_velocities(state, np.cross(spin * axis, verts - verts.mean(0)) + [0.0, 0.2, 0.0])
-    start = angular_momentum(solver, state, m @ verts / m.sum())
-    momentum = m @ solver.velocities(state)
-    for _ in range(72):
-        solver.step_frame(state)
-    end = angular_momentum(solver, state, m @ state.positions / m.sum())
+    (start, end), (momentum, momentum_end) = spun_in_space(
+        solver, state, np.cross(spin * axis, verts - verts.mean(0)) + [0.0, 0.2, 0.0])
     assert np.linalg.norm(end - start) < 0.005 * np.linalg.norm(start)
-    assert m @ solver.velocities(state) == pytest.approx(momentum, abs=1e-9)
+    assert momentum_end == pytest.approx(momentum, abs=1e-9)
