@@ -40,9 +40,12 @@ RESTORE_TOLERANCE = 1e-3
 # Rounds of the rotation iteration per projection (warm-started: one or two suffice at rest).
 ROTATION_ROUNDS = 8
 # A soft body's vertex that stands above the plane of its ring of neighbours by more than this
-# share of the ring's radius in the rest shape (a cube's corners and edges) is a corner: it is
-# kept from passing through that plane (``keep_corners``).
-CORNER_HEIGHT = 0.1
+# share of the ring's radius in the rest shape (a cube's corners and edges: 0.48-1) is a corner:
+# it is kept from passing through that plane (``keep_corners``). Not a ball's vertices (0.06-0.3:
+# a tenth took most of them), whose rings flatten and pass them where the body is stretched: a
+# ball of 6 x 6 faces a side hanging from one pin had its upper vertices put back over and over,
+# a jiggle of 30 mm/s for good.
+CORNER_HEIGHT = 0.35
 # How many times its whole body a pinned vertex weighs when a soft body's jiggle is told from its
 # rigid motion (``SurfaceSolver.damp_jiggle``).
 PIN_WEIGHT = 1e3
@@ -195,14 +198,14 @@ class SurfaceSolver:
     def keep_corners(self, x: np.ndarray, xp: np.ndarray, state: SurfaceState) -> None:
         """A soft body's corner (``CORNER_HEIGHT``) through the plane of its neighbours, alone (none
         of its neighbours through too), is reflected back across that plane, x and xp alike (no
-        speed made). Why: a corner through its ring is the mirror image of where it belongs, every
-        edge to it at its rest length again, so the edges hold it there against the shape's pull,
-        which acts on the corner's own small mass: a 0.2 m cube of 8 x 8 faces a side at 10 Hz
-        dropped onto a corner kept it folded in, 16% of its size. Reflected, its edges keep their
-        lengths. (Put only onto the plane, where its edges are at their shortest, it was pushed
-        back through every substep and the body ended further out of shape. A crease of several
-        vertices through together, as a floppy body's edge folds, is the body's own shape and
-        left alone.)"""
+        speed made), and its speed inwards relative to its ring taken away. Why: a corner through
+        its ring is the mirror image of where it belongs, every edge to it at its rest length
+        again, so the edges hold it there against the shape's pull, which acts on the corner's own
+        small mass: a 0.2 m cube of 8 x 8 faces a side at 10 Hz dropped onto a corner kept it
+        folded in, 16% of its size. Reflected, its edges keep their lengths. (Put only onto the
+        plane, where its edges are at their shortest, it was pushed back through every substep
+        and the body ended further out of shape. A crease of several vertices through together,
+        as a floppy body's edge folds, is the body's own shape and left alone.)"""
         corners = self.nbr_count >= 3
         if np.any(self.soft_plastic):
             # A plastic body's corners are those of its rest shape now: a corner dented for good
@@ -224,8 +227,15 @@ class SurfaceSolver:
             return
         step = -2.0 * height[alone, None] * normal[alone]
         idx = self.corner_vertex[alone]
+        # Its speed inwards relative to its ring taken away too: kept, it carried the corner back
+        # through every substep, reflected again and again (a 0.2 m cube of 12 x 12 faces a side
+        # at 4 Hz resting on the ground had an edge vertex doing so at 3 m/s for good).
+        move = x - xp
+        ring_move = _sums(self.nbr_local, move[self.nbr], len(self.corner_vertex))[alone] \
+            / np.maximum(self.nbr_count[alone], 1.0)[:, None]
+        inwards = np.minimum(((move[idx] - ring_move) * normal[alone]).sum(axis=1), 0.0)
         x[idx] += step
-        xp[idx] += step
+        xp[idx] += step + inwards[:, None] * normal[alone]
 
     @property
     def active(self) -> bool:
@@ -270,21 +280,29 @@ class SurfaceSolver:
 
     def restore_volumes(self, x: np.ndarray, state: SurfaceState) -> bool:
         """The pressurised surfaces projected to their volumes again, continuing the substep's
-        multipliers (the same compliant constraint, one more solve); False when none was off its
-        volume by more than RESTORE_TOLERANCE (nothing moved)."""
+        multipliers (the same compliant constraint, one more solve), each only by what its
+        residual exceeds RESTORE_TOLERANCE of its volume; False when none was off by more
+        (nothing moved)."""
         surf = self.surf
+        targets = np.array(state.volume_target, dtype=np.float64)
         off = False
         for s in self.pressure_which:
             tri = surf.triangles[self.tri_offsets[s]:self.tri_offsets[s + 1]]
             target = float(state.volume_target[s])
+            volume = enclosed_volume(x, tri)
             # The compliant constraint's residual (what its projection would still move).
-            residual = target - enclosed_volume(x, tri) - float(self.volume_alpha[s] * self.volume_lam[s])
-            if abs(residual) > RESTORE_TOLERANCE * abs(target):
+            residual = target - volume - float(self.volume_alpha[s] * self.volume_lam[s])
+            allowed = RESTORE_TOLERANCE * abs(target)
+            if abs(residual) > allowed:
                 off = True
-                break
+                # Only the part beyond the tolerance: restored whole, a body resting at the
+                # tolerance's edge was restored every other substep, a jiggle that never died.
+                targets[s] = target - math.copysign(allowed, residual)
+            else:
+                targets[s] = volume + float(self.volume_alpha[s] * self.volume_lam[s])  # no residual: not moved
         if off:
             self.kernels.surfaces.project_volumes(x, self.model.inverse_masses, surf.triangles, self.tri_offsets,
-                                                  surf.start, surf.stop, self.pressure_which, state.volume_target,
+                                                  surf.start, surf.stop, self.pressure_which, targets,
                                                   self.volume_alpha, self.volume_lam, self.grad)
         return off
 
