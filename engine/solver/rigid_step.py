@@ -37,6 +37,14 @@ FAR_PUSH = 1e-3
 # substep (``RigidStepper._propagate_impacts``): a cradle of n touching balls in any order needs
 # at most n - 1; a ball held between two walls at e = 1 would otherwise never stop.
 IMPACT_PASSES = 16
+# A pile's contact passes: as many as its stack is deep (bodies resting on one another from the
+# ground or a static body up: a ten-row pyramid is 10 deep), from the Contact Iterations setting
+# up to STACK_PASSES times it. The passes do not converge a tall stack loaded from rest: a column
+# of ten 0.2 m boxes placed on the ground sank 2.8 mm in its first frame at 4 passes (1.1 at 8)
+# and rested 1 mm down. Given the extra passes only while a stack builds up (3 frames, or 24
+# with fewer and fewer), it sank again once they stopped, to 3 mm. They cost the 1,000 boxes
+# falling into stacks of ten 65% more awake (with sleeping, as much as before).
+STACK_PASSES = 2
 # Restitution passes per strike of a colour of contacts: the pair solve's damping leaves 0.5% of
 # a target speed per pass, which over a cradle of five was 2% of the speed (two passes: 0.003%).
 STRIKE_PASSES = 2
@@ -158,6 +166,8 @@ class RigidStepper:
         self.velocity_iterations = velocity_iterations
         self.buffers = ContactBuffers(chunks=backend.contacts.find_chunks())
         self.contact_count = 0
+        self.stack_depth = 0  # the frame's deepest stack (``contact_passes``)
+        self.depth_due = True  # to be measured on the frame's first substep's contacts
         self.pairs = np.zeros((0, 3), np.int64)
         self.pair_first = np.zeros(1, np.int64)
         self.frame_order = np.zeros(0, np.int64)
@@ -341,6 +351,7 @@ class RigidStepper:
         self.pair_order, self.colour_bounds = np.zeros(0, np.int64), np.zeros(1, np.int64)
         self.pair_first = np.zeros(len(self.pairs) + 1, np.int64)
         self.sweeper.begin_frame(self.pairs)
+        self.depth_due = True
         del geo_owner
         self.fed_by_particles = np.zeros(0, np.int64)
         # Whether a dynamic body can meet particles this frame (then the solver repeats the
@@ -366,6 +377,34 @@ class RigidStepper:
         buf = self.buffers
         contact_pairs = buf.ints[:self.contact_count, :2]
         self.sleep.settle(bodies, contact_pairs, self.near_particles)
+
+    def _stack_depth(self, pairs: np.ndarray, most: int) -> int:
+        """How many bodies deep the deepest stack is that ``pairs`` (touching bodies; the world is
+        ``count``) make, from what does not move up; counted up to ``most``."""
+        if not len(pairs) or most <= 0:
+            return 0
+        a, b = pairs[:, 0], pairs[:, 1]
+        depth = np.where(self.dynamic, most + 1, 0)
+        for _ in range(most):
+            reached = depth.copy()
+            np.minimum.at(reached, a, depth[b] + 1)
+            np.minimum.at(reached, b, depth[a] + 1)
+            if np.array_equal(reached, depth):
+                break
+            depth = reached
+        held = depth[self.dynamic]
+        held = held[held <= most]
+        return int(held.max()) if len(held) else 0
+
+    def contact_passes(self, contact_iterations: int) -> int:
+        """This substep's contact passes: the setting's, or as many as the deepest stack is deep,
+        up to STACK_PASSES times the setting, the depth measured on the frame's first substep's
+        contacts."""
+        most = int(STACK_PASSES * contact_iterations)
+        if self.depth_due:
+            self.stack_depth = self._stack_depth(self.buffers.ints[:self.contact_count, :2], most)
+            self.depth_due = False
+        return int(min(max(contact_iterations, self.stack_depth), most))
 
     def _intact_joints(self, bodies: BodyState) -> np.ndarray:
         """The connectors to solve: intact, and not between sleeping bodies."""

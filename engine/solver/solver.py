@@ -562,7 +562,7 @@ class Solver:
             if auto:
                 before = x.copy()
             if rigid:
-                rigid.solve_positions(state.bodies, self.settings.contact_iterations)
+                rigid.solve_positions(state.bodies, rigid.contact_passes(self.settings.contact_iterations))
             if len(self._passes):
                 # Each stick along its direction at the substep's start (SHAKE: see project_sticks),
                 # so a swinging or spinning stick keeps its speed.
