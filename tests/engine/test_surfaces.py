@@ -355,10 +355,12 @@ def test_a_finely_meshed_soft_cube_dropped_on_a_corner_comes_back_to_its_shape(s
 # flat onto ground with friction. Before, the first three never came to rest: the volume, restored
 # after the contacts whenever it was off by more than its tolerance, was so every other substep
 # at rest (a jiggle of 14-20 mm/s for good); and the last had an edge vertex reflected back out of
-# its ring every substep while its speed carried it back in (3 m/s for good).
+# its ring every substep while its speed carried it back in (3 m/s for good). The others are
+# the range (other sizes and substeps).
 @pytest.mark.compiled_only
 @pytest.mark.parametrize("size, faces, hertz, substeps", [
-    (0.5, 8, 6.0, 10), (0.5, 4, 10.0, 10), (0.5, 8, 4.0, 10), (0.8, 10, 5.0, 10), (0.2, 12, 4.0, 10)])
+    (0.5, 8, 6.0, 10), (0.5, 4, 10.0, 10), (0.5, 8, 4.0, 10), (0.8, 10, 5.0, 20), (0.5, 8, 4.0, 5),
+    (0.2, 12, 4.0, 10)])
 def test_a_soft_body_dropped_onto_the_ground_comes_to_rest(size, faces, hertz, substeps):
     v, f = cube(faces, size)
     v = v + [0.0, 0.0, 1.0 - v[:, 2].min()]
