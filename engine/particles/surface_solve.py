@@ -279,32 +279,29 @@ class SurfaceSolver:
         return bool(np.any(self.pressurised_particle[touched]))
 
     def restore_volumes(self, x: np.ndarray, state: SurfaceState) -> bool:
-        """The pressurised surfaces projected to their volumes again, continuing the substep's
-        multipliers (the same compliant constraint, one more solve), each only by what its
-        residual exceeds RESTORE_TOLERANCE of its volume; False when none was off by more
+        """The pressurised surfaces off their volumes by more than RESTORE_TOLERANCE projected
+        again, continuing the substep's multipliers (the same compliant constraint, one more
+        solve), each only by what its residual exceeds the tolerance; False when none was off
         (nothing moved)."""
         surf = self.surf
         targets = np.array(state.volume_target, dtype=np.float64)
-        off = False
+        off = []
         for s in self.pressure_which:
             tri = surf.triangles[self.tri_offsets[s]:self.tri_offsets[s + 1]]
             target = float(state.volume_target[s])
-            volume = enclosed_volume(x, tri)
             # The compliant constraint's residual (what its projection would still move).
-            residual = target - volume - float(self.volume_alpha[s] * self.volume_lam[s])
+            residual = target - enclosed_volume(x, tri) - float(self.volume_alpha[s] * self.volume_lam[s])
             allowed = RESTORE_TOLERANCE * abs(target)
             if abs(residual) > allowed:
-                off = True
+                off.append(s)
                 # Only the part beyond the tolerance: restored whole, a body resting at the
                 # tolerance's edge was restored every other substep, a jiggle that never died.
                 targets[s] = target - math.copysign(allowed, residual)
-            else:
-                targets[s] = volume + float(self.volume_alpha[s] * self.volume_lam[s])  # no residual: not moved
         if off:
             self.kernels.surfaces.project_volumes(x, self.model.inverse_masses, surf.triangles, self.tri_offsets,
-                                                  surf.start, surf.stop, self.pressure_which, targets,
+                                                  surf.start, surf.stop, np.array(off, dtype=np.int64), targets,
                                                   self.volume_alpha, self.volume_lam, self.grad)
-        return off
+        return bool(off)
 
     def _match(self, pos: np.ndarray, k: int, state: SurfaceState) -> tuple[np.ndarray, np.ndarray]:
         """Centre of mass (3,) and the rotation (3, 3) that best takes soft body k's rest shape

@@ -24,8 +24,8 @@ class SolverSettings:
     wind_acceleration: (3,) m/s^2 added to every movable particle;
     sqrt_approximation: Jakobsen's first-order square root in the stick projection;
     velocity_iterations: rigid contact restitution passes per substep; contact_iterations: rigid
-    contact projection passes per iteration (a pile as deep as more gets as many, up to twice
-    this: ``rigid_step.STACK_PASSES``). Both are Gauss-Seidel between pairs of bodies, the
+    contact projection passes per iteration (a pile more bodies deep gets one pass per body of
+    its depth, up to twice this: ``rigid_step.STACK_PASSES``). Both are Gauss-Seidel between pairs of bodies, the
     contacts of one pair solved together, so one pass already bounces a lone box straight and
     holds it still on a slope; bodies that touch several others need more (the stack of ten
     boxes is tested with the four of each here). backend: "auto" (numba where it loads, else
