@@ -9,6 +9,14 @@ arrays) -> ``State`` (positions that change) stepped by ``Solver``. The packages
 - ``solver``: settings and the substep loop; ``backend``: the hot loops behind one seam.
 """
 
+# One module identity. numba's kernel cache pickles each kernel with its module's name: the
+# engine imported as ``engine`` (the repository's folder on sys.path) wrote kernels that a process
+# importing ``jakobsen_engine`` with the same sources then loaded and failed on ("No module named
+# 'engine'": a bake from the checkout stopped after the tests had run there).
+if __name__ != "jakobsen_engine":
+    raise ImportError(f"the Jakobsen Physics engine is the package jakobsen_engine: import it by that name, "
+                      f"not as {__name__!r}")
+
 from .bodies.rigid import BodyHandle
 from .builder import ClothHandle, ModelBuilder
 from .errors import JakobsenError

@@ -534,6 +534,28 @@ def test_the_global_stick_solve_agrees(rng):
         assert_same(a, again)  # deterministic
 
 
+def test_the_engine_cannot_be_imported_under_a_second_name():
+    # numba's cache pickles each kernel with its module's name. tests/engine/test_reproducible.py
+    # imported the engine as ``engine`` (the repository's folder, on sys.path under pytest); the
+    # kernel it compiled went into the cache of these sources, and a bake from the checkout then
+    # stopped loading it: "No module named 'engine'". Importing it by its folder's name is refused.
+    import subprocess
+    import sys
+
+    import jakobsen_engine
+
+    folder = os.path.dirname(os.path.abspath(jakobsen_engine.__file__))
+    name = os.path.basename(folder)
+    if name == "jakobsen_engine":
+        pytest.skip("installed under its own name: there is no second name to import it by")
+    code = "import sys; sys.path.insert(0, sys.argv[1]); import " + name
+    run = subprocess.run([sys.executable, "-c", code, os.path.dirname(folder)], capture_output=True, text=True)
+    assert run.returncode != 0
+    assert f"the Jakobsen Physics engine is the package jakobsen_engine: import it by that name, not as '{name}'" \
+        in run.stderr
+    assert name not in sys.modules
+
+
 def test_the_kernel_cache_is_kept_per_version_of_the_kernels_sources(tmp_path):
     # numba keys a cached kernel on its own file only, so a kernel calling one from another file
     # would be loaded with the old callee after an update that changed only the callee's file:

@@ -9,7 +9,7 @@ import math
 import numpy as np
 import pytest
 
-from engine.geometry import reproducible as rp
+from jakobsen_engine.geometry import reproducible as rp
 
 # The compiled functions against numpy's, whichever backend the solver would pick: run once.
 pytestmark = pytest.mark.compares_backends
