@@ -190,6 +190,7 @@ class EnergyGuard:
                 np.maximum.at(self.swing, end[inside], omega_h[inside])
         self.spring_stiffness = spring_stiffnesses(model, settings.substep)
         self.start = None
+        self.first_frame = True
 
     def begin(self, state, rigid) -> None:
         """Record the frame's starting energies and what may touch. rigid: the solver's
@@ -197,7 +198,8 @@ class EnergyGuard:
         energy, stored = self.energy(state)
         # The scale also counts what the springs hold: an undamped spring's energy swings between
         # kinetic and stored, and a symplectic step's measured total by a fraction of it.
-        self.start = (self._contacts(rigid), energy, kinetic_energies(self.model, state.bodies) + stored)
+        self.start = (self._contacts(rigid), energy, kinetic_energies(self.model, state.bodies) + stored,
+                      state.bodies.position.copy())
 
     def _contacts(self, rigid):
         """The body pairs (k, 2) the broad phase lets touch (the world's row joins nothing; a
@@ -245,17 +247,27 @@ class EnergyGuard:
         the frame: what it found then may touch too)."""
         if self.start is None:
             return
-        contacts, e0, k0 = self.start
+        contacts, e0, k0, x0 = self.start
         self.start = None
+        first, self.first_frame = self.first_frame, False
         label, fed, swing = self._islands(contacts, self._contacts(rigid))
         e1 = self.energy(state)[0]
         free = ~fed
         if not np.any(free):
             return
+        change = e1 - e0
+        if first and rigid.started_inside:
+            # A body that starts inside the ground or another body is pushed out in its first
+            # substeps, lifted without a throw (a box sunk a quarter of its height into the
+            # ground rests on it from the first substep): the height it gains is not counted,
+            # what it is thrown with is.
+            inside = np.fromiter(rigid.started_inside, np.int64)
+            lift = -(state.bodies.position[inside] - x0[inside]) @ self.gravity * self.model.bodies.mass[inside]
+            change[inside] -= np.maximum(lift, 0.0)
         count = len(label)
         gain = np.zeros(count)
         scale = np.zeros(count)
-        np.add.at(gain, label[free], (e1 - e0)[free])
+        np.add.at(gain, label[free], change[free])
         np.add.at(scale, label[free], (k0 + self.weight)[free])
         bad = np.flatnonzero((gain > (GUARD_GROWTH + swing) * scale + 1e-300) & np.isfinite(gain))
         if not len(bad):
@@ -267,6 +279,13 @@ class EnergyGuard:
         s = self.settings
         frame = int(round(t0 * s.frame_rate)) + 1
         others = f" (and {len(members) - 1} bodies touching or joined to it)" if len(members) > 1 else ""
+        inside = [rigid.started_inside[int(m)] for m in members if int(m) in rigid.started_inside] if first else []
+        if inside:  # (in the first frame the likeliest cause: moving it out is the fix, not more substeps)
+            raise JakobsenError(
+                f"rigid body '{names[body]}'{others} gained {gain[worst]:.3g} J from nothing in frame {frame} "
+                f"(t = {t0:.4f} s): {inside[0]}{' (and more: see the warnings)' if len(inside) > 1 else ''}, and "
+                "being pushed out threw it; move it out of what it overlaps, or up onto what it stands on; the "
+                "state was left as it was")
         raise JakobsenError(
             f"rigid body '{names[body]}'{others} gained {gain[worst]:.3g} J from nothing in frame {frame} "
             f"(t = {t0:.4f} s): no motor, force field, follow pull or moving body feeds it (what its springs "

@@ -442,6 +442,8 @@ class Solver:
                     self._self_contacts.begin_frame(state.positions, state.previous_positions,
                                                     1.0 / self.settings.frame_rate, self.settings.substeps)
                 if self._rigid:
+                    if t0 == 0.0 and self._rigid.started_inside:  # (a bake from the start)
+                        self._rigid.unsettle(state.bodies)
                     self._rigid.begin_frame(state.bodies, state.positions, self.model.radii, self._movable,
                                             state.time)
                     if self._guard:
@@ -456,8 +458,11 @@ class Solver:
                         before = k / self.settings.substeps
                         state.previous_positions[pins] = pin_start + (pin_end - pin_start) * before
                     self._substep(state)
+                    if self._rigid and self._rigid.unsettled:
+                        self._rigid.keep_starting_motion(state.bodies)
                 self._in_frame = False
                 if self._rigid:
+                    self._rigid.unsettled.clear()  # (the first frame's pushes out only: see ``unsettle``)
                     self._rigid.end_frame(state.bodies)
             # Finite in float64 is not enough: Blender keeps single precision, where 1e39 is inf.
             bad = _first_out_of_float32((state.positions, state.previous_positions))

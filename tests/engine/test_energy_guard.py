@@ -523,3 +523,75 @@ def test_a_step_that_would_leave_single_precision_raises_and_leaves_the_state():
     assert np.all(np.isfinite(before[0]))
     assert np.array_equal(state.positions, before[0]) and np.array_equal(state.previous_positions, before[1])
     assert state.time == before[2]
+
+
+# -- bodies that start inside the ground or each other ------------------------------------------
+
+@pytest.mark.parametrize("shape, size, sunk, tilt", [
+    ("box", 0.1, 0.25, 3), ("box", 0.5, 0.6, 3), ("box", 2.0, 0.45, 3), ("cylinder", 1.0, 0.3, 10),
+    ("cylinder", 0.2, 0.5, 10), ("convex_hull", 0.2, 0.3, 10)])
+def test_a_body_starting_sunk_into_the_ground_is_lifted_out_and_rests_on_it(shape, size, sunk, tilt):
+    """A rock (a block of size x 0.7 x 0.5) placed a quarter to more than half its height into the
+    ground, tilted a little: the solver warns of it by name, the first substeps lift it out
+    without a throw, and it rests on the ground. (The guard counted the height it was lifted as
+    energy from nothing and stopped the bake from a quarter of its height on; with the tilt the
+    push threw a box at 0.3-1 m/s and a cylinder hard enough to stop the bake.)"""
+    v, f = box_mesh((size, 0.7 * size, 0.5 * size), rotation=rotation((1, 0.3, 0), tilt))
+    v = v + [0.0, 0.0, -v[:, 2].min() - sunk * np.ptp(v[:, 2])]
+    builder = engine.ModelBuilder()
+    builder.add_rigid_body(v, f, name="rock", mass=350.0 * size ** 3, shape=shape)
+    builder.add_collider(engine.Plane(name="ground"))
+    solver = engine.Solver(builder.finalize())
+    assert any("rigid body 'rock' starts" in w and "inside 'ground'" in w for w in solver.warnings)
+    state = solver.make_state()
+    fastest = 0.0
+    for _ in range(24):
+        solver.step_frame(state)
+        fastest = max(fastest, float(np.linalg.norm(state.bodies.velocity[0])))
+    assert fastest < 0.05 * np.sqrt(G * size)  # lifted, not thrown
+    if shape != "cylinder":  # (a cylinder has no sample points: it meets the ground by its supports)
+        assert lowest(solver, state)[0] == pytest.approx(0.0, abs=0.01 * size)
+    assert state.bodies.position[0, 2] > 0.2 * size
+    assert np.linalg.norm(state.bodies.velocity[0]) < 1e-3
+
+
+def test_a_body_thrown_out_of_where_it_started_is_stopped_naming_what_it_started_in():
+    """A failure injected in the first frame (every substep's end throws the sunk rock up at
+    3 m/s more): the guard's message names where it started, not the substeps."""
+    builder = engine.ModelBuilder()
+    builder.add_rigid_body(*box_mesh((0.5,) * 3, centre=(0, 0, 0.1)), name="rock", mass=125.0, shape="box")
+    builder.add_collider(engine.Plane(name="ground"))
+    solver = engine.Solver(builder.finalize())
+    state = solver.make_state()
+    rigid = solver._rigid
+    finish = rigid.finish_substep
+
+    def throwing(bodies):
+        finish(bodies)
+        bodies.v[0] += (0.0, 0.0, 3.0)
+
+    rigid.finish_substep = throwing
+    with pytest.raises(JakobsenError, match=r"rigid body 'rock' gained .* J from nothing in frame 1 .*'rock' started "
+                                            r"15\.0 cm inside 'ground', and being pushed out threw it; move it out"):
+        solver.step_frame(state)
+
+
+@pytest.mark.parametrize("placed, size, overlap", [("on top", 0.5, 0.15), ("on top", 0.3, 0.45),
+                                                   ("beside", 1.0, 0.3), ("on top, smaller", 0.5, 0.25)])
+def test_boxes_placed_deep_into_each_other_are_warned_of_with_their_overlap(placed, size, overlap):
+    """Crates placed into each other: each corner's depth to the nearest face of the other was a
+    side face's, a millimetre or less, so nothing warned (and the contacts leave them stuck). The
+    warning names both and how deep, by the separating axes of two boxes."""
+    builder = engine.ModelBuilder()
+    builder.add_rigid_body(*box_mesh((size,) * 3, centre=(0, 0, size / 2)), name="low", mass=1000.0 * size ** 3,
+                           shape="box")
+    other = 0.8 * size if "smaller" in placed else size
+    centre = (size / 2 + other / 2 - overlap * size, 0, size / 2) if placed == "beside" \
+        else (0, 0, size + other / 2 - overlap * size)
+    builder.add_rigid_body(*box_mesh((other,) * 3, centre=centre), name="high", mass=1000.0 * other ** 3, shape="box")
+    builder.add_collider(engine.Plane(name="ground"))
+    warnings = engine.Solver(builder.finalize()).warnings
+    told = [w for w in warnings if w.startswith("rigid body 'low' starts") and "inside rigid body 'high'" in w]
+    assert len(told) == 1
+    depth = float(told[0].split(" starts ")[1].split(" cm ")[0]) / 100.0
+    assert depth == pytest.approx(overlap * size, abs=1e-3)
