@@ -361,3 +361,29 @@ def test_free_and_rebake_on_a_late_frame_start_from_where_the_body_rested(blende
     np.testing.assert_allclose(np.array(box.matrix_world), rest, atol=1e-7)
     scene.frame_set(1)
     assert helpers.snapshot() == before
+
+
+@pytest.mark.parametrize("shape, sunk, tilt", [('BOX', 0.3, 0.05), ('CONVEX_HULL', 0.45, 0.15),
+                                               ('CYLINDER', 0.35, 0.1)])
+def test_a_body_placed_into_the_ground_bakes_resting_on_it_and_is_named_in_a_warning(blender, shape, sunk, tilt):
+    # Placed by eye a third of its height into the ground (Blender's default cube, 2 m): the bake
+    # lifts it out without throwing it, warns of it by name, and it rests on the ground. (The
+    # energy guard took the lift for energy from nothing and stopped the bake.)
+    box = _enable(_cube("Rock", location=(0.0, 0.0, 1.0 - 2.0 * sunk), size=2.0, rotation=(tilt, 0.0, 0.0)),
+                  collision_shape=shape)
+    _ground()
+    scene = bpy.context.scene
+    scene.frame_start, scene.frame_end = 1, 24
+    job = BakeJob(scene.name)
+    job.start(bpy.context)
+    job.cancel()
+    assert any("rigid body 'Rock' starts" in w and "inside 'Ground'" in w for w in job.warnings), job.warnings
+    assert bpy.ops.jakobsen.bake() == {'FINISHED'}
+    heights = []
+    for frame in range(2, 25):
+        scene.frame_set(frame)
+        heights.append(box.matrix_world[2][3])
+    # Lifted out within the first frame, not thrown: it rises no further after it (a throw of
+    # 0.3 m/s would lift it 12 mm in the next frame), and ends resting on a face (2 m: at 1 m).
+    assert max(np.diff(heights)) < 0.005, heights
+    assert heights[-1] == pytest.approx(1.0, abs=0.02) and abs(heights[-1] - heights[-2]) < 1e-4
