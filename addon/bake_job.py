@@ -37,6 +37,8 @@ from .previews import find_object
 from jakobsen_engine import JakobsenError, Solver, State, backend
 from jakobsen_engine.geometry.reproducible import matmul
 
+from .translate.transforms import affine_inverse
+
 # How many jobs are reading the scene or moving its frame now (``start``, ``follow_frames``, the
 # clean-up): frame changes meanwhile are the job's, not the user's, and the simulate-on-playback
 # handlers (``playback``) let them pass.
@@ -298,6 +300,16 @@ class BakeJob:
         """Object-space positions (frames computed, n, 3) float32 of a deforming object."""
         return np.stack(self._results[object_name])
 
+    def _to_basis(self, b, only: set[str] | None) -> np.ndarray:
+        """World -> the body's matrix_basis, (4, 4) or one a frame: for a body hanging from a
+        simulated one (``BodyBinding.carrier``), from that one's baked motion, where that one
+        is written by this bake or has a bake (one of the child alone, its parent never baked,
+        keys it relative to the parent standing where it is)."""
+        carrier = self._object(b.carrier) if b.carrier else None
+        if carrier is not None and (only is None or b.carrier in only or baking.record_of(carrier) is not None):
+            return affine_inverse(matmul(self.body_results(b.carrier), b.carrier_offset))
+        return b.to_basis[:len(self._poses[b.object_name])] if b.to_basis.ndim == 3 else b.to_basis
+
     def body_results(self, object_name: str) -> np.ndarray:
         """matrix_world (frames computed, 4, 4) of a rigid body the solver moves."""
         return np.stack(self._poses[object_name])
@@ -345,7 +357,7 @@ class BakeJob:
             if obj is None:
                 self.warnings.append(f"'{b.object_name}' was deleted during the bake; nothing written for it")
             else:
-                bodies.append((obj, b, matmul(b.to_basis, self.body_results(b.object_name))))
+                bodies.append((obj, b, matmul(self._to_basis(b, only), self.body_results(b.object_name))))
         torn = self._torn_meshes(deformables)
         deformables = [(obj, d, torn[d.object_name][1] if d.object_name in torn else local)
                        for obj, d, local in deformables]

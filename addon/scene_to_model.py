@@ -58,7 +58,8 @@ from jakobsen_engine.geometry import quaternions as quat
 
 from . import baking
 from .blender_io.checks import ROLE_NAMES, check_numbers, describe, label, role_settings
-from .blender_io.reads import deforms, enabled_objects, field_objects, may_move, sample_matrices
+from .blender_io.reads import (deforms, enabled_objects, field_objects, may_move, sample_matrices,
+                                simulated_ancestor)
 from .mapping.bindings import BodyBinding, ColliderBinding, DeformableBinding
 from .mapping.bodies import add_collider, add_deformable, add_rigid_body
 from .mapping.connectors import add_empties, animated_settings, check_pairs
@@ -218,9 +219,16 @@ def build(context, *, frame_range: tuple[int, int] | None = None) -> SceneModel:
             deforming = [o.name for o in meshes if deforms(o) and (
                 (o.jakobsen.type in DEFORMING and o.jakobsen.cloth.pin_group)
                 or (o.jakobsen.type == 'COLLIDER' and o.jakobsen.collider.shape == 'MESH'))]
-            tracks, sampled, sampled_vertices = (
-                sample_matrices(scene, context, moving, frames, animated, deforming)
-                if moving or animated or deforming else ({}, {}, {}))
+            # Bodies the bake keys whose parent moves on its own animation: their keys are made
+            # relative to where the parent is on each frame (``bodies.add_rigid_body``), for which
+            # their own matrix_basis is sampled too (the parent frame is matrix_world times its
+            # inverse, whatever the kind of parent: an object, a bone, a vertex).
+            carried = [o.name for o in meshes if o.name in moving and o.parent is not None and may_move(o.parent)
+                       and o.jakobsen.type == 'RIGID_BODY' and o.jakobsen.rigid_body.dynamic != 'OFF'
+                       and simulated_ancestor(o) is None]
+            tracks, sampled, sampled_vertices, bases = (
+                sample_matrices(scene, context, moving, frames, animated, deforming, carried)
+                if moving or animated or deforming else ({}, {}, {}, {}))
             scene.frame_set(start)
             depsgraph = context.evaluated_depsgraph_get()
             builder = ModelBuilder()
@@ -236,7 +244,8 @@ def build(context, *, frame_range: tuple[int, int] | None = None) -> SceneModel:
                 if role in DEFORMING:
                     pending.append(add_deformable(builder, obj, depsgraph, track, warnings))
                 elif role == 'RIGID_BODY':
-                    item = add_rigid_body(builder, obj, depsgraph, track, settings.frame_rate, warnings)
+                    item = add_rigid_body(builder, obj, depsgraph, track, settings.frame_rate, warnings,
+                                          basis_track=bases.get(obj.name))
                     if isinstance(item, BodyBinding):
                         bodies.append(item)
                     else:

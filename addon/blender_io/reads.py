@@ -62,14 +62,15 @@ def has_animation(obj) -> bool:
 
 
 def sample_matrices(scene, context, names: list[str], frames: range, settings: dict | None = None,
-                    deforming: Sequence[str] = ()) -> tuple[dict[str, np.ndarray], dict[tuple, np.ndarray], dict]:
+                    deforming: Sequence[str] = (), bases: Sequence[str] = ()) -> tuple[dict, dict, dict, dict]:
     """matrix_world (frames, 4, 4) of each object in ``names``, (frames,) values of each setting
-    in ``settings`` ((object name, setting) -> getter(evaluated object)), and the world positions
+    in ``settings`` ((object name, setting) -> getter(evaluated object)), the world positions
     (frames, n, 3) of the evaluated mesh's vertices of each object in ``deforming`` (an armature,
-    hooks, shape keys: what moves the vertices besides the object's matrix), on each frame.
-    Changes the current frame."""
+    hooks, shape keys: what moves the vertices besides the object's matrix), and matrix_basis
+    (frames, 4, 4) of each object in ``bases``, on each frame. Changes the current frame."""
     settings = settings or {}
     out = {name: np.empty((len(frames), 4, 4)) for name in names}
+    basis = {name: np.empty((len(frames), 4, 4)) for name in bases}
     values = {key: np.empty(len(frames)) for key in settings}
     vertices: dict[str, np.ndarray] = {}
     for k, frame in enumerate(frames):
@@ -77,6 +78,8 @@ def sample_matrices(scene, context, names: list[str], frames: range, settings: d
         depsgraph = context.evaluated_depsgraph_get()
         for name in names:
             out[name][k] = matrix(bpy.data.objects[name].evaluated_get(depsgraph).matrix_world)
+        for name in bases:
+            basis[name][k] = matrix(bpy.data.objects[name].evaluated_get(depsgraph).matrix_basis)
         for key, getter in settings.items():
             values[key][k] = float(getter(bpy.data.objects[key[0]].evaluated_get(depsgraph)))
         for name in deforming:
@@ -88,7 +91,7 @@ def sample_matrices(scene, context, names: list[str], frames: range, settings: d
                                     f"({vertices[name].shape[1]} on frame {frames[0]}, {len(world)} on frame "
                                     f"{frame}); a cloth needs the same vertices on every frame")
             vertices[name][k] = world
-    return out, values, vertices
+    return out, values, vertices, basis
 
 
 def deforms(obj) -> bool:

@@ -53,9 +53,13 @@ class BodyBinding:
     mode: the engine's "dynamic", "kinematic" or "ghost"; shape: the engine's collision shape;
     rest_matrix: (4, 4) its matrix_world on the first frame (scale included); to_basis: (4, 4)
     world -> the object's ``matrix_basis`` (its parent and parent inverse, as on the first
-    frame); keyed: whether the bake writes its motion (the solver moves it: dynamic and ghost;
-    kinematic bodies already follow their own animation); scale: (3,) its scale property on the
-    first frame (negative on a mirrored axis), which the keyed rotation leaves out.
+    frame), or (frames, 4, 4), one a frame, when its parent moves on its own animation; keyed:
+    whether the bake writes its motion (the solver moves it: dynamic and ghost; kinematic bodies
+    already follow their own animation); scale: (3,) its scale property on the first frame
+    (negative on a mirrored axis), which the keyed rotation leaves out. carrier: the name of the
+    simulated rigid body it hangs from (a parent or grandparent the bake keys), or ""; then its
+    parent frame on a frame is that body's baked matrix_world times ``carrier_offset`` (4, 4)
+    (``parent_frames``).
     """
 
     object_name: str
@@ -66,3 +70,5 @@ class BodyBinding:
     to_basis: np.ndarray
     keyed: bool
     scale: tuple = (1.0, 1.0, 1.0)
+    carrier: str = ""
+    carrier_offset: np.ndarray | None = None

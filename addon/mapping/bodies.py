@@ -11,20 +11,23 @@ from jakobsen_engine import JakobsenError, ModelBuilder, Track, TriangleMesh
 from jakobsen_engine.particles.surfaces import is_closed
 
 from ..blender_io.checks import ROLE_NAMES, check_invertible, check_matrix, check_numbers, describe
-from ..blender_io.reads import MeshData, may_move, read_mesh, simulated_ancestor
+from ..blender_io.reads import MeshData, read_mesh, simulated_ancestor
 from ..translate.meshes import face_areas, face_list, fit_shape, mesh_warnings
 from ..translate.settings import FOLLOW_RATE, PIN_WEIGHT, RIGID_MODES, RIGID_SHAPES, damping_rate
-from ..translate.transforms import matrix, rigid, rotation_and_scale, world as into_world
+from ..translate.transforms import affine_inverse, matrix, rigid, rotation_and_scale, world as into_world
 from .bindings import BodyBinding, ColliderBinding
 
 
 def parent_warning(obj, warnings: list[str]) -> bool:
     """Warns (and returns True) when a parent of ``obj`` is a body the bake moves: on playback the
     object would be moved twice, by what the bake writes for it and by its parent's keys (or, if
-    the bake writes nothing for it, simulated where it stood while its parent carries it away)."""
+    the bake writes nothing for it, simulated where it stood while its parent carries it away).
+    A rigid body the bake keys is keyed relative to that parent instead (no warning, True)."""
     parent = simulated_ancestor(obj)
     if parent is None:
         return False
+    if obj.jakobsen.type == 'RIGID_BODY' and obj.jakobsen.rigid_body.dynamic != 'OFF':
+        return True
     where = describe(obj)
     role = obj.jakobsen.type
     moved = role in ('CLOTH', 'SOFT_BODY') or (role == 'RIGID_BODY' and obj.jakobsen.rigid_body.dynamic != 'OFF')
@@ -294,9 +297,11 @@ def initial_velocities(obj, mode: str, warnings: list[str]) -> tuple[tuple, tupl
 
 
 def add_rigid_body(builder: ModelBuilder, obj, depsgraph, track, frame_rate: float,
-                    warnings: list[str]) -> BodyBinding | ColliderBinding:
+                    warnings: list[str], basis_track: np.ndarray | None = None) -> BodyBinding | ColliderBinding:
     """A rigid body: an engine body, or for a passive body that collides with its faces a
-    triangle-mesh collider (which the cloth and the other bodies meet the same way)."""
+    triangle-mesh collider (which the cloth and the other bodies meet the same way).
+    basis_track: (frames, 4, 4) its matrix_basis on each frame, where its parent moves on its own
+    animation (sampled with ``track``): it is then keyed relative to the parent on each frame."""
     where = describe(obj)
     rb = obj.jakobsen.rigid_body
     carried = parent_warning(obj, warnings)
@@ -330,14 +335,12 @@ def add_rigid_body(builder: ModelBuilder, obj, depsgraph, track, frame_rate: flo
         # Kinematic bodies move along their animation; with Follow Position / Rotation a dynamic
         # or ghost body is pulled towards it (towards its first pose if it is not animated).
         motion = rigid_track(obj, track, scale, frame_rate, np.linalg.inv(rigid(rotation, m[:3, 3])), warnings)
-    elif moves:
+    elif moves and (basis_track is None or not np.allclose(basis_track, basis_track[:1], atol=1e-9)):
+        # (moved only by its parent's animation, it is not animated itself: keyed relative to it)
         warnings.append(f"{where}: it is animated, but the solver moves it (Dynamic {rb.dynamic.title()}); it "
                         "starts at rest from its pose on the first frame and the bake replaces its animation "
                         "(Free Bake puts it back; Follow Position and Rotation pull it along the animation)")
     if mode != "kinematic":
-        if obj.parent is not None and may_move(obj.parent) and not carried:
-            warnings.append(f"{where}: its parent moves during the bake; the bake keys it as if the parent "
-                            "stayed where it is on the first frame (clear the parent to bake it in world space)")
         deltas = np.r_[obj.delta_location, obj.delta_rotation_euler, np.subtract(obj.delta_rotation_quaternion,
                                                                                   (1, 0, 0, 0))]
         if np.abs(deltas).max() > 1e-9:
@@ -354,7 +357,20 @@ def add_rigid_body(builder: ModelBuilder, obj, depsgraph, track, frame_rate: flo
         linear_damping=damping_rate(rb.linear_damping), angular_damping=damping_rate(rb.angular_damping),
         drag=float(rb.drag), follow_position=FOLLOW_RATE * float(rb.follow_position) if follows else 0.0,
         follow_rotation=FOLLOW_RATE * float(rb.follow_rotation) if follows else 0.0)
-    # matrix_basis = to_basis @ matrix_world: the parent (and its inverse matrix) as on the first frame.
+    # matrix_basis = to_basis @ matrix_world: the parent (and its inverse matrix) as on the first
+    # frame; on each frame where the parent moves. (Keyed as if the parent stood still, a crate
+    # carried by an animated truck, or the lid of a simulated box, moved twice on playback.)
     to_basis = matrix(obj.matrix_basis) @ np.linalg.inv(m) if obj.parent is not None else np.eye(4)
+    carrier, carrier_offset = "", None
+    if mode != "kinematic" and carried:
+        # Hanging from a body the bake keys: the parent frame (matrix_world times matrix_basis's
+        # inverse) rides on that body's baked motion, as on the first frame relative to it.
+        ancestor = simulated_ancestor(obj)
+        parent_frame = m @ affine_inverse(matrix(obj.matrix_basis))
+        carrier = ancestor.name
+        carrier_offset = affine_inverse(matrix(ancestor.evaluated_get(depsgraph).matrix_world)) @ parent_frame
+    elif mode != "kinematic" and basis_track is not None and track is not None:
+        to_basis = affine_inverse(track @ affine_inverse(basis_track))
     return BodyBinding(object_name=obj.name, index=handle.index, mode=mode, shape=shape, rest_matrix=m,
-                       to_basis=to_basis, keyed=mode != "kinematic", scale=tuple(obj.scale))
+                       to_basis=to_basis, keyed=mode != "kinematic", scale=tuple(obj.scale), carrier=carrier,
+                       carrier_offset=carrier_offset)

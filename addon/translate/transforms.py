@@ -38,5 +38,20 @@ def rigid(r: np.ndarray, t: np.ndarray) -> np.ndarray:
     return m
 
 
+def affine_inverse(m: np.ndarray) -> np.ndarray:
+    """The inverse of affine matrices m (..., 4, 4) (last row 0, 0, 0, 1; rotation, scale and
+    shear allowed), by the cross products of the columns (the same arithmetic on every numpy,
+    where np.linalg.inv is LAPACK's: see ``rotation_and_scale``)."""
+    m = np.asarray(m, dtype=np.float64)
+    c0, c1, c2 = m[..., :3, 0], m[..., :3, 1], m[..., :3, 2]
+    rows = np.stack([np.cross(c1, c2), np.cross(c2, c0), np.cross(c0, c1)], axis=-2)
+    det = np.einsum("...i,...i->...", c0, rows[..., 0, :])
+    out = np.zeros(m.shape)
+    out[..., :3, :3] = rows / det[..., None, None]
+    out[..., :3, 3] = -np.einsum("...ij,...j->...i", out[..., :3, :3], m[..., :3, 3])
+    out[..., 3, 3] = 1.0
+    return out
+
+
 def world(local: np.ndarray, m: np.ndarray) -> np.ndarray:
     return local @ m[:3, :3].T + m[:3, 3]
