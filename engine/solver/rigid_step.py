@@ -184,7 +184,7 @@ class RigidStepper:
         self.stack_depth = 0  # the frame's deepest stack (``contact_passes``)
         self.depth_due = True  # to be measured on the frame's first substep's contacts
         self.levels: np.ndarray | None = None  # (B+1,) each body's level in its stack (``_stack_depth``)
-        self.mass = np.append(model.bodies.mass, 0.0)
+        self.may_weigh = False  # (``begin_frame``)
         self.pairs = np.zeros((0, 3), np.int64)
         self.pair_first = np.zeros(1, np.int64)
         self.frame_order = np.zeros(0, np.int64)
@@ -430,6 +430,12 @@ class RigidStepper:
             world_pairs.append(np.stack([moving, np.full(len(moving), self.count), np.full(len(moving), s)], axis=1))
         all_pairs = np.concatenate([body_pairs] + world_pairs) if world_pairs else body_pairs
         self.pairs = all_pairs.astype(np.int64)
+        # Whether two bodies of masses more than LOAD_RATIO apart may touch this frame (else the
+        # passes need no weighing: ``_weighted_for_heavy_loads``, skipped for the frame).
+        a, c = self.pairs[:, 0], self.pairs[:, 1]
+        im = self.inv_mass
+        self.may_weigh = bool(np.any(self.dynamic[a] & self.dynamic[c]
+                                     & ((im[a] > LOAD_RATIO * im[c]) | (im[c] > LOAD_RATIO * im[a]))))
         self.frame_order = self.backend.rigid.colour_pairs(self.pairs[:, :2], self.dynamic)[0]
         # (each substep, the pairs that touch in this order, in waves: ``_order_touching``)
         self.pair_order, self.colour_bounds = np.zeros(0, np.int64), np.zeros(1, np.int64)
@@ -691,7 +697,7 @@ class RigidStepper:
             joints = (self.model.joints, self.joint_layout, x, q, self.S, self.inv_mass, self.inv_inertia,
                       self._intact_joints(bodies), self.steer, self.joint_impulses, self.limit_hits, self.x_prev,
                       self.q_prev, self.joint_from_start)
-        if contacts and self.levels is not None:
+        if contacts and self.may_weigh and self.levels is not None:
             contacts = self._weighted_for_heavy_loads(contacts)
         if passes > 0 and (contacts or motors or joints):
             self.backend.rigid.solve_position_passes(passes, contacts, motors, joints)
