@@ -190,7 +190,6 @@ class EnergyGuard:
                 np.maximum.at(self.swing, end[inside], omega_h[inside])
         self.spring_stiffness = spring_stiffnesses(model, settings.substep)
         self.start = None
-        self.first_frame = True
 
     def begin(self, state, rigid) -> None:
         """Record the frame's starting energies and what may touch. rigid: the solver's
@@ -249,7 +248,7 @@ class EnergyGuard:
             return
         contacts, e0, k0, x0 = self.start
         self.start = None
-        first, self.first_frame = self.first_frame, False
+        first = t0 == 0.0  # (a bake from the start: where ``RigidStepper.unsettle`` acts)
         label, fed, swing = self._islands(contacts, self._contacts(rigid))
         e1 = self.energy(state)[0]
         free = ~fed
