@@ -60,6 +60,13 @@ STACK_PASSES = 2
 # but a 40 kg ball rolling over 3 kg bricks is then weighed too, and a knocked-down wall's pile,
 # awake, kept a brick jittering at 2 mm/s: see the README's Not yet on awake piles.)
 LOAD_RATIO = 15.0
+# ... while the two move at less than LOAD_SPEED (m/s) relative to each other at the substep's
+# start: a load at rest, not a collision (the car example's chassis, 4 m/s into a crate a
+# hundredth of its mass, was deflected by the weighed crate and no longer turned where it steered).
+LOAD_SPEED = 0.5
+# ... through contacts whose normal is within 60 degrees of straight up (a car pushing a crate
+# ahead of it is not borne by it).
+LOAD_UPRIGHT = 0.5
 # Restitution passes per strike of a colour of contacts: the pair solve's damping leaves 0.5% of
 # a target speed per pass, which over a cradle of five was 2% of the speed (two passes: 0.003%).
 STRIKE_PASSES = 2
@@ -236,6 +243,7 @@ class RigidStepper:
         self.sweeper.geo = self.geo  # (the same table, deforming meshes and all)
         self.motors = model.motors  # as they are in this substep (animated efforts, brakes)
         self.gravity = float(np.linalg.norm(gravity))
+        self.up = -np.asarray(gravity, dtype=np.float64) / max(self.gravity, 1e-300)  # (0 without gravity)
         # Particles against dynamic bodies (``collide_particles``, two ways): whether this
         # substep's have pushed any body, and the bodies they pushed in this frame (what feeds
         # them from outside the bodies, for the energy guard's bookkeeping).
@@ -713,8 +721,11 @@ class RigidStepper:
         level, inv_mass = self.levels, self.inv_mass
         upper_is_a = level[a] > level[b]
         upper, lower = np.where(upper_is_a, a, b), np.where(upper_is_a, b, a)
+        slow = np.einsum("ci,ci->c", *(2 * [self.v_before[upper] - self.v_before[lower]])) < LOAD_SPEED ** 2
+        # Bearing: the contact holds the upper body up (its normal, towards it, against gravity).
+        bearing = (buf.normal[:count] @ self.up) * np.where(upper_is_a, 1.0, -1.0) > LOAD_UPRIGHT
         gated = np.flatnonzero(self.dynamic[a] & self.dynamic[b] & (level[a] != level[b])
-                               & (inv_mass[lower] > LOAD_RATIO * inv_mass[upper]))
+                               & (inv_mass[lower] > LOAD_RATIO * inv_mass[upper]) & slow & bearing)
         if not len(gated):
             return contacts
         # Each bearing body's scale: the least over the bodies it bears (the heaviest sets it).
