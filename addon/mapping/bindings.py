@@ -59,7 +59,7 @@ class BodyBinding:
     (negative on a mirrored axis), which the keyed rotation leaves out. carrier: the name of the
     simulated rigid body it hangs from (a parent or grandparent the bake keys), or ""; then its
     parent frame on a frame is that body's baked matrix_world times ``carrier_offset`` (4, 4)
-    (``parent_frames``).
+    (``BakeJob._to_basis``).
     """
 
     object_name: str

@@ -8,6 +8,7 @@ from typing import Any
 import numpy as np
 
 from jakobsen_engine import JakobsenError, ModelBuilder, Track, TriangleMesh
+from jakobsen_engine.geometry.reproducible import matmul
 from jakobsen_engine.particles.surfaces import is_closed
 
 from ..blender_io.checks import ROLE_NAMES, check_invertible, check_matrix, check_numbers, describe
@@ -366,11 +367,12 @@ def add_rigid_body(builder: ModelBuilder, obj, depsgraph, track, frame_rate: flo
         # Hanging from a body the bake keys: the parent frame (matrix_world times matrix_basis's
         # inverse) rides on that body's baked motion, as on the first frame relative to it.
         ancestor = simulated_ancestor(obj)
-        parent_frame = m @ affine_inverse(matrix(obj.matrix_basis))
+        # (products by ``matmul``: the same bits on every numpy, as the keys' other arithmetic)
+        parent_frame = matmul(m, affine_inverse(matrix(obj.matrix_basis)))
         carrier = ancestor.name
-        carrier_offset = affine_inverse(matrix(ancestor.evaluated_get(depsgraph).matrix_world)) @ parent_frame
+        carrier_offset = matmul(affine_inverse(matrix(ancestor.evaluated_get(depsgraph).matrix_world)), parent_frame)
     elif mode != "kinematic" and basis_track is not None and track is not None:
-        to_basis = affine_inverse(track @ affine_inverse(basis_track))
+        to_basis = affine_inverse(matmul(track, affine_inverse(basis_track)))
     return BodyBinding(object_name=obj.name, index=handle.index, mode=mode, shape=shape, rest_matrix=m,
                        to_basis=to_basis, keyed=mode != "kinematic", scale=tuple(obj.scale), carrier=carrier,
                        carrier_offset=carrier_offset)

@@ -709,6 +709,7 @@ class RigidStepper:
             contacts = self._weighted_for_heavy_loads(contacts)
         if passes > 0 and (contacts or motors or joints):
             self.backend.rigid.solve_position_passes(passes, contacts, motors, joints)
+
     def _weighted_for_heavy_loads(self, contacts: tuple) -> tuple:
         """The contact passes' arguments with each body that bears one more than LOAD_RATIO
         times heavier (resting on it from a level nearer the ground, ``levels``) made as heavy
@@ -721,7 +722,8 @@ class RigidStepper:
         level, inv_mass = self.levels, self.inv_mass
         upper_is_a = level[a] > level[b]
         upper, lower = np.where(upper_is_a, a, b), np.where(upper_is_a, b, a)
-        slow = np.einsum("ci,ci->c", *(2 * [self.v_before[upper] - self.v_before[lower]])) < LOAD_SPEED ** 2
+        relative = self.v_before[upper] - self.v_before[lower]
+        slow = np.einsum("ci,ci->c", relative, relative) < LOAD_SPEED ** 2
         # Bearing: the contact holds the upper body up (its normal, towards it, against gravity).
         bearing = (buf.normal[:count] @ self.up) * np.where(upper_is_a, 1.0, -1.0) > LOAD_UPRIGHT
         gated = np.flatnonzero(self.dynamic[a] & self.dynamic[b] & (level[a] != level[b])
