@@ -196,6 +196,20 @@ def _plane_collider():
     return _enable(bpy.context.object, 'COLLIDER')
 
 
+def _bake_and_compare_playback(obj):
+    """Bake frames 1-36 over a ground collider; on playback ``obj`` is where the solver put it
+    (and above the ground) on frames 1, 12, 24 and 36. Returns the job."""
+    _plane_collider()
+    _frames(1, 36)
+    job = BakeJob(bpy.context.scene.name)
+    job.run()
+    for frame in (1, 12, 24, 36):
+        bpy.context.scene.frame_set(frame)
+        np.testing.assert_allclose(np.array(obj.matrix_world), job.body_results(obj.name)[frame - 1], atol=1e-5)
+        assert obj.matrix_world.translation.z > 0.0  # above the ground, not under it
+    return job
+
+
 @pytest.mark.parametrize("parent_scale, spin", [(1.0, 0.0), (0.5, 0.4)])
 def test_a_dynamic_child_of_a_falling_body_plays_back_where_it_was_simulated(blender, parent_scale, spin):
     """An imported hierarchy (a lid on a crate, both rigid bodies): the child is keyed relative
@@ -207,16 +221,9 @@ def test_a_dynamic_child_of_a_falling_body_plays_back_where_it_was_simulated(ble
     body.scale = (parent_scale,) * 3
     bpy.context.view_layer.update()
     child = _parented(_cube("Part", size=0.3, location=(2.0, 0.0, 2.5), collision_shape='BOX'), body)
-    _plane_collider()
-    _frames(1, 36)
-    job = BakeJob(bpy.context.scene.name)
-    job.run()
+    job = _bake_and_compare_playback(child)
     assert not _children_warnings(job.warnings, "Part", "Body")
     assert 2.0 - job.body_results("Body")[-1][2, 3] > 1.0  # the parent fell
-    for frame in (1, 12, 24, 36):
-        bpy.context.scene.frame_set(frame)
-        np.testing.assert_allclose(np.array(child.matrix_world), job.body_results("Part")[frame - 1], atol=1e-5)
-        assert child.matrix_world.translation.z > 0.0  # above the ground, not under it
     assert child.parent == body  # the hierarchy is kept
 
 
@@ -236,14 +243,8 @@ def test_a_dynamic_child_of_an_animated_empty_plays_back_where_it_was_simulated(
     bpy.context.scene.frame_set(1)
     bpy.context.view_layer.update()
     crate = _parented(_cube("Crate", size=0.5, location=(0.5, 0.3, 3.0), collision_shape='BOX'), truck)
-    _plane_collider()
-    _frames(1, 36)
-    job = BakeJob(bpy.context.scene.name)
-    job.run()
+    job = _bake_and_compare_playback(crate)
     assert not [w for w in job.warnings if "Crate" in w], job.warnings
-    for frame in (1, 12, 24, 36):
-        bpy.context.scene.frame_set(frame)
-        np.testing.assert_allclose(np.array(crate.matrix_world), job.body_results("Crate")[frame - 1], atol=1e-5)
     assert job.body_results("Crate")[-1][2, 3] == pytest.approx(0.25, abs=0.01)  # it fell and rests
 
 
