@@ -70,3 +70,29 @@ def check_matrix(obj, m: np.ndarray) -> None:
     if not np.all(np.isfinite(m)):
         raise JakobsenError(f"{describe(obj)}: its transform is not a number (check its location, "
                             "rotation, scale and parents)")
+
+
+BLENDER_SIMULATIONS = {'CLOTH': "Cloth", 'SOFT_BODY': "Soft Body"}
+
+
+def check_no_blender_physics(obj, scene) -> None:
+    """An object this bake moves must not also be moved by Blender's own physics on playback:
+    an active Rigid Body (not Animated) overrides the baked keys, and a Cloth or Soft Body
+    modifier simulates the baked shapes again (and its frames would be read as the pins' motion)."""
+    role = obj.jakobsen.type
+    if role == 'RIGID_BODY' and obj.jakobsen.rigid_body.dynamic == 'OFF':
+        return  # not keyed by the bake
+    rb, world = obj.rigid_body, scene.rigidbody_world
+    if (rb is not None and rb.type == 'ACTIVE' and rb.enabled and not rb.kinematic and world is not None
+            and world.enabled and world.collection is not None and obj.name in world.collection.all_objects):
+        raise JakobsenError(f"{describe(obj)}: it also has Blender's own Rigid Body (Active), which moves it on "
+                            "playback in place of this bake; remove it (Properties > Physics > Rigid Body) or "
+                            "tick its Animated, then bake")
+    if role not in ('CLOTH', 'SOFT_BODY'):
+        return
+    for m in obj.modifiers:
+        if m.type in BLENDER_SIMULATIONS and (m.show_viewport or m.show_render):
+            raise JakobsenError(f"{describe(obj)}: it also has Blender's own {BLENDER_SIMULATIONS[m.type]} "
+                                f"modifier '{m.name}', which would simulate it again on top of this bake; remove "
+                                f"it (Properties > Physics > {BLENDER_SIMULATIONS[m.type]}) or turn it off in the "
+                                "viewport and render, then bake")

@@ -206,6 +206,41 @@ def test_modifiers_that_change_the_vertex_count_are_refused_for_shape_keys(previ
     refused(helpers, objects=["Flag"])
 
 
+@pytest.mark.parametrize("case", ["cloth-modifier", "soft-body-modifier", "render-only-cloth-modifier",
+                                  "active-rigid-body"])
+def test_blenders_own_physics_on_a_baked_object_is_refused_by_name(previous_bake, helpers, case):
+    """Blender's own simulation on an object the bake moves would replace the baked motion on
+    playback (measured: an Active Rigid Body held the keyed cube at its start on every frame)."""
+    if case == "active-rigid-body":
+        obj = fs.box("Crate", location=(3.0, 0.0, 2.0))
+        bpy.context.view_layer.objects.active = obj
+        assert bpy.ops.rigidbody.object_add(type='ACTIVE') == {'FINISHED'}
+        refused(helpers, objects=["Crate"], settings=["Rigid Body"])
+        return
+    mod = previous_bake.modifiers.new("Sim", 'SOFT_BODY' if case == "soft-body-modifier" else 'CLOTH')
+    if case == "render-only-cloth-modifier":
+        mod.show_viewport = False  # still simulated in the render
+    refused(helpers, objects=["Flag", "Sim"])
+
+
+@pytest.mark.parametrize("case", ["cloth-modifier-off", "animated-rigid-body", "passive-rigid-body"])
+def test_blenders_own_physics_that_does_not_move_the_object_bakes(previous_bake, helpers, case):
+    """What Blender's physics does not move on playback is no conflict: a Cloth modifier turned
+    off, a Rigid Body ticked Animated (Bullet follows the keys), a Passive one."""
+    if case == "cloth-modifier-off":
+        mod = previous_bake.modifiers.new("Sim", 'CLOTH')
+        mod.show_viewport = mod.show_render = False
+        assert bpy.ops.jakobsen.bake() == {'FINISHED'}
+        return
+    obj = fs.box("Crate", location=(3.0, 0.0, 2.0))
+    bpy.context.view_layer.objects.active = obj
+    assert bpy.ops.rigidbody.object_add(type='PASSIVE' if case == "passive-rigid-body" else 'ACTIVE') == {'FINISHED'}
+    obj.rigid_body.kinematic = case == "animated-rigid-body"
+    assert bpy.ops.jakobsen.bake() == {'FINISHED'}
+    bpy.context.scene.frame_set(4)
+    assert obj.matrix_world.translation.z < 2.0 - 0.5 * 9.81 * (3 / 24) ** 2 * 0.9  # it plays the bake's fall
+
+
 def test_a_pin_group_that_does_not_exist_is_refused_by_name(previous_bake, helpers):
     previous_bake.jakobsen.cloth.pin_group = "Pins"
     refused(helpers, objects=["Flag", "Pins"], settings=["Pin Group"])
