@@ -17,6 +17,7 @@ from .constraints.motors import MODES, check_motor, finalize_motors
 from .constraints.springs import check_spring, finalize_springs
 from .errors import JakobsenError
 from .forces.fields import check_force, finalize_forces
+from .geometry.graph import connected_components
 from .geometry.shapes import ColliderShape
 from .model import Goals, Model, StickKind, Sticks, _frozen
 from .particles.chains import stick_chains
@@ -124,7 +125,8 @@ class ModelBuilder:
         self._sticks: list[tuple] = []  # (i, j, rest, compliance, kind)
         self._goals: list[tuple] = []  # (index, target, compliance)
         self._surfaces: list[dict] = []  # per cloth: ``particles.surfaces.join_surfaces`` records
-        self._tether_groups: list[tuple[np.ndarray, str]] = []  # (a cloth's particle indices, where)
+        # (a cloth's particle indices, the piece of the cloth each is in, where)
+        self._tether_groups: list[tuple[np.ndarray, np.ndarray, str]] = []
         self._colliders: list[ColliderShape] = []
         self._bodies: list[BodySpec] = []
         self._joints: list[dict] = []
@@ -328,7 +330,11 @@ class ModelBuilder:
         # No tethers on a cloth that tears: they would hold a torn-off piece to the pins.
         if long_range_attachments and math.isinf(float(stretch_stiffness)) and np.any(pinned) \
                 and math.isinf(float(tear_factor)):
-            self._tether_groups.append((idx, where))
+            # Each vertex is held to a pin of its own piece: a mesh of several pieces (a garment's
+            # panels, a flag and a loose ribbon, a mesh split along its UV seams by an import)
+            # had its unpinned pieces held up in the air by tethers to another piece's pins.
+            piece = connected_components(len(verts), np.concatenate([pairs[f] for f in ("stretch", "shear")]))
+            self._tether_groups.append((idx, piece, where))
         self._surfaces.append(self._surface_record(where, verts, corners, starts, start, thickness,
                                                    self_collision, self_distance, pressure, pressure_stiffness,
                                                    shape_stiffness, shape_damping, plastic_limit, plastic_rate,
@@ -696,15 +702,18 @@ class ModelBuilder:
         ends = [(np.asarray(s[0], np.int64), np.asarray(s[1], np.int64)) for s in self._sticks]
         joined = unique_keys(np.concatenate([np.minimum(a, b) * base + np.maximum(a, b) for a, b in ends]
                                             or [np.zeros(0, np.int64)]))
-        for group, where in self._tether_groups:
-            pins = group[inv_mass[group] == 0]
-            free = group[inv_mass[group] > 0]
-            if not len(pins) or not len(free):
+        for group, piece, where in self._tether_groups:
+            pinned = inv_mass[group] == 0
+            # only the pieces with a pin are tethered
+            free = group[~pinned & np.isin(piece, piece[pinned])]
+            if not np.any(pinned) or not len(free):
                 continue
+            pins, pin_piece, free_piece = group[pinned], piece[pinned], piece[free - group[0]]
             anchor = np.empty(len(free), np.int64)
             for chunk in range(0, len(free), 4096):  # bounded memory: chunk x pins distances
                 f = free[chunk:chunk + 4096]
                 d = np.einsum("ijk,ijk->ij", *(2 * [pos[f, None, :] - pos[None, pins, :]]))
+                d[free_piece[chunk:chunk + 4096, None] != pin_piece[None, :]] = np.inf
                 anchor[chunk:chunk + 4096] = pins[np.argmin(d, axis=1)]
             key = np.minimum(free, anchor) * base + np.maximum(free, anchor)
             at = np.searchsorted(joined, key)  # (np.isin took 1.4 s on these)

@@ -36,6 +36,14 @@ def mesh_warnings(where: str, world: np.ndarray, loop_total: np.ndarray, corners
     if loose:
         out.append(f"{where}: {loose} loose vertices (in no face) are simulated as free particles, "
                    "joined to nothing")
+    # A mesh an import split along its UV seams or sharp edges (glTF, FBX) has two vertices at
+    # each place on the seam, one for each side: simulated, the pieces come apart there.
+    _, copies = np.unique(world, axis=0, return_counts=True)
+    stacked = int(copies[copies > 1].sum())
+    if stacked:
+        out.append(f"{where}: {stacked} vertices lie exactly on others (the mesh is split there, as imports split "
+                   "a mesh along its UV seams), so it comes apart along those seams; join them with Merge by "
+                   "Distance (Edit Mode: Mesh > Clean Up) if it is one piece")
     scale = float(np.median(areas)) if len(areas) else 0.0
     flat = int(np.count_nonzero(areas <= max(scale, 1e-12) * 1e-9))
     if flat:

@@ -26,6 +26,7 @@ import math
 import numpy as np
 
 from ..geometry import quaternions as quat
+from ..geometry.graph import connected_components
 from ..errors import JakobsenError
 from ..bodies.rigid import BodyMode
 
@@ -110,28 +111,6 @@ def particle_energies(model, positions, previous_positions, h, acceleration) -> 
     return mass * (0.5 * np.einsum("ij,ij->i", v, v) - positions @ np.asarray(acceleration, dtype=np.float64))
 
 
-def islands(count: int, pairs) -> np.ndarray:
-    """Island label (count,) of each body: the lowest body index of its island, joining the
-    pairs (k, 2) of body indices (indices outside 0..count-1 stand for the world and join
-    nothing). Labels spread along the pairs and jump to their labels' labels until nothing
-    changes: a few whole-array passes even for a pile of a thousand boxes (a union-find in Python
-    was a tenth of that pile's frame)."""
-    label = np.arange(count)
-    p = np.asarray(pairs, dtype=np.int64).reshape(-1, 2)
-    keep = np.all((p >= 0) & (p < count), axis=1)
-    a, b = p[keep, 0], p[keep, 1]
-    while len(a):
-        low = np.minimum(label[a], label[b])
-        spread = label.copy()
-        np.minimum.at(spread, a, low)
-        np.minimum.at(spread, b, low)
-        spread = spread[spread]
-        if np.array_equal(spread, label):
-            break
-        label = spread
-    return label
-
-
 class EnergyGuard:
     """Checks every frame that no island of rigid bodies without a source gained energy.
 
@@ -212,7 +191,7 @@ class EnergyGuard:
         """Island label (B,) of each body, whether a source feeds it (B,), and how far its
         springs let the energy swing (B,), for the bonds and the broad phases' ``contacts``."""
         count = self.model.bodies.count
-        label = islands(count, np.concatenate([self.bonds] + [pairs for pairs, _ in contacts]))
+        label = connected_components(count, np.concatenate([self.bonds] + [pairs for pairs, _ in contacts]))
         sourced = self.sourced.copy()
         for _, near in contacts:
             sourced[near] = True

@@ -25,6 +25,7 @@ import numpy as np
 from ..bodies.rigid import BodyMode
 from ..forces import fields as forces
 from ..geometry import quaternions as quat
+from ..geometry.graph import connected_components
 from ..model import BodyState, Model
 
 # How far a quiet body may drift from where it became quiet: this fraction of sleep_speed x
@@ -138,7 +139,7 @@ class Sleep:
         e = np.concatenate(edges).astype(np.int64)
         e = e[(e[:, 0] < count) & (e[:, 1] < count)]
         e = e[~asleep[e[:, 0]] & ~asleep[e[:, 1]]]
-        group = _components(count, e)
+        group = connected_components(count, e)
         # A group sleeps when every member is ready (an animated or driven member never is).
         blocked = np.zeros(count, bool)
         members = ~asleep
@@ -164,22 +165,3 @@ class Sleep:
         turn = quat.multiply(q1, quat.conjugate(q0))
         angle = 2.0 * np.arctan2(np.linalg.norm(turn[:, 1:], axis=1), np.abs(turn[:, 0]))
         return np.linalg.norm(x1 - x0, axis=1) + angle * self.radius[which]
-
-
-def _components(count: int, edges: np.ndarray) -> np.ndarray:
-    """Connected components of count nodes joined by edges (E, 2): each node's component, named
-    by its smallest node (label propagation with pointer jumping, vectorised)."""
-    label = np.arange(count, dtype=np.int64)
-    if not len(edges):
-        return label
-    a, b = edges[:, 0], edges[:, 1]
-    while True:
-        low = np.minimum(label[a], label[b])
-        new = label.copy()
-        np.minimum.at(new, a, low)
-        np.minimum.at(new, b, low)
-        new = new[new]  # a node's label is a node of its component with a smaller label: jump
-        new = new[new]
-        if np.array_equal(new, label):
-            return label
-        label = new

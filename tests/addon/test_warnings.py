@@ -321,3 +321,44 @@ def test_a_body_set_spinning_faster_than_the_substeps_resolve_is_named_in_the_ba
     spin = [w for w in job.warnings if "rad a substep" in w]
     assert len(spin) == 1 and "'Spinner'" in spin[0]
     assert f"use at least {math.ceil(400.0 / 24)} substeps" in spin[0]  # a radian a substep at most
+
+
+# -- cloth split along seams ---------------------------------------------------------------------
+
+@pytest.mark.parametrize("seam_axis", [0, 1])
+def test_a_cloth_split_along_a_seam_is_named_and_its_loose_piece_falls(blender, seam_axis):
+    """A curtain pinned along its top and split across (seam_axis 1: its lower half is a loose
+    piece) or down its middle (0: both halves pinned), as a glTF import splits a mesh along a UV
+    seam: the bake names the split, and a piece with no pin falls; one with pins hangs."""
+    import bmesh
+    bpy.ops.mesh.primitive_grid_add(x_subdivisions=12, y_subdivisions=12, size=1.0, location=(0.0, 0.0, 1.5),
+                                    rotation=(math.pi / 2, 0.0, 0.0))
+    ob = bpy.context.object
+    ob.name = "Curtain"
+    bm = bmesh.new()
+    bm.from_mesh(ob.data)
+    seam = [e for e in bm.edges if all(abs(v.co[seam_axis]) < 1e-6 for v in e.verts)]
+    bmesh.ops.split_edges(bm, edges=seam)
+    bm.to_mesh(ob.data)
+    bm.free()
+    co = np.empty(len(ob.data.vertices) * 3)
+    ob.data.vertices.foreach_get("co", co)
+    co = co.reshape(-1, 3)
+    ob.vertex_groups.new(name="Top").add(np.flatnonzero(co[:, 1] > 0.49).tolist(), 1.0, 'REPLACE')
+    _enable(ob, 'CLOTH', pin_group="Top")
+    _frames(1, 12)
+    job = BakeJob(bpy.context.scene.name)
+    job.start(bpy.context)
+    assert any("'Curtain'" in w and "lie exactly on others" in w and "Merge by Distance" in w
+               for w in job.warnings), job.warnings
+    while job.step():
+        pass
+    job.finish()
+    bpy.context.scene.frame_set(12)
+    z = np.array([(ob.matrix_world @ v.co).z for v in ob.data.shape_keys.key_blocks[-1].data])
+    lower = co[:, 1] < -0.01
+    drop = (1.5 + co[lower, 1]) - z[lower]  # how far the lower half fell
+    if seam_axis == 1:
+        assert drop.min() > 0.2, drop.min()  # a loose piece: falling (0.5 m in free fall by frame 12)
+    else:
+        assert np.abs(drop).max() < 0.02, np.abs(drop).max()  # pinned halves side by side hang still

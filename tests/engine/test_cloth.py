@@ -47,6 +47,30 @@ def test_pinned_vertices_never_move():
     assert state.positions[cloth.slice][~pinned, 2].min() < -1.5  # and the rest really fell
 
 
+# (where the loose piece is, relative to the pinned curtain's top: beside it, below it, overlapping
+# it in front; air drag 0 and 0.6, the default)
+@pytest.mark.parametrize("offset", [(1.2, 0.0, 0.0), (0.0, 0.0, -1.2), (0.3, 0.05, -0.3)])
+@pytest.mark.parametrize("drag", [0.0, 0.6])
+def test_a_piece_of_a_cloth_without_pins_falls_free_of_the_pinned_piece(offset, drag):
+    """One cloth of two pieces (a mesh of separate parts, or one an import split along a seam):
+    the piece with no pin falls as a free body would, whatever pin of the other piece is nearest.
+    (Each vertex was tethered to the nearest pin of the whole mesh, which held the loose piece up.)"""
+    v1, f1, w1 = curtain(11, 11)
+    v2, f2, _ = curtain(9, 9, size=0.8)
+    v2 = v2 + np.asarray(offset)
+    v, f = np.concatenate([v1, v2]), [list(face) for face in f1] + [[k + len(v1) for k in face] for face in f2]
+    w = np.concatenate([w1, np.zeros(len(v2))])
+    frames, rate = 12, 24.0  # (the default frame rate)
+    positions, _, _ = simulate(v, f, w, frames, drag=drag)
+    alone, _, _ = simulate(v2, f2, None, frames, drag=drag)
+    t = frames / rate
+    fall, fall_alone = (v2[:, 2].mean() - p[-len(v2):, 2].mean() for p in (positions, alone))
+    assert abs(fall - fall_alone) < 0.01 * fall_alone, (fall, fall_alone)
+    if drag == 0.0:
+        assert abs(fall - 0.5 * 9.81 * t * t) < 0.01 * fall, fall
+    assert np.abs(positions[:len(v1), 2] - v1[:, 2]).max() < 0.05  # the pinned piece still hangs
+
+
 def test_rigid_cloth_hanging_at_rest_is_barely_stretched():
     # Stated bound: mean edge strain below 0.1% once a rigid-stretch curtain has settled.
     v, f, w = curtain()
