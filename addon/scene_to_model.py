@@ -57,7 +57,8 @@ from jakobsen_engine.geometry.reproducible import matmul
 from jakobsen_engine.geometry import quaternions as quat
 
 from . import baking
-from .blender_io.checks import ROLE_NAMES, check_no_blender_physics, check_numbers, describe, label, role_settings
+from .blender_io.checks import (ROLE_NAMES, check_no_blender_physics, check_not_linked, check_numbers, describe, label,
+                                role_settings)
 from .blender_io.reads import (deforms, enabled_objects, field_objects, may_move, sample_matrices,
                                 simulated_ancestor)
 from .mapping.bindings import BodyBinding, ColliderBinding, DeformableBinding
@@ -202,6 +203,7 @@ def build(context, *, frame_range: tuple[int, int] | None = None) -> SceneModel:
             raise JakobsenError(f"{describe(obj)} is in Edit Mode; switch to Object Mode to bake")
         check_numbers(role_settings(obj), describe(obj))
         check_no_blender_physics(obj, scene)
+        check_not_linked(obj, scene.jakobsen.output)
     warnings: list[str] = []
     check_pairs(objects)
     fields = field_objects(context)

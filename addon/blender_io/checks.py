@@ -72,6 +72,12 @@ def check_matrix(obj, m: np.ndarray) -> None:
                             "rotation, scale and parents)")
 
 
+def written_by_bake(obj) -> bool:
+    """Whether a bake writes to the object: cloth and soft bodies, and rigid bodies it moves."""
+    role = obj.jakobsen.type
+    return role in ('CLOTH', 'SOFT_BODY') or (role == 'RIGID_BODY' and obj.jakobsen.rigid_body.dynamic != 'OFF')
+
+
 BLENDER_SIMULATIONS = {'CLOTH': "Cloth", 'SOFT_BODY': "Soft Body"}
 
 
@@ -80,8 +86,8 @@ def check_no_blender_physics(obj, scene) -> None:
     an active Rigid Body (not Animated) overrides the baked keys, and a Cloth or Soft Body
     modifier simulates the baked shapes again (and its frames would be read as the pins' motion)."""
     role = obj.jakobsen.type
-    if role == 'RIGID_BODY' and obj.jakobsen.rigid_body.dynamic == 'OFF':
-        return  # not keyed by the bake
+    if not written_by_bake(obj):
+        return
     rb, world = obj.rigid_body, scene.rigidbody_world
     if (rb is not None and rb.type == 'ACTIVE' and rb.enabled and not rb.kinematic and world is not None
             and world.enabled and world.collection is not None and obj.name in world.collection.all_objects):
@@ -96,3 +102,22 @@ def check_no_blender_physics(obj, scene) -> None:
                                 f"modifier '{m.name}', which would simulate it again on top of this bake; remove "
                                 f"it (Properties > Physics > {BLENDER_SIMULATIONS[m.type]}) or turn it off in the "
                                 "viewport and render, then bake")
+
+
+def check_not_linked(obj, output: str) -> None:
+    """What the bake writes must be the file's own: changes to data linked from a library are not
+    saved (a linked crate played its baked fall, and after saving and opening the file again its
+    keys were gone)."""
+    if not written_by_bake(obj):
+        return
+    if obj.library is not None:
+        raise JakobsenError(f"{describe(obj)}: it is linked from the library '{obj.library.filepath}', and Blender "
+                            "does not keep what a bake writes to linked data; make it a library override "
+                            "(Object > Library Override > Make) or local (Object > Relations > Make Local), "
+                            "then bake")
+    mesh = obj.data
+    if obj.jakobsen.type in ('CLOTH', 'SOFT_BODY') and output == 'SHAPE_KEYS' and mesh.library is not None:
+        raise JakobsenError(f"{describe(obj)}: its mesh '{mesh.name}' is linked from the library "
+                            f"'{mesh.library.filepath}', so it cannot keep baked shape keys; make the mesh "
+                            "local (Object > Relations > Make Local > Object and Data) or bake to PC2 "
+                            "(Scene > Jakobsen Physics > Bake > Output)")

@@ -241,6 +241,68 @@ def test_blenders_own_physics_that_does_not_move_the_object_bakes(previous_bake,
     assert obj.matrix_world.translation.z < 2.0 - 0.5 * 9.81 * (3 / 24) ** 2 * 0.9  # it plays the bake's fall
 
 
+def _linked_from_a_library(tmp_path, roles: dict) -> list:
+    """Objects made in a library file (name -> role), linked into the empty file the add-on is
+    registered in, as a shot links a set's props: the linked objects."""
+    import jakobsen_physics as addon
+    for name, role in roles.items():
+        (fs.sheet if role == 'CLOTH' else fs.box)(name, location=(0.0, 0.0, 2.0), role=role)
+    fs.ground("Floor")
+    library = str(tmp_path / "props.blend")
+    bpy.ops.wm.save_as_mainfile(filepath=library)
+    addon.unregister()
+    bpy.ops.wm.read_factory_settings(use_empty=True)
+    addon.register()
+    with bpy.data.libraries.load(library, link=True) as (_, into):
+        into.objects = [*roles, "Floor"]
+    for obj in into.objects:
+        bpy.context.scene.collection.objects.link(obj)
+    bpy.context.scene.frame_start, bpy.context.scene.frame_end = 1, 6
+    return into.objects
+
+
+@pytest.mark.parametrize("role", ['RIGID_BODY', 'CLOTH'])
+def test_an_object_linked_from_a_library_is_refused_by_name(blender, helpers, tmp_path, role):
+    """Blender does not save what is written to linked data: a linked crate baked, played its
+    fall, and lost its keys when the file was saved and opened again."""
+    _linked_from_a_library(tmp_path, {"Prop": role})
+    message = refused(helpers, objects=["Prop"])
+    assert "props.blend" in message and "Library Override" in message, message
+
+
+def test_a_library_override_of_a_linked_body_bakes_and_keeps_its_keys(blender, tmp_path):
+    """The way to bake a linked prop: a library override of it bakes, and its keys are still
+    there after saving the file and opening it again."""
+    linked = _linked_from_a_library(tmp_path, {"Prop": 'RIGID_BODY'})
+    for obj in linked:
+        obj.override_create(remap_local_usages=True)
+    prop = bpy.data.objects["Prop", None]
+    assert prop.override_library is not None
+    assert bpy.ops.jakobsen.bake() == {'FINISHED'}
+    bpy.context.scene.frame_set(6)
+    fallen = prop.matrix_world.translation.z
+    assert fallen < 2.0 - 0.5 * 9.81 * (5 / 24) ** 2 * 0.9
+    shot = str(tmp_path / "shot.blend")
+    bpy.ops.wm.save_as_mainfile(filepath=shot)
+    bpy.ops.wm.open_mainfile(filepath=shot)
+    bpy.context.scene.frame_set(6)
+    assert bpy.data.objects["Prop", None].matrix_world.translation.z == pytest.approx(fallen, abs=1e-6)
+
+
+def test_an_overridden_cloth_with_a_linked_mesh_is_refused_shape_keys_and_bakes_to_pc2(blender, helpers, tmp_path):
+    """A library override of a linked cloth keeps its mesh linked: shape keys on it would not be
+    saved, so that is refused, naming the mesh; PC2 (a Mesh Cache modifier on the override) bakes."""
+    for obj in _linked_from_a_library(tmp_path, {"Sheet": 'CLOTH'}):
+        obj.override_create(remap_local_usages=True)
+    bpy.ops.wm.save_as_mainfile(filepath=str(tmp_path / "shot.blend"))  # (PC2 files go next to it)
+    sheet = bpy.data.objects["Sheet", None]
+    assert sheet.data.library is not None
+    refused(helpers, objects=["Sheet", sheet.data.name], settings=["Output"])
+    bpy.context.scene.jakobsen.output = 'PC2'
+    assert bpy.ops.jakobsen.bake() == {'FINISHED'}
+    assert [m.type for m in sheet.modifiers] == ['MESH_CACHE']
+
+
 def test_a_pin_group_that_does_not_exist_is_refused_by_name(previous_bake, helpers):
     previous_bake.jakobsen.cloth.pin_group = "Pins"
     refused(helpers, objects=["Flag", "Pins"], settings=["Pin Group"])
