@@ -67,6 +67,15 @@ LOAD_SPEED = 0.5
 # ... through contacts whose normal is within 60 degrees of straight up (a car pushing a crate
 # ahead of it is not borne by it).
 LOAD_UPRIGHT = 0.5
+# Connectors push along their rows at the substep's start (SHAKE, see ``solve_joints``) only in a
+# mechanism whose bodies turn less in the substep than this (rad) over the ratio of its heaviest
+# body's mass to its lightest's. Pushed along the rows of the start, a body's correction misses
+# where its anchor has turned to by about the turn, and the mechanism's solve magnifies the miss
+# by its mass ratio: a wrecking ball on a chain of light links (10 to 400 times their mass, 2 to
+# 12 links, released level) gained energy until it flew apart, stopping the bake within 0.5-6 s.
+# Along the rows of the poses now the solve converges; it damps a swing a little (g h / L a
+# substep), which only such mechanisms, turning fast, pay.
+SHAKE_TURN = 0.5
 # Restitution passes per strike of a colour of contacts: the pair solve's damping leaves 0.5% of
 # a target speed per pass, which over a cradle of five was 2% of the speed (two passes: 0.003%).
 STRIKE_PASSES = 2
@@ -227,6 +236,14 @@ class RigidStepper:
                                                  False)
         # The mechanisms with such joints, which a last pass along Newton's rows finishes (the
         # others keep the passes they had: a weld fighting contacts gets no last word).
+        # The cosine of half the turn a mechanism's bodies may make in a substep for its joints to
+        # push along their rows at the start (``SHAKE_TURN``; from Python's math: the same bits on
+        # every numpy).
+        inv = np.where(self.joint_layout.bodies >= 0, self.inv_mass[np.maximum(self.joint_layout.bodies, 0)], 0.0)
+        heaviest = np.where(inv > 0.0, inv, np.inf).min(axis=1) if inv.size else np.zeros(0)  # (inverse masses)
+        lightest = inv.max(axis=1) if inv.size else np.zeros(0)
+        self.shake_cos = np.array([math.cos(0.5 * SHAKE_TURN * float(h) / float(lo)) if lo > 0.0 else 1.0
+                                   for h, lo in zip(heaviest, lightest)])
         with_start = np.zeros(len(self.joint_layout.rows) + 1, bool)
         with_start[mech[self.joint_from_start]] = True
         self.polish = with_start[np.where(mech >= 0, mech, len(with_start) - 1)]
@@ -704,11 +721,25 @@ class RigidStepper:
         if self.model.joints.count:
             joints = (self.model.joints, self.joint_layout, x, q, self.S, self.inv_mass, self.inv_inertia,
                       self._intact_joints(bodies), self.steer, self.joint_impulses, self.limit_hits, self.x_prev,
-                      self.q_prev, self.joint_from_start)
+                      self.q_prev, self._from_start(q))
         if contacts and self.may_weigh and self.levels is not None:
             contacts = self._weighted_for_heavy_loads(contacts)
         if passes > 0 and (contacts or motors or joints):
             self.backend.rigid.solve_position_passes(passes, contacts, motors, joints)
+
+    def _from_start(self, q) -> np.ndarray:
+        """The joints that push along their rows at the substep's start in this substep: those
+        that may (``joint_from_start``) in mechanisms whose bodies turn slowly enough for their
+        mass ratio (``SHAKE_TURN``), by the predicted poses ``q`` against the substep's start."""
+        mech, bodies = self.joint_layout.mechanism, self.joint_layout.bodies
+        if not len(bodies) or not self.joint_from_start.any():
+            return self.joint_from_start
+        p = self.q_prev
+        # |cos| of half each body's turn, summed in order (the same bits on every numpy)
+        cos = np.abs(q[:, 0] * p[:, 0] + q[:, 1] * p[:, 1] + q[:, 2] * p[:, 2] + q[:, 3] * p[:, 3])
+        slowest = np.where(bodies >= 0, cos[np.maximum(bodies, 0)], 1.0).min(axis=1)
+        calm = slowest >= self.shake_cos
+        return self.joint_from_start & np.where(mech >= 0, calm[np.maximum(mech, 0)], False)
 
     def _weighted_for_heavy_loads(self, contacts: tuple) -> tuple:
         """The contact passes' arguments with each body that bears one more than LOAD_RATIO
