@@ -108,6 +108,32 @@ def _principal(inertia: np.ndarray):
     return np.maximum(moments, 0.0), axes
 
 
+def plate_thickness(size: float) -> float:
+    """How thick a flat mesh is made as a rigid body (m): a hundredth of its size, at least
+    1 mm (but no more than a tenth of it)."""
+    return min(max(0.01 * size, 1e-3), 0.1 * size)
+
+
+def _thickened_if_flat(v: np.ndarray, size: float, where: str, warnings) -> np.ndarray:
+    """A mesh whose vertices lie in one plane (a card, a sheet of plywood, a leaf modelled as a
+    Plane) as a plate ``plate_thickness`` thick: its vertices on both faces of it. (Refused
+    before, where Blender's Rigid Body drops it as a convex hull grown by its collision margin.)"""
+    if len(v) < 3:
+        return v
+    centred = v - v.mean(axis=0)
+    _, axes = reproducible.symmetric_eigen3(reproducible.matmul(centred.T, centred))
+    normal = axes[:, 0]  # the direction the vertices spread least along
+    spread = centred @ normal
+    if float(np.ptp(spread)) > 1e-9 * size or float(np.ptp(centred @ axes[:, 1])) <= 1e-9 * size:
+        return v  # it has volume, or it is a line (refused by the hull with that reason)
+    thickness = plate_thickness(size)
+    if warnings is not None:
+        warnings.append(f"{where}: its mesh is flat; it is simulated as a plate {1000 * thickness:.3g} mm thick "
+                        "(a Solidify modifier gives it a thickness of your own)")
+    half = 0.5 * thickness * normal
+    return np.concatenate([v - spread[:, None] * normal - half, v - spread[:, None] * normal + half])
+
+
 def make_body(vertices, faces, *, name: str, mass=None, density=1000.0, shape="automatic", shape_frame=None,
               friction=0.5, restitution=0.0, mode="dynamic", motion=None, velocity=(0, 0, 0),
               angular_velocity=(0, 0, 0), linear_damping=0.0, angular_damping=0.0, drag=0.0, follow_position=0.0,
@@ -148,11 +174,14 @@ def make_body(vertices, faces, *, name: str, mass=None, density=1000.0, shape="a
                             f"{size:.3g} m across; rigid bodies may be {MIN_BODY_SIZE:g} m to {MAX_BODY_SIZE:g} m "
                             "across (scale the scene, or its units, towards metres)")
 
+    flat = len(v)
+    v = _thickened_if_flat(v, size, where, warnings)
+    flat = len(v) != flat
     # Mass properties from the closed mesh; an open or degenerate one falls back to its convex hull.
     volume, centre, inertia = (mass_properties(v, tris) if is_closed(tris) else (0.0, None, None))
     hull = None
     if volume <= 1e-12 * size ** 3:
-        if warnings is not None and len(tris):
+        if warnings is not None and len(tris) and not flat:
             warnings.append(f"{where}: the mesh is not closed; its convex hull gives its mass and inertia")
         hull = convex_hull(v, where)
         volume, centre, inertia = mass_properties(v, hull[1])

@@ -387,3 +387,23 @@ def test_a_body_placed_into_the_ground_bakes_resting_on_it_and_is_named_in_a_war
     # 0.3 m/s would lift it 12 mm in the next frame), and ends resting on a face (2 m: at 1 m).
     assert max(np.diff(heights)) < 0.005, heights
     assert heights[-1] == pytest.approx(1.0, abs=0.02) and abs(heights[-1] - heights[-2]) < 1e-4
+
+
+@pytest.mark.parametrize("size, tilt", [(0.3, 0.4), (1.5, 1.2)])
+def test_a_plane_made_a_rigid_body_falls_as_a_plate_and_is_named(blender, size, tilt):
+    """Add > Plane, made a rigid body (a playing card, a sheet of plywood), as Blender's Rigid Body
+    takes it: it bakes, falls and lies on the ground, and the bake says it is a plate of a
+    hundredth of its size. (It was refused: "the vertices lie in one plane".)"""
+    bpy.ops.mesh.primitive_plane_add(size=size, location=(0.0, 0.0, 1.0), rotation=(tilt, 0.3, 0.0))
+    card = _enable(bpy.context.object)
+    card.name = "Card"
+    _ground()
+    bpy.context.scene.frame_start, bpy.context.scene.frame_end = 1, 72
+    job = BakeJob(bpy.context.scene.name)
+    job.run(bpy.context)
+    assert any("'Card'" in w and "plate" in w for w in job.warnings), job.warnings
+    bpy.context.scene.frame_set(72)
+    corners = np.array([card.matrix_world @ v.co for v in card.data.vertices])
+    # lying flat on the ground: its faces a half thickness up (a hundredth of its size, 1 mm at least)
+    thickness = max(0.01 * float(np.ptp(_world_vertices(card)[0], axis=0).max()), 1e-3)
+    assert np.abs(corners[:, 2] - thickness / 2).max() < 0.1 * thickness + 2e-3, corners[:, 2]

@@ -206,10 +206,35 @@ def test_open_mesh_falls_back_to_its_convex_hull():
     assert np.isclose(builder.finalize().bodies.mass[0], 600.0)
 
 
-def test_flat_mesh_is_rejected():
-    v = np.array([[0, 0, 0], [1, 0, 0], [1, 1, 0], [0, 1, 0]], float)
-    with pytest.raises(JakobsenError, match="rigid body 'sheet'.*one plane"):
-        engine.ModelBuilder().add_rigid_body(v, [[0, 1, 2, 3]], name="sheet")
+def test_a_mesh_on_a_line_is_rejected():
+    v = np.array([[0, 0, 0], [1, 0, 0], [2, 0, 0], [3, 0, 0]], float)
+    with pytest.raises(JakobsenError, match="rigid body 'rod'.*line"):
+        engine.ModelBuilder().add_rigid_body(v, [[0, 1, 2, 3]], name="rod")
+
+
+# (size of the square m, its tilt degrees about x, shape)
+@pytest.mark.parametrize("size, tilt, shape", [(0.05, 0.0, "automatic"), (0.5, 30.0, "convex_hull"),
+                                               (0.5, 60.0, "box"), (3.0, 10.0, "automatic")])
+def test_a_flat_mesh_falls_as_a_plate_and_lies_on_the_ground(size, tilt, shape):
+    """A Plane made a rigid body (a card, a sheet of plywood) is a plate a hundredth of its size
+    thick (at least 1 mm): its mass from its density is area x thickness x density, it falls and
+    comes to lie flat on the ground, its middle half the plate's thickness up, and the builder
+    says so. (It was refused: "the vertices lie in one plane".)"""
+    half = size / 2
+    square = np.array([[-half, -half, 0], [half, -half, 0], [half, half, 0], [-half, half, 0]], float)
+    v = square @ rotation((1, 0, 0), tilt).T + [0, 0, size]
+    builder = engine.ModelBuilder()
+    builder.add_rigid_body(v, [[0, 1, 2, 3]], name="card", density=700.0, shape=shape)
+    builder.add_collider(engine.Plane())
+    assert any("'card'" in w and "flat" in w and "plate" in w for w in builder.warnings), builder.warnings
+    thickness = engine.bodies.rigid.plate_thickness(float(np.ptp(v, axis=0).max()))
+    solver = engine.Solver(builder.finalize())
+    assert solver.model.bodies.mass[0] == pytest.approx(size * size * thickness * 700.0, rel=1e-6)
+    state = solver.make_state()
+    for _ in range(24 * 3):
+        solver.step_frame(state)
+    assert state.bodies.position[0, 2] == pytest.approx(thickness / 2, abs=0.1 * thickness + 1e-4)
+    assert np.linalg.norm(state.bodies.velocity[0]) < 0.01
 
 
 @pytest.mark.parametrize("kwargs, words", [
