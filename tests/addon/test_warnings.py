@@ -362,3 +362,38 @@ def test_a_cloth_split_along_a_seam_is_named_and_its_loose_piece_falls(blender, 
         assert drop.min() > 0.2, drop.min()  # a loose piece: falling (0.5 m in free fall by frame 12)
     else:
         assert np.abs(drop).max() < 0.02, np.abs(drop).max()  # pinned halves side by side hang still
+
+
+# -- objects Blender does not evaluate -------------------------------------------------------------
+
+@pytest.mark.parametrize("how", ["object", "collection", "eye"])
+def test_an_animated_collider_disabled_in_viewports_is_named(blender, how):
+    """A keyed pusher disabled in viewports (on itself or its collection) is not played by Blender
+    while the bake reads it, so it stood still and pushed nothing, silently: the bake names it.
+    Hidden with the eye it is played, pushes the box, and nothing is said."""
+    scene = bpy.context.scene
+    _frames(1, 36)
+    pusher = _cube("Pusher", location=(-2.0, 0.0, 0.25), size=0.5)
+    pusher.keyframe_insert("location", frame=1)
+    pusher.location.x = 2.0
+    pusher.keyframe_insert("location", frame=36)
+    _enable(pusher, 'RIGID_BODY', dynamic='OFF')
+    _enable(_cube("Box", location=(0.0, 0.0, 0.25), size=0.5), 'RIGID_BODY')
+    bpy.ops.mesh.primitive_plane_add(size=20.0)
+    _enable(bpy.context.object, 'COLLIDER')
+    if how == "object":
+        pusher.hide_viewport = True
+    elif how == "collection":
+        props = bpy.data.collections.new("Props")
+        scene.collection.children.link(props)
+        scene.collection.objects.unlink(pusher)
+        props.objects.link(pusher)
+        props.hide_viewport = True
+    else:
+        pusher.hide_set(True)
+    named = [w for w in scene_to_model.build(bpy.context).warnings if "'Pusher'" in w and "disabled in viewports" in w]
+    assert bool(named) == (how != "eye"), named
+    if how == "eye":
+        assert bpy.ops.jakobsen.bake() == {'FINISHED'}
+        scene.frame_set(36)
+        assert bpy.data.objects["Box"].matrix_world.translation.x > 1.0  # pushed along
