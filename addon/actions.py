@@ -22,6 +22,10 @@ def assign_new_action(id_data, name: str):
     """Create an action, assign it to ``id_data`` (an Object, a Key, ...); returns (action, fcurves),
     where ``fcurves`` is the collection new F-curves go into (``.new(data_path, index=...)``)."""
     anim_data = id_data.animation_data or id_data.animation_data_create()
+    # The baked keys are the motion itself: not added to the NLA strips below them, nor mixed in at
+    # part strength (an animation's Blending Add or Influence 0.5, which ``assignment`` recorded,
+    # played a crate baked resting on the ground 3 m or 1.4 m up).
+    anim_data.action_blend_type, anim_data.action_influence = 'REPLACE', 1.0
     action = bpy.data.actions.new(name)
     if SLOTTED:
         slot = action.slots.new(id_type=id_data.id_type, name=id_data.name)
@@ -68,6 +72,8 @@ def assignment(id_data) -> dict:
     while the bake's action is assigned instead; the slot by its identifier."""
     anim_data = id_data.animation_data
     record = {"animation_data": anim_data is not None, "slot": ""}
+    if anim_data is not None:
+        record["blend"], record["influence"] = anim_data.action_blend_type, float(anim_data.action_influence)
     if anim_data is not None and anim_data.action is not None:
         record["action"] = anim_data.action
         if SLOTTED and anim_data.action_slot is not None:
@@ -91,6 +97,8 @@ def restore_assignment(id_data, record) -> None:
             return
         anim_data = id_data.animation_data_create()
     anim_data.action = previous
+    if "blend" in record:
+        anim_data.action_blend_type, anim_data.action_influence = record["blend"], record["influence"]
     if previous is not None and SLOTTED and record.get("slot"):
         slot = next((s for s in previous.slots if s.identifier == record["slot"]), None)
         if slot is not None:

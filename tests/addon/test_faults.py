@@ -303,6 +303,36 @@ def test_an_overridden_cloth_with_a_linked_mesh_is_refused_shape_keys_and_bakes_
     assert [m.type for m in sheet.modifiers] == ['MESH_CACHE']
 
 
+@pytest.mark.parametrize("blend, influence", [('ADD', 1.0), ('REPLACE', 0.5), ('MULTIPLY', 0.8)])
+def test_baked_keys_play_as_simulated_over_the_users_nla_and_free_puts_its_mixing_back(blender, blend, influence):
+    """A crate whose animation was pushed down into an NLA strip (as an import leaves it), with
+    its animation's Blending and Influence set otherwise than Replace at 1: the baked keys play
+    exactly the simulated fall (they were added to the strip, or mixed in at part strength: a
+    crate resting on the ground played 3 m or 1.4 m up), and Free Bake puts the strip, the
+    Blending and the Influence back."""
+    crate = fs.box("Crate", location=(0.0, 0.0, 2.0), size=0.5)
+    crate.keyframe_insert("location", frame=1)
+    crate.location.z = 5.0
+    crate.keyframe_insert("location", frame=12)
+    users = crate.animation_data.action
+    crate.animation_data.nla_tracks.new().strips.new("lift", 1, users)
+    crate.animation_data.action = None
+    crate.animation_data.action_blend_type, crate.animation_data.action_influence = blend, influence
+    fs.ground()
+    fs.frames(1, 12)
+    job = BakeJob(bpy.context.scene.name)
+    job.run(bpy.context)
+    simulated = job.state.bodies.position[0].copy()  # (the crate's centre, its origin, after the last frame)
+    assert simulated[2] < 1.0  # it fell
+    bpy.context.scene.frame_set(12)
+    np.testing.assert_allclose(np.array(crate.matrix_world)[:3, 3], simulated, atol=1e-4)
+    assert bpy.ops.jakobsen.free_bake() == {'FINISHED'}
+    anim = crate.animation_data
+    assert (anim.action, anim.action_blend_type) == (None, blend)
+    assert anim.action_influence == pytest.approx(influence)
+    assert [s.action for t in anim.nla_tracks for s in t.strips] == [users]
+
+
 def test_a_pin_group_that_does_not_exist_is_refused_by_name(previous_bake, helpers):
     previous_bake.jakobsen.cloth.pin_group = "Pins"
     refused(helpers, objects=["Flag", "Pins"], settings=["Pin Group"])
