@@ -91,6 +91,11 @@ def surface_settings(obj, data: MeshData, warnings: list[str]) -> dict:
     return out
 
 
+# The transform channels the bake keys: a driver on one of them replaces the keys on playback.
+DRIVEN_POSE = {"location", "rotation_euler", "rotation_quaternion", "rotation_axis_angle", "delta_location",
+               "delta_rotation_euler", "delta_rotation_quaternion"}
+
+
 def add_deformable(builder: ModelBuilder, obj, depsgraph, track, warnings: list[str]):
     where = describe(obj)
     parent_warning(obj, warnings)
@@ -350,6 +355,14 @@ def add_rigid_body(builder: ModelBuilder, obj, depsgraph, track, frame_rate: flo
         if len(obj.constraints):
             warnings.append(f"{where}: its constraints act again on top of the baked keys; disable them "
                             "or bake it without them")
+        driven = sorted({f"{d.data_path}[{d.array_index}]" for d in (obj.animation_data.drivers if obj.animation_data
+                                                                    else ()) if not d.mute
+                         and d.data_path.split(".")[-1] in DRIVEN_POSE})
+        if driven:
+            # (Drivers are evaluated after the action: a crate sliding down a slope with a driver
+            # on its Location X played back held at the driver's value, silently.)
+            warnings.append(f"{where}: the drivers on its {', '.join(driven)} replace the baked keys on "
+                            "playback; mute or remove them (Drivers editor) to play the bake")
     handle = builder.add_rigid_body(
         world, faces, name=obj.name,
         mass=None if rb.use_density else float(rb.mass), density=float(rb.density),

@@ -397,3 +397,20 @@ def test_an_animated_collider_disabled_in_viewports_is_named(blender, how):
         assert bpy.ops.jakobsen.bake() == {'FINISHED'}
         scene.frame_set(36)
         assert bpy.data.objects["Box"].matrix_world.translation.x > 1.0  # pushed along
+
+
+@pytest.mark.parametrize("path, index, muted", [("location", 0, False), ("rotation_euler", 2, False),
+                                                ("location", 0, True), ("scale", 1, False)])
+def test_a_driver_on_a_baked_bodys_location_or_rotation_is_named(blender, path, index, muted):
+    """A driver on the Location or Rotation of a body the bake keys replaces the keys on playback
+    (a crate sliding down a slope, its Location X driven, played back held at the driver's value,
+    silently): named, unless it is muted; one on its Scale (not keyed) is not."""
+    crate = _cube("Crate", location=(0.0, 0.0, 2.0), size=0.5)
+    fcurve = crate.driver_add(path, index)
+    fcurve.driver.expression = "1.0" if path == "scale" else "0.0"
+    fcurve.mute = muted
+    _frames(1, 4)
+    named = [w for w in scene_to_model.build(bpy.context).warnings if "'Crate'" in w and "drivers" in w]
+    assert bool(named) == (not muted and path != "scale"), named
+    if named:
+        assert f"{path}[{index}]" in named[0]
