@@ -103,6 +103,12 @@ def check_output(obj, vertex_count: int, output: str, cache_directory: str) -> l
                                 f"{vertex_count}); shape keys need the mesh's own vertices. Apply the "
                                 "modifiers or bake to PC2")
         key = mesh.shape_keys
+        if key is not None and not key.use_relative:
+            # (Absolute keys play by the Evaluation Time, not by each key's value: the baked cloth
+            # played back lying where it started.)
+            raise JakobsenError(f"{where}: its shape keys are absolute (Relative is off in Object Data > Shape "
+                                "Keys), so the baked shapes would not play; turn Relative on or bake to PC2 "
+                                "(Scene > Jakobsen Physics > Bake > Output)")
         if key is not None and any(not kb.name.startswith(SHAPE_KEY_PREFIX) for kb in key.key_blocks[1:]):
             warnings.append(f"{where}: its own shape keys add to the baked ones where their value is not 0")
     elif output == 'PC2':

@@ -333,6 +333,19 @@ def test_baked_keys_play_as_simulated_over_the_users_nla_and_free_puts_its_mixin
     assert [s.action for t in anim.nla_tracks for s in t.strips] == [users]
 
 
+def test_absolute_shape_keys_are_refused_for_shape_key_output_and_bake_to_pc2(previous_bake, helpers, tmp_path):
+    """Absolute shape keys (Relative off) play by the Evaluation Time, not by each key's value:
+    the baked cloth played back lying where it started. Refused by name; PC2 bakes."""
+    sheet = fs.sheet("Sheet", location=(3.0, 0.0, 2.0))
+    sheet.shape_key_add(name="Basis")
+    sheet.shape_key_add(name="Pleat")
+    sheet.data.shape_keys.use_relative = False
+    refused(helpers, objects=["Sheet"], settings=["Relative"])
+    bpy.context.scene.jakobsen.output = 'PC2'
+    bpy.context.scene.jakobsen.cache_directory = str(tmp_path)
+    assert bpy.ops.jakobsen.bake() == {'FINISHED'}
+
+
 def test_a_pin_group_that_does_not_exist_is_refused_by_name(previous_bake, helpers):
     previous_bake.jakobsen.cloth.pin_group = "Pins"
     refused(helpers, objects=["Flag", "Pins"], settings=["Pin Group"])
