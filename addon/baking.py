@@ -109,6 +109,9 @@ def check_output(obj, vertex_count: int, output: str, cache_directory: str) -> l
             raise JakobsenError(f"{where}: its shape keys are absolute (Relative is off in Object Data > Shape "
                                 "Keys), so the baked shapes would not play; turn Relative on or bake to PC2 "
                                 "(Scene > Jakobsen Physics > Bake > Output)")
+        if obj.show_only_shape_key:
+            warnings.append(f"{where}: its Shape Key Lock (the pin in Object Data > Shape Keys) shows only the active "
+                            "shape key, so the baked shapes do not play; unpin it to see them")
         if key is not None and any(not kb.name.startswith(SHAPE_KEY_PREFIX) for kb in key.key_blocks[1:]):
             warnings.append(f"{where}: its own shape keys add to the baked ones where their value is not 0")
     elif output == 'PC2':

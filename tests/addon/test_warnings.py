@@ -414,3 +414,19 @@ def test_a_driver_on_a_baked_bodys_location_or_rotation_is_named(blender, path, 
     assert bool(named) == (not muted and path != "scale"), named
     if named:
         assert f"{path}[{index}]" in named[0]
+
+
+@pytest.mark.parametrize("locked", [True, False])
+def test_a_cloth_with_its_shape_key_lock_on_is_named(blender, locked):
+    """Shape Key Lock (the pin) shows only the active shape key: the baked cloth played back still,
+    silently. The bake names it; unpinned, nothing is said."""
+    bpy.ops.mesh.primitive_grid_add(x_subdivisions=5, y_subdivisions=5, size=1.0, location=(0.0, 0.0, 1.0))
+    sheet = bpy.context.object
+    sheet.name = "Sheet"
+    _enable(sheet, 'CLOTH')
+    sheet.show_only_shape_key = locked
+    _frames(1, 4)
+    job = BakeJob(bpy.context.scene.name)
+    job.run(bpy.context)
+    named = [w for w in job.warnings if "'Sheet'" in w and "Shape Key Lock" in w]
+    assert bool(named) == locked, job.warnings
