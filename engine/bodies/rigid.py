@@ -114,10 +114,12 @@ def plate_thickness(size: float) -> float:
     return min(max(0.01 * size, 1e-3), 0.1 * size)
 
 
-def _thickened_if_flat(v: np.ndarray, size: float, where: str, warnings) -> np.ndarray:
+def _thickened_if_flat(v: np.ndarray, tris: np.ndarray, size: float, where: str, warnings) -> np.ndarray:
     """A mesh whose vertices lie in one plane (a card, a sheet of plywood, a leaf modelled as a
-    Plane) as a plate ``plate_thickness`` thick: its vertices on both faces of it. (Refused
-    before, where Blender's Rigid Body drops it as a convex hull grown by its collision margin.)"""
+    Plane) as a plate ``plate_thickness`` thick behind its faces, as Blender's Solidify adds it:
+    the faces stay where they are drawn (a floor made a static Box stays at its height; centred,
+    it held a crate 10 cm above the floor it was drawn on). (Refused before, where Blender's
+    Rigid Body drops it as a convex hull grown by its collision margin.)"""
     if len(v) < 3:
         return v
     centred = v - v.mean(axis=0)
@@ -130,8 +132,14 @@ def _thickened_if_flat(v: np.ndarray, size: float, where: str, warnings) -> np.n
     if warnings is not None:
         warnings.append(f"{where}: its mesh is flat; it is simulated as a plate {1000 * thickness:.3g} mm thick "
                         "(a Solidify modifier gives it a thickness of your own)")
-    half = 0.5 * thickness * normal
-    return np.concatenate([v - spread[:, None] * normal - half, v - spread[:, None] * normal + half])
+    facing = 0.0  # which side of the plane the faces look to (their areas' sum along the normal)
+    if len(tris):
+        a, b, c = v[tris[:, 0]], v[tris[:, 1]], v[tris[:, 2]]
+        facing = float(np.cross(b - a, c - a).sum(axis=0) @ normal)
+    flat = v - spread[:, None] * normal
+    if facing == 0.0:  # (faces both ways, or none: centred)
+        return np.concatenate([flat - 0.5 * thickness * normal, flat + 0.5 * thickness * normal])
+    return np.concatenate([flat, flat - math.copysign(thickness, facing) * normal])
 
 
 def make_body(vertices, faces, *, name: str, mass=None, density=1000.0, shape="automatic", shape_frame=None,
@@ -175,7 +183,7 @@ def make_body(vertices, faces, *, name: str, mass=None, density=1000.0, shape="a
                             "across (scale the scene, or its units, towards metres)")
 
     flat = len(v)
-    v = _thickened_if_flat(v, size, where, warnings)
+    v = _thickened_if_flat(v, tris, size, where, warnings)
     flat = len(v) != flat
     # Mass properties from the closed mesh; an open or degenerate one falls back to its convex hull.
     volume, centre, inertia = (mass_properties(v, tris) if is_closed(tris) else (0.0, None, None))
