@@ -165,19 +165,22 @@ def previous_bakes_hidden(object_names):
                 ours = obj.animation_data.action if obj.animation_data else None
                 if ours is not None and ours == _our_action(rec.get("action")):
                     shown = transform_values(obj)
+                    mixing = (obj.animation_data.action_blend_type, obj.animation_data.action_influence)
                     actions.restore_assignment(obj, rec["animation"])
                     set_transform_values(obj, rec.get("rest"))
-                    undo.append(lambda obj=obj, ours=ours, shown=shown: (_reassign(obj, ours),
-                                                                         set_transform_values(obj, shown)))
+                    undo.append(lambda obj=obj, ours=ours, shown=shown, mixing=mixing: (
+                        _reassign(obj, ours, mixing), set_transform_values(obj, shown)))
         yield
     finally:
         for step in reversed(undo):
             step()
 
 
-def _reassign(id_data, action) -> None:
+def _reassign(id_data, action, mixing) -> None:
+    """Assign the bake's ``action`` again, with the Blending and Influence (``mixing``) it had."""
     anim_data = id_data.animation_data or id_data.animation_data_create()
     anim_data.action = action
+    anim_data.action_blend_type, anim_data.action_influence = mixing
     if actions.SLOTTED and len(action.slots):
         anim_data.action_slot = action.slots[0]
 

@@ -355,9 +355,9 @@ def add_rigid_body(builder: ModelBuilder, obj, depsgraph, track, frame_rate: flo
         if len(obj.constraints):
             warnings.append(f"{where}: its constraints act again on top of the baked keys; disable them "
                             "or bake it without them")
-        driven = sorted({f"{d.data_path}[{d.array_index}]" for d in (obj.animation_data.drivers if obj.animation_data
-                                                                    else ()) if not d.mute
-                         and d.data_path.split(".")[-1] in DRIVEN_POSE})
+        drivers = obj.animation_data.drivers if obj.animation_data else ()
+        driven = sorted({f"{d.data_path}[{d.array_index}]" for d in drivers
+                         if not d.mute and d.data_path in DRIVEN_POSE})
         if driven:
             # (Drivers are evaluated after the action: a crate sliding down a slope with a driver
             # on its Location X played back held at the driver's value, silently.)

@@ -73,8 +73,9 @@ LOAD_UPRIGHT = 0.5
 # where its anchor has turned to by about the turn, and the mechanism's solve magnifies the miss
 # by its mass ratio: a wrecking ball on a chain of light links (10 to 400 times their mass, 2 to
 # 12 links, released level) gained energy until it flew apart, stopping the bake within 0.5-6 s.
-# Along the rows of the poses now the solve converges; it damps a swing a little (g h / L a
-# substep), which only such mechanisms, turning fast, pay.
+# Along the rows of the poses now the solve converges, with the damping SHAKE's rows take away
+# (docs/connectors.md: such a ball on two links keeps about a third of its energy after 8 s),
+# which only such mechanisms, while they turn fast, pay.
 SHAKE_TURN = 0.5
 # Restitution passes per strike of a colour of contacts: the pair solve's damping leaves 0.5% of
 # a target speed per pass, which over a cradle of five was 2% of the speed (two passes: 0.003%).
@@ -234,8 +235,6 @@ class RigidStepper:
             & (model.joints.kind != KINDS.index("wheel_suspension"))
         self.joint_from_start = turns & np.where(mech >= 0, ~redundant[np.maximum(mech, 0)] if len(redundant) else True,
                                                  False)
-        # The mechanisms with such joints, which a last pass along Newton's rows finishes (the
-        # others keep the passes they had: a weld fighting contacts gets no last word).
         # The cosine of half the turn a mechanism's bodies may make in a substep for its joints to
         # push along their rows at the start (``SHAKE_TURN``; from Python's math: the same bits on
         # every numpy).
@@ -244,6 +243,8 @@ class RigidStepper:
         lightest = inv.max(axis=1) if inv.size else np.zeros(0)
         self.shake_cos = np.array([math.cos(0.5 * SHAKE_TURN * float(h) / float(lo)) if lo > 0.0 else 1.0
                                    for h, lo in zip(heaviest, lightest)])
+        # The mechanisms with such joints, which a last pass along Newton's rows finishes (the
+        # others keep the passes they had: a weld fighting contacts gets no last word).
         with_start = np.zeros(len(self.joint_layout.rows) + 1, bool)
         with_start[mech[self.joint_from_start]] = True
         self.polish = with_start[np.where(mech >= 0, mech, len(with_start) - 1)]

@@ -326,6 +326,13 @@ def test_baked_keys_play_as_simulated_over_the_users_nla_and_free_puts_its_mixin
     assert simulated[2] < 1.0  # it fell
     bpy.context.scene.frame_set(12)
     np.testing.assert_allclose(np.array(crate.matrix_world)[:3, 3], simulated, atol=1e-4)
+    # A bake refused while it reads the scene (the user's animation shown for it) leaves this one playing.
+    fs.sheet("Rag", location=(3.0, 0.0, 2.0), pin_group="Nope")
+    with pytest.raises(RuntimeError):
+        bpy.ops.jakobsen.bake()
+    bpy.data.objects.remove(bpy.data.objects["Rag"])
+    bpy.context.scene.frame_set(12)
+    np.testing.assert_allclose(np.array(crate.matrix_world)[:3, 3], simulated, atol=1e-4)
     assert bpy.ops.jakobsen.free_bake() == {'FINISHED'}
     anim = crate.animation_data
     assert (anim.action, anim.action_blend_type) == (None, blend)
