@@ -319,12 +319,18 @@ def test_rebake_and_free_of_a_rigid_body(blender, helpers):
     assert helpers.snapshot() == before
 
 
-def test_a_flat_dynamic_body_is_refused_by_name(blender, helpers):
-    bpy.ops.mesh.primitive_plane_add(location=(0.0, 0.0, 1.0))
-    sheet = _enable(bpy.context.object)
-    sheet.name = "Sheet"
+def test_a_dynamic_body_on_a_line_is_refused_by_name(blender, helpers):
+    """A mesh whose vertices lie on one line has no area to make a plate of (a flat one is a
+    plate: ``test_a_plane_made_a_rigid_body_falls_as_a_plate_and_is_named``): refused by name,
+    the scene unchanged."""
+    mesh = bpy.data.meshes.new("Rod")
+    mesh.from_pydata([(0.0, 0.0, 1.0), (1.0, 0.0, 1.0), (2.0, 0.0, 1.0), (3.0, 0.0, 1.0)], [], [(0, 1, 2, 3)])
+    rod = bpy.data.objects.new("Rod", mesh)
+    bpy.context.scene.collection.objects.link(rod)
+    _enable(rod)
+    bpy.context.view_layer.update()  # (linked just now: in the view layer from here on, as a bake sees it)
     before = helpers.snapshot()
-    with pytest.raises(RuntimeError, match=r"rigid body 'Sheet'"):
+    with pytest.raises(RuntimeError, match=r"rigid body 'Rod'"):
         bpy.ops.jakobsen.bake()
     assert helpers.snapshot() == before
 
