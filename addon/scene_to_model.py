@@ -60,7 +60,7 @@ from . import baking
 from .blender_io.checks import (ROLE_NAMES, check_no_blender_physics, check_not_linked, check_numbers, describe, label,
                                 role_settings)
 from .blender_io.reads import (deforms, disabled_in_viewports, enabled_objects, field_objects, may_move,
-                                sample_matrices, simulated_ancestor)
+                                sample_matrices, simulated_ancestor, viewport_disabled_collections)
 from .mapping.bindings import BodyBinding, ColliderBinding, DeformableBinding
 from .mapping.bodies import add_collider, add_deformable, add_rigid_body
 from .mapping.connectors import add_empties, animated_settings, check_pairs
@@ -214,8 +214,9 @@ def build(context, *, frame_range: tuple[int, int] | None = None) -> SceneModel:
     try:
         with baking.previous_bakes_hidden([o.name for o in meshes]):
             moving = [o.name for o in meshes if may_move(o)]
+            off = viewport_disabled_collections()
             for o in meshes:
-                if (o.name in moving or deforms(o)) and disabled_in_viewports(o, scene):
+                if (o.name in moving or deforms(o)) and disabled_in_viewports(o, scene, off):
                     warnings.append(f"{describe(o)}: it is disabled in viewports (the screen icon, on it or on its "
                                     "collection), so Blender does not play its animation, drivers or modifiers while "
                                     "the bake reads it, and it takes part as it stands on the first frame; enable it "

@@ -32,18 +32,24 @@ def may_move(obj) -> bool:
     return False
 
 
-def disabled_in_viewports(obj, scene) -> bool:
-    """Whether Blender leaves the object out of the viewport's evaluation: Disable in Viewports
-    (the screen icon) on it, or on every collection it is in, or on a collection holding those.
-    Its animation, drivers and modifiers are then not played while the bake reads it (hidden
-    with the eye, it still is)."""
-    if obj.hide_viewport:
-        return True
+def viewport_disabled_collections() -> set[str]:
+    """The names of the collections Blender leaves out of the viewport's evaluation: Disable in
+    Viewports (the screen icon) on them or on a collection holding them."""
     off = set()
     for c in bpy.data.collections:
         if c.hide_viewport:
             off.add(c.name)
             off.update(child.name for child in c.children_recursive)
+    return off
+
+
+def disabled_in_viewports(obj, scene, off: set[str]) -> bool:
+    """Whether Blender leaves the object out of the viewport's evaluation: Disable in Viewports on
+    it, or every collection it is in among ``off`` (``viewport_disabled_collections``). Its
+    animation, drivers and modifiers are then not played while the bake reads it (hidden with
+    the eye, it still is)."""
+    if obj.hide_viewport:
+        return True
     mine = [c for c in obj.users_collection if c != scene.collection]
     return bool(mine) and obj.name not in scene.collection.objects and all(c.name in off for c in mine)
 

@@ -11,7 +11,7 @@ from jakobsen_engine import JakobsenError, ModelBuilder, Track, TriangleMesh
 from jakobsen_engine.geometry.reproducible import matmul
 from jakobsen_engine.particles.surfaces import is_closed
 
-from ..blender_io.checks import ROLE_NAMES, check_invertible, check_matrix, check_numbers, describe
+from ..blender_io.checks import ROLE_NAMES, check_invertible, check_matrix, check_numbers, describe, written_by_bake
 from ..blender_io.reads import MeshData, read_mesh, simulated_ancestor
 from ..translate.meshes import face_areas, face_list, fit_shape, mesh_warnings
 from ..translate.settings import FOLLOW_RATE, PIN_WEIGHT, RIGID_MODES, RIGID_SHAPES, damping_rate
@@ -31,7 +31,7 @@ def parent_warning(obj, warnings: list[str]) -> bool:
         return True
     where = describe(obj)
     role = obj.jakobsen.type
-    moved = role in ('CLOTH', 'SOFT_BODY') or (role == 'RIGID_BODY' and obj.jakobsen.rigid_body.dynamic != 'OFF')
+    moved = written_by_bake(obj)
     how = (f"on playback it is moved twice, by its own baked {'shapes' if role != 'RIGID_BODY' else 'keys'} "
            f"and again by its parent's" if moved else
            "it is simulated as if it stood still while its parent carries it away on playback")
