@@ -62,7 +62,7 @@ from .blender_io.checks import (ROLE_NAMES, check_no_blender_physics, check_not_
 from .blender_io.reads import (deforms, disabled_in_viewports, enabled_objects, field_objects, may_move,
                                 sample_matrices, simulated_ancestor, viewport_disabled_collections)
 from .mapping.bindings import BodyBinding, ColliderBinding, DeformableBinding
-from .mapping.bodies import add_collider, add_deformable, add_rigid_body
+from .mapping.bodies import add_collider, add_deformable, add_rigid_body, centres
 from .mapping.connectors import add_empties, animated_settings, check_pairs
 from .mapping.fields import add_force_field
 from .mapping.vehicles import add_vehicles
@@ -101,18 +101,21 @@ class SceneModel:
         return self.frame_start + int(math.ceil(time * self.settings.frame_rate - 1e-6))
 
     def pinned_positions(self, frame: int):
-        """(n, 3) world positions of the pinned particles on ``frame``, or None if no pin moves."""
-        moving = [d for d in self.deformables if d.animated and len(d.pinned)]
+        """(n, 3) world positions of the pinned and partly pinned particles on ``frame`` (where
+        the pins are, and where the partial pins pull), or None if no pin moves."""
+        moving = [d for d in self.deformables if d.animated and (len(d.pinned) or len(d.soft))]
         if not moving:
             return None
         pos = np.array(self.model.rest_positions)
         k = frame - self.frame_start
         for d in moving:
-            if d.pinned_world is not None:  # on the deformed mesh (an armature, hooks, shape keys)
-                pos[d.pinned] = d.pinned_world[min(k, len(d.pinned_world) - 1)]
-                continue
-            m = d.object_to_world[min(k, len(d.object_to_world) - 1)]
-            pos[d.pinned] = d.pinned_local @ m[:3, :3].T + m[:3, 3]
+            for index, local, world in ((d.pinned, d.pinned_local, d.pinned_world),
+                                        (d.soft, d.soft_local, d.soft_world)):
+                if world is not None:  # on the deformed mesh (an armature, hooks, shape keys)
+                    pos[index] = world[min(k, len(world) - 1)]
+                    continue
+                m = d.object_to_world[min(k, len(d.object_to_world) - 1)]
+                pos[index] = local @ m[:3, :3].T + m[:3, 3]
         return pos
 
     def body_matrices(self, translations: np.ndarray, rotations: np.ndarray) -> dict[str, np.ndarray]:
@@ -246,6 +249,9 @@ def build(context, *, frame_range: tuple[int, int] | None = None) -> SceneModel:
             colliders: list[ColliderBinding] = []
             bodies: list[BodyBinding] = []
             pending = []
+            # Where what moves starts: a plane collider faces it (see ``bodies.facing_what_moves``).
+            movers = centres([o for o in meshes if o.jakobsen.type in DEFORMING or (
+                o.jakobsen.type == 'RIGID_BODY' and o.jakobsen.rigid_body.dynamic != 'OFF')], depsgraph)
             for obj in meshes:
                 track = tracks.get(obj.name)
                 if track is not None and np.allclose(track, track[:1], atol=1e-9):
@@ -255,14 +261,14 @@ def build(context, *, frame_range: tuple[int, int] | None = None) -> SceneModel:
                     pending.append(add_deformable(builder, obj, depsgraph, track, warnings))
                 elif role == 'RIGID_BODY':
                     item = add_rigid_body(builder, obj, depsgraph, track, settings.frame_rate, warnings,
-                                          basis_track=bases.get(obj.name))
+                                          basis_track=bases.get(obj.name), movers=movers)
                     if isinstance(item, BodyBinding):
                         bodies.append(item)
                     else:
                         colliders.append(item)
                 else:
                     colliders.append(add_collider(builder, obj, depsgraph, track, settings.frame_rate, warnings,
-                                                  deformed=sampled_vertices.get(obj.name)))
+                                                  deformed=sampled_vertices.get(obj.name), movers=movers))
             breakable = add_empties(builder, objects, depsgraph, bodies, colliders, sampled, settings.frame_rate,
                                      warnings)
             add_vehicles(builder, objects, depsgraph, bodies, sampled, settings.frame_rate, warnings)
@@ -284,11 +290,14 @@ def build(context, *, frame_range: tuple[int, int] | None = None) -> SceneModel:
             raise JakobsenError(f"'{name}': its evaluated mesh has {world_track.shape[1]} vertices during the bake "
                                 f"but {handle.count} on its first frame")
         pinned_world = world_track[:, pinned_mask] if world_track is not None and np.any(pinned_mask) else None
+        goals = model.goals.index
+        soft = np.sort(goals[(goals >= handle.start) & (goals < handle.start + handle.count)])
         deformables.append(DeformableBinding(
             object_name=name, role=role, particles=handle.slice, vertex_count=handle.count,
             world_to_local=to_local, object_to_world=to_world,
             pinned=np.flatnonzero(pinned_mask) + handle.start, pinned_local=local[pinned_mask],
-            pinned_world=pinned_world))
+            pinned_world=pinned_world, soft=soft, soft_local=local[soft - handle.start],
+            soft_world=world_track[:, soft - handle.start] if world_track is not None and len(soft) else None))
     return SceneModel(model=model, settings=settings, frame_start=start, frame_end=end,
                       deformables=deformables, colliders=colliders, bodies=bodies, warnings=warnings,
                       breakable=breakable)

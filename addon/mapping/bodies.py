@@ -14,7 +14,7 @@ from jakobsen_engine.particles.surfaces import is_closed
 from ..blender_io.checks import ROLE_NAMES, check_invertible, check_matrix, check_numbers, describe, written_by_bake
 from ..blender_io.reads import MeshData, read_mesh, simulated_ancestor
 from ..translate.meshes import face_areas, face_list, fit_shape, mesh_warnings
-from ..translate.settings import FOLLOW_RATE, PIN_WEIGHT, RIGID_MODES, RIGID_SHAPES, damping_rate
+from ..translate.settings import FOLLOW_RATE, RIGID_MODES, RIGID_SHAPES, damping_rate
 from ..translate.transforms import affine_inverse, matrix, rigid, rotation_and_scale, world as into_world
 from .bindings import BodyBinding, ColliderBinding
 
@@ -120,11 +120,8 @@ def add_deformable(builder: ModelBuilder, obj, depsgraph, track, warnings: list[
     if weights is not None and not np.any(weights > 0.0):
         warnings.append(f"{where}: its pin group '{s.pin_group}' is empty (no vertex has a weight in it), so "
                         "nothing is pinned and the cloth falls free")
-    if track is not None and weights is not None and np.any((weights > 0) & (weights < PIN_WEIGHT)):
-        warnings.append(f"{where}: it moves, but its partly pinned vertices (weight below 1) are pulled "
-                        "towards where they were on the first frame")
     handle = builder.add_cloth(
-        world, face_list(data.loop_total, data.corners), name=obj.name, density=density,
+        world, face_list(data.loop_total, data.corners, m), name=obj.name, density=density,
         thickness=s.thickness,
         stretch_stiffness=math.inf if s.use_rigid_stretch else s.stretch_stiffness,
         shear_stiffness=math.inf if s.use_rigid_shear else s.shear_stiffness,
@@ -167,19 +164,33 @@ def rigid_track(obj, track: np.ndarray, scale: np.ndarray, frame_rate: float, of
 
 
 def mesh_collider(obj, data: MeshData, m: np.ndarray, track, frame_rate: float, friction: float,
-                  bounce: float, warnings: list[str]) -> TriangleMesh:
+                  bounce: float, warnings: list[str], movers: np.ndarray | None = None) -> TriangleMesh:
     """The object's faces as a triangle-mesh collider: its world vertices on the first frame,
     moved along its animation (the motion from that pose) if it has one. A Collider with Shape
-    Mesh and a rigid body with Dynamic Off and Static Mesh collide the same way."""
+    Mesh and a rigid body with Dynamic Off and Static Mesh collide the same way. A flat mesh (a
+    ground, a floor) faces what moves (``facing_what_moves``) as a plane does."""
     where = describe(obj)
     rotation, scale = rotation_and_scale(m, where, [])  # (the faces are exact in the world, sheared or not)
     world = into_world(data.local, m)
     motion = None
     if track is not None:
         motion = rigid_track(obj, track, scale, frame_rate, np.linalg.inv(rigid(rotation, m[:3, 3])), warnings)
-    return TriangleMesh.from_mesh(world, face_list(data.loop_total, data.corners), where=where,
-                                  friction=float(friction), restitution=float(bounce), motion=motion,
-                                  name=obj.name)
+    faces = face_list(data.loop_total, data.corners, m)
+    size = float(np.ptp(world, axis=0).max()) if len(world) else 0.0
+    if len(world) >= 3 and size > 0.0:
+        centre = world.mean(axis=0)
+        _, spread, axes = np.linalg.svd(world - centre, full_matrices=False)
+        if spread[-1] <= 1e-6 * size * math.sqrt(len(world)):  # flat: a plane's worth of faces
+            # The side its faces point to: the sum of their first corners' turns, as Blender shows
+            # them (a mirroring matrix reverses the turn in the world: ``face_list``).
+            starts = np.concatenate(([0], np.cumsum(data.loop_total)[:-1])).astype(np.int64)
+            a, b, c = (world[data.corners[starts + k]] for k in range(3))
+            turn = float(np.sum(np.cross(b - a, c - a) @ axes[-1])) * np.sign(np.linalg.det(m[:3, :3]))
+            normal = axes[-1] if turn >= 0.0 else -axes[-1]
+            if facing_what_moves(where, normal, centre, movers, warnings):
+                faces = [np.asarray(f)[::-1] for f in faces] if isinstance(faces, list) else faces[:, ::-1]
+    return TriangleMesh.from_mesh(world, faces, where=where, friction=float(friction), restitution=float(bounce),
+                                  motion=motion, name=obj.name)
 
 
 # How far a mesh's surface may lie from the shape fitted to it: a tenth of the shape's thinnest
@@ -235,12 +246,43 @@ def surface_off_fitted_shape(shape: str, size: dict, offset: np.ndarray, points:
     return float(areas[distance > tolerance].sum()) / total, tolerance
 
 
+def centres(objects, depsgraph) -> np.ndarray:
+    """(k, 3) the world centres of the objects' bounding boxes (evaluated), where they start."""
+    out = np.zeros((len(objects), 3))
+    for k, obj in enumerate(objects):
+        ob_eval = obj.evaluated_get(depsgraph)
+        out[k] = into_world(np.mean(np.array([tuple(c) for c in ob_eval.bound_box]), axis=0)[None],
+                            matrix(ob_eval.matrix_world))[0]
+    return out
+
+
+def facing_what_moves(where: str, normal: np.ndarray, point: np.ndarray, movers: np.ndarray | None,
+                      warnings: list[str]) -> bool:
+    """Whether a flat collider (a plane, a flat mesh) through ``point`` should be turned round
+    because more of what moves (``movers``: cloth, soft and active rigid bodies, where they start)
+    lies behind its faces than in front of them; warned when so. A plane collides on its front
+    only; a ground whose faces point down (turned over, or its normals flipped by an import)
+    let everything fall through (Blender's Cloth and Rigid Body hold on either side of it)."""
+    if movers is None or not len(movers):
+        return False
+    side = (movers - point) @ normal
+    behind, front = int(np.count_nonzero(side < 0.0)), int(np.count_nonzero(side > 0.0))
+    if behind <= front:
+        return False
+    warnings.append(f"{where}: its faces point away from what moves ({behind} of {len(movers)} moving objects "
+                    "start behind it), so it collides on their side (Flip its normals in Edit Mode to make "
+                    "that its front)")
+    return True
+
+
 def add_collider(builder: ModelBuilder, obj, depsgraph, track, frame_rate: float,
-                  warnings: list[str], deformed: np.ndarray | None = None) -> ColliderBinding:
+                  warnings: list[str], deformed: np.ndarray | None = None,
+                  movers: np.ndarray | None = None) -> ColliderBinding:
     """A Collider: a shape fitted to the mesh, or (Shape Mesh) its faces; ``deformed``: the world
     positions (frames, n, 3) of its evaluated vertices on every frame of the bake when its mesh
     deforms (an armature, hooks, shape keys), which a Mesh collider follows, re-read each frame
-    and interpolated per substep."""
+    and interpolated per substep. movers: where what moves starts (``centres``), which a plane
+    faces (``facing_what_moves``)."""
     where = describe(obj)
     parent_warning(obj, warnings)
     data = read_mesh(obj, depsgraph, where)
@@ -255,16 +297,22 @@ def add_collider(builder: ModelBuilder, obj, depsgraph, track, frame_rate: float
                                 "or choose another Shape")
         if deformed is not None and deformed.shape[1] == len(data.local) and np.ptp(deformed, axis=0).max() > 1e-7:
             # Its own matrix's motion is in the world positions too: no motion of its own.
-            collider = TriangleMesh.from_mesh(deformed[0], face_list(data.loop_total, data.corners), where=where,
+            collider = TriangleMesh.from_mesh(deformed[0], face_list(data.loop_total, data.corners, m), where=where,
                                               deformation=deformed, deformation_rate=frame_rate,
                                               friction=float(c.friction), restitution=float(c.bounce), name=obj.name)
             index = builder.add_collider(collider)
             return ColliderBinding(object_name=obj.name, role='COLLIDER', shape='MESH', index=index, animated=True)
-        index = builder.add_collider(mesh_collider(obj, data, m, track, frame_rate, c.friction, c.bounce, warnings))
+        index = builder.add_collider(mesh_collider(obj, data, m, track, frame_rate, c.friction, c.bounce, warnings,
+                                                   movers))
         return ColliderBinding(object_name=obj.name, role='COLLIDER', shape='MESH', index=index,
                                animated=track is not None)
     rotation, scale = rotation_and_scale(m, where, warnings)
     shape, cls, size, offset = fit_shape(c.shape, data.local, scale, where)
+    if shape == 'PLANE':
+        start = rigid(rotation, m[:3, 3]) @ offset
+        if facing_what_moves(where, start[:3, 2], start[:3, 3], movers, warnings):
+            offset = offset.copy()
+            offset[:3, 1:3] *= -1.0  # turned round its X: a proper rotation whose Z is the other side
     if len(data.loop_total):
         left_out, tolerance = surface_off_fitted_shape(shape, size, offset, data.local * scale, data.loop_total,
                                                        data.corners)
@@ -303,7 +351,8 @@ def initial_velocities(obj, mode: str, warnings: list[str]) -> tuple[tuple, tupl
 
 
 def add_rigid_body(builder: ModelBuilder, obj, depsgraph, track, frame_rate: float,
-                    warnings: list[str], basis_track: np.ndarray | None = None) -> BodyBinding | ColliderBinding:
+                    warnings: list[str], basis_track: np.ndarray | None = None,
+                    movers: np.ndarray | None = None) -> BodyBinding | ColliderBinding:
     """A rigid body: an engine body, or for a passive body that collides with its faces a
     triangle-mesh collider (which the cloth and the other bodies meet the same way).
     basis_track: (frames, 4, 4) its matrix_basis on each frame, where its parent moves on its own
@@ -317,7 +366,7 @@ def add_rigid_body(builder: ModelBuilder, obj, depsgraph, track, frame_rate: flo
     check_matrix(obj, m)
     rotation, scale = rotation_and_scale(m, where, warnings)
     world = into_world(data.local, m)
-    faces = face_list(data.loop_total, data.corners)
+    faces = face_list(data.loop_total, data.corners, m)
     mode = RIGID_MODES[rb.dynamic]
     shape = RIGID_SHAPES[rb.collision_shape]
     moves = track is not None
@@ -328,7 +377,7 @@ def add_rigid_body(builder: ModelBuilder, obj, depsgraph, track, frame_rate: flo
     velocity, angular_velocity = initial_velocities(obj, mode, warnings)
     if mode == "kinematic" and faces_collide:
         index = builder.add_collider(mesh_collider(obj, data, m, track, frame_rate, rb.friction, rb.bounce,
-                                                   warnings))
+                                                   warnings, movers))
         return ColliderBinding(object_name=obj.name, role='RIGID_BODY', shape='STATIC_MESH', index=index,
                                animated=moves)
     if rb.collision_shape == 'STATIC_MESH' and mode == "dynamic":

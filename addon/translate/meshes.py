@@ -10,8 +10,20 @@ from jakobsen_engine import Box, Capsule, JakobsenError, Plane, Sphere
 from .transforms import rigid
 
 
-def face_list(loop_total: np.ndarray, corners: np.ndarray):
-    """Faces for the engine: an (f, k) array when all faces have k corners, else a list of arrays."""
+def face_list(loop_total: np.ndarray, corners: np.ndarray, matrix: np.ndarray | None = None):
+    """Faces for the engine: an (f, k) array when all faces have k corners, else a list of arrays.
+
+    matrix: the object's world matrix, when the faces go with its world vertices. A mirroring
+    one (negative determinant: a negative scale on one axis, as imports and the Mirror tool
+    leave) reverses the corners' turn in the world, so each face's corners are reversed: its
+    front stays the side Blender shows as outside. (Left so, a mirrored Mesh collider was
+    inside out: a cloth fell into the table top and a flat ground let everything through.)"""
+    if matrix is not None and np.linalg.det(np.asarray(matrix)[:3, :3]) < 0.0:
+        loop_total = np.asarray(loop_total, dtype=np.int64)
+        starts = np.concatenate(([0], np.cumsum(loop_total)[:-1])).astype(np.int64)
+        face_of = np.repeat(np.arange(len(loop_total)), loop_total)
+        within = np.arange(len(corners)) - starts[face_of]
+        corners = corners[starts[face_of] + loop_total[face_of] - 1 - within]
     if len(loop_total) and np.all(loop_total == loop_total[0]):
         return corners.reshape(len(loop_total), int(loop_total[0]))
     return np.split(corners, np.cumsum(loop_total)[:-1])

@@ -103,7 +103,7 @@ def test_collider_shapes_are_fitted_to_the_objects(pinned_cloth, helpers):
     wall_mesh = bpy.data.meshes.new("Wall")  # flat along its local X, turned so that X faces world +Y
     wall_mesh.from_pydata([(0, -1, 0), (0, 1, 0), (0, 1, 2), (0, -1, 2)], [], [(0, 1, 2, 3)])
     wall = _enable(helpers.link(bpy.data.objects.new("Wall", wall_mesh)), 'COLLIDER')
-    wall.location = (0.0, 5.0, 0.0)
+    wall.location = (0.0, -5.0, 0.0)  # facing the cloth (a plane faces what moves: bodies.facing_what_moves)
     wall.rotation_euler = (0.0, 0.0, math.pi / 2)
 
     sm = scene_to_model.build(bpy.context)
@@ -113,7 +113,7 @@ def test_collider_shapes_are_fitted_to_the_objects(pinned_cloth, helpers):
     binding, plane = by_name["Wall"]
     assert binding.shape == 'PLANE'
     np.testing.assert_allclose(_pose(plane)[:3, 2], [0.0, 1.0, 0.0], atol=1e-6)
-    np.testing.assert_allclose(_pose(plane)[:3, 3], [0.0, 5.0, 1.0], atol=1e-6)
+    np.testing.assert_allclose(_pose(plane)[:3, 3], [0.0, -5.0, 1.0], atol=1e-6)
 
     binding, plane = by_name["Ground"]
     assert binding.shape == 'PLANE' and isinstance(plane, Plane) and not binding.animated
