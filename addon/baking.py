@@ -122,9 +122,40 @@ def check_output(obj, vertex_count: int, output: str, cache_directory: str) -> l
         if why:
             raise JakobsenError(f"{where}: the cache directory '{cache_directory}' cannot be written to: {why} "
                                 "(Scene > Jakobsen Physics > Bake > Cache Directory)")
+        warnings += render_differs(obj)
     else:
         raise JakobsenError(f"unknown bake output {output!r}")
     return warnings
+
+
+# Modifiers that make new vertices: shown differently in the render than in the viewport, the
+# render's mesh has another vertex count than the point cache.
+GENERATING_MODIFIERS = {'SUBSURF', 'MULTIRES', 'ARRAY', 'MIRROR', 'SOLIDIFY', 'BEVEL', 'SCREW', 'SKIN',
+                        'REMESH', 'DECIMATE', 'TRIANGULATE', 'WELD', 'BOOLEAN', 'WIREFRAME', 'BUILD', 'MASK',
+                        'EDGE_SPLIT', 'NODES'}
+
+
+def render_differs(obj) -> list[str]:
+    """Warnings for a PC2 bake of ``obj``: modifiers before the cache that make the render's mesh
+    another one than the viewport's, which the bake reads (a Subdivision Surface at Levels
+    Viewport 1 and Render 2: the cache holds the viewport's vertices, Blender's Mesh Cache finds
+    another count at render time and the render showed the cloth unmoved, silently)."""
+    out = []
+    for m in obj.modifiers:
+        if m.type == 'MESH_CACHE':
+            break
+        if m.type not in GENERATING_MODIFIERS:
+            continue
+        if m.show_viewport != m.show_render:
+            shown = 'viewport' if m.show_viewport else 'render'
+            out.append(f"'{obj.name}': its modifier '{m.name}' is on in the {shown} only, so the render's mesh "
+                       "is not the one baked and the render would show it unmoved; show it in both or in neither")
+        elif m.show_viewport and m.type in ('SUBSURF', 'MULTIRES') and m.render_levels != m.levels:
+            what = "Levels Viewport" if m.type == 'SUBSURF' else "Viewport"
+            out.append(f"'{obj.name}': its modifier '{m.name}' renders at level {m.render_levels} but is baked at "
+                       f"its {what} level {m.levels}, so the render would show it unmoved; set Render to "
+                       f"{m.levels}")
+    return out
 
 
 # -- hiding a previous bake while the scene is read -------------------------------------------------

@@ -3,7 +3,7 @@ returns besides the model)."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -16,7 +16,8 @@ class DeformableBinding:
     object's space on each frame. pinned: model indices of its pinned particles;
     pinned_local: (k, 3) where they are in the object's space; pinned_world: (frames, k, 3) where
     they are in the world on each frame when the mesh deforms (an armature, hooks, shape keys),
-    else None (then the object's matrix moves pinned_local).
+    else None (then the object's matrix moves pinned_local). soft, soft_local, soft_world: the
+    same for its partly pinned particles (a pin weight between 0 and 1), whose pulls follow too.
     """
 
     object_name: str
@@ -28,6 +29,9 @@ class DeformableBinding:
     pinned: np.ndarray
     pinned_local: np.ndarray
     pinned_world: np.ndarray | None = None
+    soft: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
+    soft_local: np.ndarray = field(default_factory=lambda: np.zeros((0, 3)))
+    soft_world: np.ndarray | None = None
 
     @property
     def animated(self) -> bool:

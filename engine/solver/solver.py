@@ -291,6 +291,9 @@ class Solver:
         self._goal_w = inv_mass[g.index]
         self._goal_alpha = g.compliance / (h * h)
         self._goal_lam = np.zeros((len(g.index), 3))
+        # Where the goals pull: their targets at the last frame's end and in this substep (they
+        # move with ``step_frame``'s pinned_positions).
+        self._goal_target = self._goal_now = np.array(g.target, dtype=np.float64)
         # Restitution only for contacts arriving faster than gravity alone makes in two substeps,
         # so resting contacts do not buzz.
         self._bounce_speed = max(2.0 * float(np.linalg.norm(self._gravity)) * h, 1e-4)
@@ -416,7 +419,10 @@ class Solver:
         """Advance ``state`` by one frame (``substeps`` substeps), in place.
 
         pinned_positions: optional (n, 3) m, where the pinned particles (inverse mass 0) are at
-        the end of the frame; they move there in a straight line over the substeps.
+        the end of the frame; they move there in a straight line over the substeps. The partly
+        pinned ones (the goals: a pin weight between 0 and 1) are pulled towards theirs, which
+        move there the same way from where the last frame's call put them (their rest positions
+        before the first): a cape's painted pin gradient rides on the character.
         Raises ``JakobsenError`` and leaves ``state`` untouched if the frame would produce
         non-finite positions.
         """
@@ -436,6 +442,9 @@ class Solver:
             if not np.all(np.isfinite(target[pins])):
                 raise JakobsenError("pinned_positions contains non-finite values for pinned particles")
             pin_start, pin_end = x0[pins], target[pins]
+            goal_end = target[self.model.goals.index]
+            if not np.all(np.isfinite(goal_end)):
+                raise JakobsenError("pinned_positions contains non-finite values for partly pinned particles")
         try:
             with np.errstate(all="ignore"):
                 if self._self_contacts:
@@ -457,6 +466,7 @@ class Solver:
                         state.positions[pins] = pin_start + (pin_end - pin_start) * f
                         before = k / self.settings.substeps
                         state.previous_positions[pins] = pin_start + (pin_end - pin_start) * before
+                        self._goal_now = self._goal_target + (goal_end - self._goal_target) * f
                     self._substep(state)
                     if self._rigid and self._rigid.unsettled:
                         self._rigid.keep_starting_motion(state.bodies)
@@ -479,7 +489,10 @@ class Solver:
                     "setting: try more substeps or smaller forces); the state was left as it was")
             if self._guard:
                 self._guard.check(state, t0, self._rigid)
+            if pins is not None:
+                self._goal_target = self._goal_now = goal_end
         except BaseException:
+            self._goal_now = self._goal_target
             self._in_frame = False
             if self._turn:
                 self._turn.forget()
@@ -576,7 +589,7 @@ class Solver:
                                        self.settings.sqrt_approximation, x_start, self._chains)
             if len(g.index):
                 pulled = x[g.index] if turn else None
-                kernels.project_goals(x, g.index, g.target, self._goal_w, self._goal_alpha, self._goal_lam)
+                kernels.project_goals(x, g.index, self._goal_now, self._goal_w, self._goal_alpha, self._goal_lam)
                 if turn:
                     turn.goals_moved(g.index, pulled, x, x_start)
             if surfaces:

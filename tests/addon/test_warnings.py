@@ -430,3 +430,125 @@ def test_a_cloth_with_its_shape_key_lock_on_is_named(blender, locked):
     job.run(bpy.context)
     named = [w for w in job.warnings if "'Sheet'" in w and "Shape Key Lock" in w]
     assert bool(named) == locked, job.warnings
+
+
+# -- colliders turned over or mirrored -------------------------------------------------------------
+
+@pytest.mark.parametrize("role, shape", [('COLLIDER', 'MESH'), ('COLLIDER', 'BOX'), ('RIGID_BODY', 'STATIC_MESH')])
+def test_a_box_lands_on_a_mirrored_table_top(blender, role, shape):
+    """A table top mirrored by a negative scale (as imports and the Mirror tool leave it): a
+    mirroring matrix reverses the turn of the faces' corners in the world, and read as they were,
+    a Mesh collider was inside out (a box rested inside the slab, 5 cm low; a cloth fell into
+    it). A box dropped on it lands on the top, mirrored or not."""
+    _frames(1, 30)
+    tops = []
+    for k, mirror in enumerate((1.0, -1.0)):
+        top = _cube(f"Top {k}", size=1.0, location=(4.0 * k, 0.0, 0.725))
+        top.scale = (1.2 * mirror, 0.8, 0.05)  # its upper face at 0.75 m
+        if role == 'COLLIDER':
+            _enable(top, 'COLLIDER', shape=shape)
+        else:
+            _enable(top, 'RIGID_BODY', dynamic='OFF', collision_shape=shape)
+        _cube(f"Box {k}", size=0.2, location=(4.0 * k + 0.1, 0.05, 1.0))
+        tops.append(top)
+    bpy.context.view_layer.update()
+    assert bpy.ops.jakobsen.bake() == {'FINISHED'}
+    bpy.context.scene.frame_set(30)
+    for k in range(2):
+        z = bpy.data.objects[f"Box {k}"].matrix_world.translation.z
+        assert abs(z - 0.85) < 0.005, (k, z)  # resting on the top, 0.75 + 0.1
+
+
+@pytest.mark.parametrize("shape", ['PLANE', 'AUTOMATIC', 'MESH', 'RIGID_STATIC'])
+@pytest.mark.parametrize("how", ["plain", "scale z -1", "turned over"])
+def test_a_ground_whose_faces_point_down_still_holds_what_falls_on_it(blender, shape, how):
+    """A ground plane whose faces point down (turned over, or mirrored on Z: the world vertices
+    the same as a plain one's) collides on the side where what moves starts, and the bake says
+    so, naming it. Before, a plane collided on its front only: the box fell through it, silently
+    (Blender's Cloth and Rigid Body hold on either side)."""
+    _frames(1, 30)
+    bpy.ops.mesh.primitive_plane_add(size=6.0)
+    ground = bpy.context.object
+    ground.name = "Ground"
+    if how == "scale z -1":
+        ground.scale.z = -1.0
+    elif how == "turned over":
+        ground.rotation_euler.x = math.pi
+    if shape == 'RIGID_STATIC':
+        _enable(ground, 'RIGID_BODY', dynamic='OFF')
+    else:
+        _enable(ground, 'COLLIDER', shape=shape)
+    _cube("Box", size=0.5, location=(0.3, -0.2, 1.0))
+    bpy.context.view_layer.update()
+    named = [w for w in scene_to_model.build(bpy.context).warnings if "'Ground'" in w and "point away" in w]
+    assert bool(named) == (how != "plain"), named
+    assert bpy.ops.jakobsen.bake() == {'FINISHED'}
+    bpy.context.scene.frame_set(30)
+    z = bpy.data.objects["Box"].matrix_world.translation.z
+    assert abs(z - 0.25) < 0.005, z  # resting on the ground
+
+
+# -- partial pins on a moving cloth ----------------------------------------------------------------
+
+@pytest.mark.parametrize("weights, output", [((0.8, 0.4), 'SHAPE_KEYS'), ((1.0, 0.5), 'SHAPE_KEYS'),
+                                             ((0.6, 0.6), 'PC2')])
+def test_a_moving_cloth_s_partly_pinned_vertices_follow_it(blender, tmp_path, weights, output):
+    """A curtain keyed to move 1 m along X and 0.3 m up, its pin group painted with a gradient
+    (``weights`` on its top two rows): its partly pinned vertices are pulled towards where the
+    object takes them, as Blender's Cloth pulls its pin goals, so once it stops it hangs as a
+    twin that never moved, moved along. (Before, they were pulled towards where they were on the
+    first frame: rows weighted 0.75-0.25 trailed the object by 0.74-0.89 m, and the bake warned.)"""
+    from .conftest import evaluated_world
+    from . import fault_scenes as fs
+
+    fs.frames(1, 72)
+    curtains = []
+    for k, moving in enumerate((False, True)):
+        c = fs.sheet(f"Curtain {k}", n=9, size=1.0, location=(3.0 * k, 0.0, 1.5))
+        c.rotation_euler.x = math.pi / 2  # hanging in XZ; the mesh's +Y is up
+        co = np.array([tuple(v.co) for v in c.data.vertices])
+        row = np.round((co[:, 1] + 0.5) * 8).astype(int)  # 8: the top row
+        group = c.vertex_groups.new(name="Pins")
+        for r, w in zip((8, 7), weights):
+            group.add(np.flatnonzero(row == r).tolist(), w, 'REPLACE')
+        c.jakobsen.cloth.pin_group = "Pins"
+        if moving:
+            c.keyframe_insert("location", frame=1)
+            c.location = (4.0, 0.0, 1.8)
+            c.keyframe_insert("location", frame=25)
+        curtains.append((c, row))
+    fs.frames(1, 72)
+    warned = [w for w in scene_to_model.build(bpy.context).warnings if "first frame" in w]
+    assert not warned, warned
+    bpy.context.scene.jakobsen.output = output
+    bpy.context.scene.jakobsen.cache_directory = str(tmp_path / "cache")
+    assert bpy.ops.jakobsen.bake() == {'FINISHED'}
+    bpy.context.scene.frame_set(72)
+    (still, row), (moved, _) = [(evaluated_world(c), r) for c, r in curtains]
+    pulled = row >= 7
+    assert np.abs(moved[pulled] - (still[pulled] + [4.0, 0.0, 0.3])).max() < 2e-3
+    assert np.abs(moved.mean(axis=0) - (still.mean(axis=0) + [4.0, 0.0, 0.3])).max() < 5e-3
+
+
+@pytest.mark.parametrize("levels, render, shown", [(1, 2, (True, True)), (1, 1, (True, True)), (2, 2, (True, False)),
+                                                   (1, 2, (False, False))])
+def test_a_pc2_bake_names_a_modifier_that_renders_another_mesh(blender, tmp_path, levels, render, shown):
+    """A point cache holds the vertices the bake read, the viewport's; a Subdivision Surface that
+    renders at another level (or a modifier on in the viewport only) gives the render another
+    vertex count, Blender's Mesh Cache then plays nothing and the render showed the cloth
+    unmoved, silently. The bake names the modifier when the render's mesh differs."""
+    from . import fault_scenes as fs
+
+    fs.frames(1, 3)
+    cloth = fs.sheet("Cloth", n=5, size=1.0, location=(0.0, 0.0, 1.0))
+    mod = cloth.modifiers.new("Smooth It", 'SUBSURF')
+    mod.levels, mod.render_levels = levels, render
+    mod.show_viewport, mod.show_render = shown
+    scene = bpy.context.scene
+    scene.jakobsen.output = 'PC2'
+    scene.jakobsen.cache_directory = str(tmp_path / "cache")
+    job = BakeJob(scene.name)
+    job.start()
+    named = [w for w in job.warnings if "'Smooth It'" in w and "'Cloth'" in w]
+    differs = shown[0] != shown[1] or (shown[0] and levels != render)
+    assert bool(named) == differs, (job.warnings, named)
