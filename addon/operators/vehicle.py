@@ -26,7 +26,11 @@ like wheels: round, lying across the car, standing on the ground). In one undoab
   that is Blender's (or glTF's) front, unless the Forward option names one).
 
 A selection it cannot rig is refused before anything is touched, with a message naming the
-objects. Running it again on a rigged car keeps the connectors it made (moved to the hubs).
+objects (among them: a wheel lying flat, a wheel with a Mirror or Array modifier, wheels all on
+one side, a wheel made active instead of the body); wheels whose axles run along the body are
+rigged with a warning (the car drives sideways). Running it again on a rigged car keeps the
+connectors it made (moved to the hubs) and sets the motor, brakes and suspension from the masses
+again, naming in a warning the values it replaced (docs/vehicles.md).
 """
 
 from __future__ import annotations
@@ -118,6 +122,7 @@ class VehiclePlan:
     wheels: list[WheelPlan]
     layout: Layout
     skipped: list[str] = field(default_factory=list)  # children that did not look like wheels
+    warnings: list[str] = field(default_factory=list)  # what it rigs but the user may not mean
 
 
 def _check_editable(objects) -> None:
@@ -152,6 +157,40 @@ def _wheels_of(obj, where: str) -> tuple[list[WheelPlan], np.ndarray]:
             raise RigError(str(error)) from None
         out.append(WheelPlan(source=obj.name, indices=indices, wheel=wheel, where=label))
     return out, world
+
+
+# Modifiers that add copies of the mesh: a wheel object's raw mesh (what is read, split and
+# re-based) is then not what is drawn (a Mirror's right wheel, an Array's row of wheels), and a
+# Mirror about the object's origin folds its copy onto the wheel once the origin is at the hub.
+COPYING_MODIFIERS = {'MIRROR': "Mirror", 'ARRAY': "Array"}
+
+
+def _check_copying_modifiers(objects) -> None:
+    for obj in objects:
+        for mod in obj.modifiers:
+            if mod.type in COPYING_MODIFIERS and (mod.show_viewport or mod.show_render):
+                raise RigError(f"wheel '{obj.name}' has a {COPYING_MODIFIERS[mod.type]} modifier ('{mod.name}'), "
+                               "whose copies are drawn but are not in its mesh; apply it first (Object > Apply > "
+                               "Visual Geometry to Mesh, or Ctrl+A over the modifier), so that every wheel it makes "
+                               "is rigged")
+
+
+def _box_diagonal(obj) -> float:
+    """The diagonal (m) of the object's bounding box in world space (from its 8 corners)."""
+    corners = np.array([tuple(c) for c in obj.bound_box], dtype=np.float64)
+    m = matrix(obj.matrix_world)
+    return float(np.linalg.norm(np.ptp(corners @ m[:3, :3].T, axis=0)))
+
+
+def _looks_like_wheel(obj) -> bool:
+    """Whether the mesh is round about its axle in every part (a wheel, or an axle of wheels)."""
+    if obj is None or obj.type != 'MESH' or len(obj.data.vertices) == 0:
+        return False
+    try:
+        plans, world = _wheels_of(obj, f"'{obj.name}'")
+    except RigError:
+        return False
+    return all(covers_circle(world[p.indices], p.wheel) for p in plans)
 
 
 def _descendants(obj) -> list:
@@ -221,6 +260,9 @@ def plan_vehicle(context, chassis, wheel_objects, *, forward_axis: str | None = 
     skipped: list[str] = []
     if wheel_objects is None:
         wheel_objects, skipped = _wheel_children(chassis, chassis_world)
+        if not wheel_objects and chassis.parent is not None and _looks_like_wheel(chassis):
+            raise RigError(f"the active object '{chassis.name}' looks like a wheel (of '{chassis.parent.name}'?); "
+                           "make the body the active object (select it alone to use the wheels among its children)")
         if not wheel_objects:
             raise RigError(f"no wheels: select the wheels of chassis '{chassis.name}' as well (the chassis active), "
                            "or parent them to it"
@@ -246,8 +288,32 @@ def plan_vehicle(context, chassis, wheel_objects, *, forward_axis: str | None = 
         if shared:
             raise RigError(f"{_names(shared)} shares its mesh with chassis '{chassis.name}' (the chassis selected "
                            "again, as a wheel); select the wheels only")
+        # A wheel made active by mistake (the body clicked first): the body would be read as a
+        # wheel far from "chassis" 'WheelFL'; say what to do instead.
+        # (Read only when a selected object is bigger than the "chassis": a body's mesh can be large.)
+        size_of = float(np.linalg.norm(np.ptp(chassis_world, axis=0)))
+        bigger = [o for o in wheel_objects if _box_diagonal(o) > size_of]
+        if bigger and _looks_like_wheel(chassis):
+            bodies = [o for o in bigger if not _looks_like_wheel(o)]
+            if bodies:
+                raise RigError(f"the active object '{chassis.name}' looks like a wheel, and {_names(bodies)} "
+                               f"{'does' if len(bodies) == 1 else 'do'} not; make the body the active object "
+                               "(select the wheels, then Ctrl+click the body last)")
     _check_editable([chassis, *wheel_objects])
+    _check_copying_modifiers(wheel_objects)
     wheels = [p for obj in wheel_objects for p in _wheels_of(obj, f"wheel '{obj.name}'")[0]]
+    # A wheel lying flat (its axle upright) rolls on nothing: its suspension's up cannot be made
+    # square to its axle, and the rig would be refused only at the bake, blaming the connector.
+    upright = [(p, abs(float(p.wheel.axle @ UP))) for p in wheels]
+    flat = [(p, math.degrees(math.acos(min(up, 1.0)))) for p, up in upright if up > math.sin(math.radians(45.0))]
+    if flat:
+        one = len(flat) == 1
+        widest = max(angle for _, angle in flat)
+        how = "straight up" if widest < 0.5 else f"up, within {widest:.0f} degrees of vertical"
+        raise RigError(f"{', '.join(p.where for p, _ in flat)} {'lies' if one else 'lie'} flat: "
+                       f"{'its axle points' if one else 'their axles point'} {how}; a wheel turns about a level "
+                       f"axle: rotate {'it' if one else 'them'} 90 degrees (R Y 90 for a car along Y) so that "
+                       f"{'its axle is' if one else 'their axles are'} level, across the car")
     size = float(extent.max())
     lo, hi = chassis_world.min(axis=0), chassis_world.max(axis=0)
     far = []
@@ -271,8 +337,27 @@ def plan_vehicle(context, chassis, wheel_objects, *, forward_axis: str | None = 
         forward_axis = _axis_along(m, np.asarray(forward_hint, dtype=np.float64))
     layout = wheel_layout([p.wheel.hub for p in wheels], [p.wheel.axle for p in wheels], m,
                           forward_axis=forward_axis, radii=[p.wheel.radius for p in wheels])
+    # Wheels on one side only (the other side's not selected, or made by a modifier): the car
+    # would stand on one side of its body and fall over.
+    across = chassis_world @ layout.lateral
+    middle, half = 0.5 * (across.min() + across.max()), 0.5 * float(np.ptp(across))
+    side = np.array([p.wheel.hub @ layout.lateral for p in wheels]) - middle
+    tolerance = 0.1 * half
+    if (side > tolerance).all() or (side < -tolerance).all():
+        which = "left" if side[0] > 0 else "right"
+        raise RigError(f"the wheels of chassis '{chassis.name}' ({', '.join(p.where for p in wheels)}) all lie on "
+                       f"its {which} side; select the wheels of both sides (or apply the modifier that mirrors them)")
+    warnings = []
+    # The wheels roll across their axles, whatever the body's shape: with the axles along the
+    # body's length the car drives sideways. That may be meant (a crab), so it is said, not refused.
+    rolling = np.cross(layout.up, layout.lateral)
+    along, across_size = float(np.ptp(chassis_world @ rolling)), float(np.ptp(across))
+    if across_size > 1.25 * along:
+        warnings.append(f"chassis '{chassis.name}': its wheels' axles run along its length ({across_size:.3g} m; it "
+                        f"is {along:.3g} m across them), so it will drive sideways; if that is not meant, turn each "
+                        "wheel 90 degrees about the vertical so that its axle runs across the body")
     return VehiclePlan(chassis=chassis.name, chassis_extent=extent, sources=[o.name for o in wheel_objects],
-                       wheels=wheels, layout=layout, skipped=skipped)
+                       wheels=wheels, layout=layout, skipped=skipped, warnings=warnings)
 
 
 def _axis_along(m: np.ndarray, direction: np.ndarray) -> str:
@@ -571,27 +656,51 @@ def build_vehicle(context, plan: VehiclePlan, *, drive: str | None = None) -> di
     n = len(wheels)
     radii = np.array([w.radius for _, w in wheels])
     front = np.asarray(layout.front)
+    rerun = vehicle.enabled  # a vehicle already: the settings below may be the user's tuning
     vehicle.enabled = True
     vehicle.forward_axis = layout.forward_axis
     if drive is not None:
         vehicle.drive = drive
+    derived = {}
     for axle, on_axle in (("front", front), ("rear", ~front)):
         r = float(radii[on_axle].mean()) if on_axle.any() else float(radii.mean())
         travel = TRAVEL_PER_RADIUS * r
         stiffness = (chassis_mass * g / n) / (SAG_SHARE * travel)
-        setattr(vehicle, f"{axle}_suspension_rest", 0.0)
-        setattr(vehicle, f"{axle}_suspension_travel", travel)
-        setattr(vehicle, f"{axle}_suspension_stiffness", stiffness)
-        setattr(vehicle, f"{axle}_suspension_damping", 2.0 * DAMPING_RATIO * math.sqrt(stiffness * chassis_mass / n))
+        derived[f"{axle}_suspension_rest"] = 0.0
+        derived[f"{axle}_suspension_travel"] = travel
+        derived[f"{axle}_suspension_stiffness"] = stiffness
+        derived[f"{axle}_suspension_damping"] = 2.0 * DAMPING_RATIO * math.sqrt(stiffness * chassis_mass / n)
     r = float(radii.mean())
-    vehicle.motor_torque = total * g * MOTOR_GRIP * r
-    vehicle.brake_torque = BRAKE_GRIP * total * g * r / n
+    derived["motor_torque"] = total * g * MOTOR_GRIP * r
+    derived["brake_torque"] = BRAKE_GRIP * total * g * r / n
+    # Running it again re-derives these from the masses (what a user re-runs it for after changing
+    # a mass or moving the wheels); values the user had set otherwise are named with their old
+    # value, so that a tuned Motor Torque is not lost without a word.
+    reset = []
+    for name, value in derived.items():
+        old = float(getattr(vehicle, name))
+        setattr(vehicle, name, value)
+        new = float(getattr(vehicle, name))  # as stored (a float property holds 32 bits)
+        if rerun and abs(old - new) > 1e-4 * max(abs(old), abs(new)) + 1e-9:
+            reset.append(f"{_setting_label(vehicle, name)} {_number(old)} -> {_number(new)}")
 
     for obj in [chassis] + [w for w, _ in wheels] + connectors:
         obj.select_set(True)
     view_layer.objects.active = chassis
     return {"chassis": chassis, "wheels": [w for w, _ in wheels], "connectors": connectors,
-            "chassis_mass": chassis_mass, "total_mass": total}
+            "chassis_mass": chassis_mass, "total_mass": total, "reset": reset}
+
+
+def _number(value: float) -> str:
+    """3 significant figures, thousands separated: 1,201, 359, 0.34, 0.0021."""
+    return f"{value:,.0f}" if abs(value) >= 100.0 else f"{value:.3g}"
+
+
+def _setting_label(vehicle, name: str) -> str:
+    """The panel's label of a vehicle setting: 'Motor Torque', 'Front Stiffness'."""
+    label = vehicle.bl_rna.properties[name].name
+    axle = name.split("_", 1)[0]
+    return f"{axle.title()} {label}" if axle in ("front", "rear") else label
 
 
 def _axle_label(layout: Layout, k: int) -> str:
@@ -609,8 +718,8 @@ def _summary(made: dict, plan: VehiclePlan) -> str:
     rear = [w.name for w, f in zip(wheels, layout.front, strict=True) if not f]
     axis = next(item[1] for item in AXIS_ITEMS if item[0] == layout.forward_axis)
     text = (f"Vehicle '{made['chassis'].name}': {len(wheels)} wheels (front: {', '.join(front) or 'none'}; "
-            f"rear: {', '.join(rear)}), forward {axis}, chassis {made['chassis_mass']:,.0f} kg, "
-            f"{made['total_mass']:,.0f} kg in all")
+            f"rear: {', '.join(rear)}), forward {axis}, chassis {_number(made['chassis_mass'])} kg, "
+            f"{_number(made['total_mass'])} kg in all")
     if plan.skipped:
         text += f"; not wheels: {', '.join(plan.skipped)}"
     return text
@@ -681,6 +790,11 @@ class JAKOBSEN_OT_vehicle_create(_InObjectMode, Operator):
             return {'CANCELLED'}
         made = build_vehicle(context, plan)
         self.report({'INFO'}, _summary(made, plan))
+        for warning in plan.warnings:
+            self.report({'WARNING'}, f"Create Vehicle: {warning}")
+        if made["reset"]:
+            self.report({'WARNING'}, f"Create Vehicle: vehicle '{plan.chassis}': set from the masses again, replacing "
+                                     f"what was set: {', '.join(made['reset'])} (Ctrl+Z to get them back)")
         return {'FINISHED'}
 
 
@@ -753,6 +867,8 @@ class JAKOBSEN_OT_vehicle_hitch(_InObjectMode, Operator):
         context.view_layer.objects.active = car
         self.report({'INFO'}, f"Trailer '{trailer.name}' hitched behind '{car.name}' at '{hitch.name}'"
                               + (" (made a vehicle without a motor)" if plan is not None else ""))
+        for warning in plan.warnings if plan is not None else ():
+            self.report({'WARNING'}, f"Hitch Trailer: {warning}")
         return {'FINISHED'}
 
 

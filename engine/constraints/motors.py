@@ -61,7 +61,8 @@ class Motors:
     callables; rest_relative: (M, 4) A's orientation relative to B's at rest; rest_offset: (M, 3)
     A's centre relative to B's, in B's frame, at rest; names: (M,); efforts, switches: (M,)
     numbers or callables, the effort and on (>= 0.5) / off over time (``effort`` is the largest
-    effort, what the warnings judge)."""
+    effort, what the warnings judge); warn: (M,) bool, False for a hold sized for the worst case
+    that is meant to be held to what a substep resolves (see ``check_motor``): no warning for it."""
 
     a: np.ndarray
     b: np.ndarray
@@ -75,6 +76,7 @@ class Motors:
     names: tuple
     efforts: tuple = ()
     switches: tuple = ()
+    warn: tuple = ()
 
     @property
     def count(self) -> int:
@@ -102,7 +104,11 @@ def empty_motors() -> Motors:
 
 
 def check_motor(a, b, axis, name: str, body_count: int, *, kind="angular", mode="speed", target=0.0,
-                torque=None, force=None, enabled=True) -> dict:
+                torque=None, force=None, enabled=True, warn=True) -> dict:
+    """A motor's settings, checked. warn=False: a hold whose effort is a generous bound, meant to be
+    held to what a substep resolves like any motor (a vehicle's locked differential: it has to hold
+    against both tyres' full grip, and the user never made it), so ``drive_warnings`` does not
+    report that hold as a setting to fix."""
     where = f"motor '{name}'"
     if a is None:
         raise JakobsenError(f"{where}: it has no body to drive (Object A)")
@@ -131,7 +137,7 @@ def check_motor(a, b, axis, name: str, body_count: int, *, kind="angular", mode=
     return dict(a=a, b=b, axis=u / np.linalg.norm(u), linear=kind == "linear", mode=MODES.index(mode),
                 effort=float(samples.max()), effort_over_time=value if callable(value) else float(value),
                 switch=enabled if callable(enabled) else float(enabled),
-                target=target if callable(target) else float(target), name=name)
+                target=target if callable(target) else float(target), name=name, warn=bool(warn))
 
 
 def finalize_motors(specs: list[dict], bodies, world: int) -> Motors:
@@ -154,7 +160,7 @@ def finalize_motors(specs: list[dict], bodies, world: int) -> Motors:
                                    for s in specs]),
                   targets=tuple(s["target"] for s in specs), rest_relative=rest_relative, rest_offset=rest_offset,
                   names=tuple(s["name"] for s in specs), efforts=tuple(s["effort_over_time"] for s in specs),
-                  switches=tuple(s["switch"] for s in specs))
+                  switches=tuple(s["switch"] for s in specs), warn=tuple(s.get("warn", True) for s in specs))
 
 
 def motor_positions(motors: Motors, x, q):
@@ -251,7 +257,7 @@ def drive_warnings(motors: Motors, bodies, h: float, substeps: int) -> list[str]
         what, unit, moves, dunit = ("force", "N", "move", "m") if motors.linear[k] \
             else ("torque", "N m", "turn", "rad")
         limit = step[k] / max(w_eff[k] * h * h, 1e-300)
-        if motors.effort[k] > limit:
+        if motors.effort[k] > limit and (not motors.warn or motors.warn[k]):
             out.append(f"motor '{name}': its {what} of {motors.effort[k]:g} {unit} would {moves} '{body}' by "
                        f"{motors.effort[k] * h * h * w_eff[k]:.3g} {dunit} in one substep, more than its contacts and "
                        f"connectors can take back at {per}; it acts with at most {limit:.3g} {unit} "

@@ -246,7 +246,9 @@ def make_vehicle(builder, chassis: int, wheel_joints, *, name: str, forward, up=
 
     # A locked differential: each driven wheel of an axle is driven to turn with its neighbour
     # (a drive of no relative spin about its axle, solved with the contacts), with torque enough
-    # to hold against both tyres' full grip.
+    # to hold against both tyres' full grip. That bound is generous (four times the car's weight
+    # at the rim) and the solver holds it to what a substep resolves, as every motor; it is not
+    # warned about (warn=False): the user never made this motor and cannot set its torque.
     mass = float(c.mass + sum(bodies[b].mass for b in wheels))
     if differential == "locked":
         lock = 4.0 * mass * GRAVITY * float(np.mean(radii))
@@ -256,7 +258,7 @@ def make_vehicle(builder, chassis: int, wheel_joints, *, name: str, forward, up=
             for k0, k1 in zip(members[:-1], members[1:]):
                 builder.add_motor(wheels[k0], wheels[k1], quat.rotate(bodies[wheels[k0]].orientation, axles_local[k0]),
                                   name=f"{name} differential {bodies[wheels[k0]].name}", kind="angular", mode="speed",
-                                  target=0.0, torque=lock)
+                                  target=0.0, torque=lock, warn=False)
 
     the_path = None
     if path is not None:
@@ -311,7 +313,10 @@ def vehicle_warnings(vehicles, h: float, substeps: int) -> list[str]:
         turn = fastest / float(np.min(car.radius)) * h
         if turn > MAX_WHEEL_TURN:
             need = int(math.ceil(substeps * turn / MAX_WHEEL_TURN))
-            out.append(f"vehicle '{car.name}': at {fastest:g} m/s its wheels turn {turn:.2f} rad a substep, more than "
+            # As many digits as show the turn above the limit (0.1515 is not "0.15, more than the 0.15").
+            shown = next(text for text in (f"{turn:.{d}g}" for d in range(3, 10))
+                         if float(text) > MAX_WHEEL_TURN or text == f"{turn:.9g}")
+            out.append(f"vehicle '{car.name}': at {fastest:g} m/s its wheels turn {shown} rad a substep, more than "
                        f"the {MAX_WHEEL_TURN:g} their contacts resolve at {substeps} substeps: it would lose speed and "
                        f"drift off its line; use at least {need} substeps")
     return out

@@ -638,6 +638,60 @@ def _children_that_are_not_wheels(chassis, wheels):
     return {}, "no wheels.*its children 'Spoiler' do not look like wheels"
 
 
+def _flat_wheels(chassis, wheels):
+    for w in wheels:  # Add > Cylinder left as it comes: its axle straight up
+        w.rotation_euler = (0.0, 0.0, 0.0)
+    bpy.context.view_layer.update()
+    va.select(bpy, chassis, *wheels)
+    return {}, ("wheel 'Wheel.FL', wheel 'Wheel.FR', wheel 'Wheel.RL', wheel 'Wheel.RR' lie flat: their axles point "
+                "straight up.*rotate them 90 degrees.*level, across the car")
+
+
+def _flat_wheel_tipped(chassis, wheels):
+    wheels[2].rotation_euler = (0.3, 0.0, 0.0)  # Add > Cylinder tipped by 17 degrees: still lying flat
+    bpy.context.view_layer.update()
+    va.select(bpy, chassis, *wheels)
+    return {}, ("wheel 'Wheel.RL' lies flat: its axle points up, within 17 degrees of vertical; .*rotate it 90 "
+                "degrees")
+
+
+def _copying_modifier(kind):
+    def case(chassis, wheels):
+        # The left wheels modelled, the right ones a modifier's copies (not in the mesh).
+        for w in (wheels[0], wheels[2]):
+            w.modifiers.new(kind.title(), kind)
+        va.select(bpy, chassis, wheels[0], wheels[2], wheels[1])
+        return {}, f"wheel 'Wheel.FL' has a {kind.title()} modifier \\('{kind.title()}'\\).*apply it first"
+    case.__name__ = f"_{kind.lower()}_modifier_on_a_wheel"
+    return case
+
+
+def _wheels_on_one_side(chassis, wheels):
+    middle = wheels[0].copy()
+    middle.data = wheels[0].data.copy()
+    middle.name = "Wheel.ML"
+    bpy.context.scene.collection.objects.link(middle)
+    middle.location.y = 0.0
+    bpy.context.view_layer.update()
+    va.select(bpy, chassis, wheels[0], middle, wheels[2])
+    return {}, "the wheels of chassis 'Chassis' \\(.*\\) all lie on its left side; select the wheels of both sides"
+
+
+def _wheel_active(chassis, wheels):
+    va.select(bpy, wheels[0], chassis, *wheels[1:])
+    return {}, ("the active object 'Wheel.FL' looks like a wheel, and 'Chassis' does not; make the body the "
+                "active object")
+
+
+def _child_wheel_active(chassis, wheels):
+    for w in wheels:
+        w.parent = chassis
+        w.matrix_parent_inverse = chassis.matrix_world.inverted()
+    bpy.context.view_layer.update()
+    va.select(bpy, wheels[0])
+    return {}, "the active object 'Wheel.FL' looks like a wheel \\(of 'Chassis'\\?\\); make the body the active object"
+
+
 def _baked(chassis, wheels):
     chassis.jakobsen.enabled = True
     chassis.jakobsen.type = 'RIGID_BODY'
@@ -650,7 +704,9 @@ def _baked(chassis, wheels):
 
 BAD_SELECTIONS = [_no_active, _empty_active, _no_wheels, _flat_wheel, _single_vertex_wheel, _far_wheel,
                   _chassis_as_wheel, _wheel_twice, _chassis_copy_as_wheel, _two_wheels, _crooked_axle,
-                  _hidden_wheel, _not_a_mesh, _children_that_are_not_wheels, _baked]
+                  _hidden_wheel, _not_a_mesh, _children_that_are_not_wheels, _baked, _flat_wheels, _flat_wheel_tipped,
+                  _copying_modifier('MIRROR'), _copying_modifier('ARRAY'), _wheels_on_one_side, _wheel_active,
+                  _child_wheel_active]
 
 
 @pytest.mark.blender
@@ -683,6 +739,78 @@ def test_bad_selection_of_the_imported_car_changes_nothing(blender, helpers):
     with pytest.raises(RuntimeError, match="wheel 'RearAxle' \\(its part 1 of 2, .*\\).*no volume"):
         bpy.ops.jakobsen.vehicle_create()
     _assert_same(_state(helpers), before)
+
+
+# -- what the report says -----------------------------------------------------------------------------
+
+def _create(capfd) -> str:
+    """Create Vehicle on the selection (it must finish); what it reported (Blender prints reports)."""
+    capfd.readouterr()
+    assert bpy.ops.jakobsen.vehicle_create() == {'FINISHED'}
+    out, err = capfd.readouterr()
+    return out + err
+
+
+@pytest.mark.blender
+def test_wheels_rolling_along_the_body_are_warned_about(blender, capfd):
+    """Wheels turned so that their axles run along the body (4.4 m) rig a car that drives across
+    its 1.8 m width: the report warns, naming the chassis; a car built right gets no such warning."""
+    chassis, wheels = va.primitive_car(bpy)
+    va.select(bpy, chassis, *wheels)
+    assert "sideways" not in _create(capfd)
+    chassis, wheels = va.primitive_car(bpy)
+    for w in wheels:
+        w.rotation_euler = (math.pi / 2, 0.0, 0.0)  # the axle along Y, the body's length
+    bpy.context.view_layer.update()
+    va.select(bpy, chassis, *wheels)
+    said = _create(capfd)
+    assert f"Warning: Create Vehicle: chassis '{chassis.name}': its wheels' axles run along its length (4.4 m; it is " \
+           "1.8 m across them), so it will drive sideways" in said, said
+    assert chassis.jakobsen.vehicle.forward_axis in ('NEG_X', 'POS_X')
+
+
+@pytest.mark.blender
+def test_a_toy_car_reports_its_mass_in_significant_figures(blender, capfd):
+    """A car a twentieth of the size (a 22 cm toy): the masses in the report are the chassis' and
+    the car's, not '0 kg'."""
+    from mathutils import Matrix
+
+    chassis, wheels = va.primitive_car(bpy)
+    for obj in (chassis, *wheels):
+        obj.matrix_world = Matrix.Scale(0.05, 4) @ obj.matrix_world
+    bpy.context.view_layer.update()
+    va.select(bpy, chassis, *wheels)
+    said = _create(capfd)
+    chassis_kg = float(said.split("chassis ", 1)[1].split(" kg")[0])
+    total_kg = float(said.split("kg, ", 1)[1].split(" kg in all")[0])
+    mass = chassis.jakobsen.rigid_body.mass
+    assert 0.01 < mass < 1.0
+    assert chassis_kg == pytest.approx(mass, rel=5e-3)
+    assert total_kg == pytest.approx(mass + sum(w.jakobsen.rigid_body.mass for w in wheels), rel=5e-3)
+
+
+@pytest.mark.blender
+def test_running_it_again_names_the_settings_it_resets(blender, capfd):
+    """Create Vehicle again re-derives the motor, brakes and suspension from the masses; the
+    values the user had tuned are named in a warning with their old value (nothing is said when
+    nothing was tuned, nor on the first run)."""
+    chassis, wheels = va.primitive_car(bpy)
+    va.select(bpy, chassis, *wheels)
+    assert "replacing" not in _create(capfd)
+    v = chassis.jakobsen.vehicle
+    torque, stiffness = v.motor_torque, v.rear_suspension_stiffness
+    va.select(bpy, chassis, *wheels)
+    assert "replacing" not in _create(capfd)
+    v.motor_torque = 2 * torque
+    v.rear_suspension_stiffness = 12345.0
+    va.select(bpy, chassis, *wheels)
+    said = _create(capfd)
+    assert v.motor_torque == pytest.approx(torque) and v.rear_suspension_stiffness == pytest.approx(stiffness)
+    line = next(text for text in said.splitlines() if "replacing" in text)
+    assert line.startswith("Warning: Create Vehicle: vehicle 'Chassis': set from the masses again")
+    assert f"Motor Torque {2 * torque:,.0f} -> {torque:,.0f}" in line, line
+    assert f"Rear Stiffness 12,345 -> {stiffness:,.0f}" in line, line
+    assert "Front" not in line and "Brake" not in line, line
 
 
 # -- Hitch -------------------------------------------------------------------------------------------

@@ -132,6 +132,19 @@ def test_constant_steering_drives_the_bicycle_models_circle(blender, steer_deg, 
     assert math.copysign(1.0, -cx) == math.copysign(1.0, steer_deg)
 
 
+def test_a_locked_differential_drives_without_a_warning_about_its_own_hold(blender, capfd):
+    """Differential Locked: the bake does not warn about the vehicle's internal differential (a
+    motor the user never made, with a torque the user never set), and the car still pulls away
+    straight as before."""
+    chassis = build_car(target_speed=5.0, differential='LOCKED', frames=(1, 48))
+    capfd.readouterr()
+    pos = bake_track(chassis)[chassis.name][:, :3, 3]
+    out, err = capfd.readouterr()
+    assert "differential" not in out + err, out + err
+    assert pos[-1, 1] - pos[0, 1] > 2.0  # about 0.3 to 0.5 g for 2 s
+    assert abs(pos[-1, 0] - pos[0, 0]) < 0.01 * (pos[-1, 1] - pos[0, 1])
+
+
 def test_cruises_flat_then_coasts_on_rolling_resistance(blender):
     # Cruising at 5 m/s once the suspension has settled, then the throttle keyed off at frame 72:
     # 3 s of coasting on rolling resistance alone.

@@ -205,3 +205,30 @@ def test_a_fast_car_is_warned_about_and_holds_its_line_at_the_substeps_it_is_tol
     a = np.array(samples)
     assert abs(a[-24:, 0].mean() - speed) < 0.05 * speed
     assert abs(a[-1, 1]) < 0.01 * a[-1, 2]
+
+
+def test_a_locked_differential_is_not_warned_about_and_a_user_motor_still_is():
+    """The locked differential's hold (sized to four times the car's weight at the rim, more than
+    a substep resolves) is the vehicle's own: no warning names it. A motor the user made with
+    the same torque on the same wheel still gets its warning."""
+    b, _, _, wheels = car(differential="locked")
+    settings = engine.SolverSettings(substeps=10)
+    warnings = engine.Solver(b.finalize(settings), settings).warnings
+    assert not [w for w in warnings if "differential" in w], warnings
+    b, _, ch, wheels = car(differential="locked")
+    b.add_motor(wheels[0], ch, (1.0, 0.0, 0.0), name="mine", kind="angular", mode="speed", target=0.0,
+                torque=16000.0)
+    warnings = engine.Solver(b.finalize(settings), settings).warnings
+    assert [w for w in warnings if "motor 'mine'" in w and "at most" in w], warnings
+    assert not [w for w in warnings if "differential" in w], warnings
+
+
+def test_the_wheel_turn_warning_shows_a_turn_above_its_limit():
+    """Just past the limit (12 m/s on 0.33 m wheels at 10 substeps: 0.1515 rad a substep), the
+    warning's two numbers differ: the turn is shown with the digits that put it above 0.15."""
+    b, _, _, _ = car(target_speed=12.0)
+    settings = engine.SolverSettings(substeps=10)
+    warnings = [w for w in engine.Solver(b.finalize(settings), settings).warnings if "vehicle 'car'" in w]
+    assert len(warnings) == 1, warnings
+    turn = float(warnings[0].split("wheels turn ", 1)[1].split()[0])
+    assert turn == pytest.approx(12.0 / 0.33 / 240.0, rel=1e-2) and turn > 0.15, warnings[0]
