@@ -60,9 +60,9 @@ from . import baking
 from .blender_io.checks import (ROLE_NAMES, check_no_blender_physics, check_not_linked, check_numbers, describe, label,
                                 role_settings)
 from .blender_io.reads import (deforms, disabled_in_viewports, enabled_objects, field_objects, may_move,
-                                sample_matrices, simulated_ancestor, viewport_disabled_collections)
+                                sample_matrices, simulated_ancestor, takes_part, viewport_disabled_collections)
 from .mapping.bindings import BodyBinding, ColliderBinding, DeformableBinding
-from .mapping.bodies import add_collider, add_deformable, add_rigid_body, centres
+from .mapping.bodies import add_collider, add_deformable, add_rigid_body, centres, passing_through
 from .mapping.connectors import add_empties, animated_settings, check_pairs
 from .mapping.fields import add_force_field
 from .mapping.vehicles import add_vehicles
@@ -210,6 +210,12 @@ def build(context, *, frame_range: tuple[int, int] | None = None) -> SceneModel:
     warnings: list[str] = []
     check_pairs(objects)
     fields = field_objects(context)
+    # Blender's own Collision modifier on an object that does not take part: what makes it a
+    # collider for Blender's Cloth does nothing here (a cloth fell through such a table, silently).
+    warnings += [f"object '{o.name}' has Blender's Collision modifier, which Jakobsen Physics does not read: "
+                 "make it a Collider to collide with it (Physics > Jakobsen Physics)"
+                 for o in sorted(context.view_layer.objects, key=lambda o: o.name)
+                 if o.type == 'MESH' and not takes_part(o) and any(m.type == 'COLLISION' for m in o.modifiers)]
 
     meshes = [o for o in objects if o.type == 'MESH']
     frames = range(start, end + 1)
@@ -274,6 +280,7 @@ def build(context, *, frame_range: tuple[int, int] | None = None) -> SceneModel:
             add_vehicles(builder, objects, depsgraph, bodies, sampled, settings.frame_rate, warnings)
             for obj in fields:
                 add_force_field(builder, obj, depsgraph, warnings, frames=frames, frame_rate=settings.frame_rate)
+            warnings += passing_through([o for o in meshes if o.jakobsen.type in DEFORMING], depsgraph)
     finally:
         scene.frame_set(original[0], subframe=original[1])
 

@@ -1,5 +1,5 @@
 """Self-collision of cloth: its vertices against its own non-adjacent triangles, and its edges
-against its own edges.
+against its own edges; and of every such cloth (or soft body) with every other one.
 
 Every substep, after the constraint iterations and again after the contacts with colliders (the
 ground pushing a pile of layers squeezes them through each other otherwise), each vertex of a
@@ -153,11 +153,16 @@ class SelfContacts:
         s = model.surfaces
         on = s.self_collision[s.surface] if len(s.triangles) else np.zeros(0, bool)
         self.triangles = np.ascontiguousarray(s.triangles[on], dtype=np.int64)
-        self.tri_surface = np.ascontiguousarray(s.surface[on], dtype=np.int64)
         self.vertices = np.unique(self.triangles).astype(np.int64)
-        # The surface of each vertex: the one whose particle range holds it.
-        self.vert_surface = (np.searchsorted(s.stop, self.vertices, side="right")).astype(np.int64)
-        distance = np.asarray(s.self_distance, dtype=np.float64)
+        # Surfaces with self-collision on collide with each other too (two cloths, a soft body
+        # dropped in a hammock): one pool, held apart by the largest of their distances. (Each
+        # on its own, a sheet dropped on another ended in its plane, and a jelly fell through a
+        # hammock.) The kernels' "surface" is then the pool: 0 for every item.
+        self.tri_surface = np.zeros(len(self.triangles), np.int64)
+        self.vert_surface = np.zeros(len(self.vertices), np.int64)
+        on_surfaces = np.flatnonzero(np.asarray(s.self_collision, bool))
+        distance = np.array([float(np.max(np.asarray(s.self_distance, dtype=np.float64)[on_surfaces]))
+                             if len(on_surfaces) else 0.0])
         self.distance = distance
         self.reference = None  # the positions the pairs were found at
         self.friction = np.ascontiguousarray(model.friction, dtype=np.float64)
@@ -184,7 +189,7 @@ class SelfContacts:
             self.edges, self.tri_edges = unique_edges(self.triangles)
         else:
             self.edges, self.tri_edges = np.zeros((0, 2), np.int64), np.zeros((len(self.triangles), 3), np.int64)
-        self.edge_surface = (np.searchsorted(s.stop, self.edges[:, 0], side="right")).astype(np.int64)
+        self.edge_surface = np.zeros(len(self.edges), np.int64)
         ne = len(self.edges)
         self.near_edge_start = np.zeros(ne + 1, np.int64)
         self.near_edges = np.zeros(0, np.int64)

@@ -741,3 +741,36 @@ def test_the_fold_never_passes_through_whatever_the_skin(skin, distance, monkeyp
     assert crossings == 0
     iv, it = np.nonzero(ok)
     assert closest_distances(x, triangles, iv, it).min() > 0.9 * distance
+
+
+@pytest.mark.compiled_only
+@pytest.mark.parametrize("n_lower, n_upper, distance, height", [(15, 11, 0.01, 0.3), (21, 15, 0.005, 0.5),
+                                                                (11, 11, 0.02, 0.2)])
+def test_two_cloths_with_self_collision_collide_with_each_other(n_lower, n_upper, distance, height):
+    """A sheet dropped onto another lying on the ground, both with self-collision: the upper one
+    lands on the lower one and rests its self distance above it; no vertex of one passes through
+    a triangle of the other. (Each held apart from itself only, the upper sheet ended in the
+    lower one's plane.) Without self-collision they still pass through each other."""
+    from jakobsen_engine.geometry.primitives import grid
+
+    for on in (True, False):
+        builder = engine.ModelBuilder()
+        builder.add_collider(engine.Plane())
+        thickness = 0.004
+        v, f = grid(n_lower, n_lower, 1.0)
+        lower = builder.add_cloth(v + (0.0, 0.0, thickness), f, thickness=thickness,
+                                  self_collision=on, self_distance=distance if on else None)
+        v2, f2 = grid(n_upper, n_upper, 0.6)
+        upper = builder.add_cloth(v2 + (0.05, 0.05, height), f2, thickness=thickness,
+                                  self_collision=on, self_distance=distance if on else None)
+        solver = engine.Solver(builder.finalize())
+        state = solver.make_state()
+        for _ in range(48):
+            solver.step_frame(state)
+            if on:
+                assert state.positions[upper.slice, 2].min() > thickness  # never through the lower sheet
+        gap = state.positions[upper.slice, 2] - state.positions[lower.slice, 2].max()
+        if on:
+            assert gap.min() > 0.9 * distance and gap.max() < 1.5 * distance + 1e-3
+        else:
+            assert state.positions[upper.slice, 2].max() < thickness + 1e-3  # through, in the lower's plane
