@@ -222,8 +222,15 @@ def build(context, *, frame_range: tuple[int, int] | None = None) -> SceneModel:
     original = (scene.frame_current, scene.frame_subframe)
     try:
         with baking.previous_bakes_hidden([o.name for o in meshes]):
-            moving = [o.name for o in meshes if may_move(o)]
             off = viewport_disabled_collections()
+            # A Collider disabled in viewports is left out, as Blender's Collision leaves it out
+            # (what an artist turns off with the screen icon; it went on colliding).
+            left_out = [o for o in meshes if o.jakobsen.type == 'COLLIDER' and disabled_in_viewports(o, scene, off)]
+            warnings += [f"{describe(o)}: it is disabled in viewports (the screen icon, on it or on its collection), "
+                         "so it is left out, as Blender's physics leaves it out; enable it in viewports to collide "
+                         "with it (the eye can still hide it)" for o in left_out]
+            meshes = [o for o in meshes if o not in left_out]
+            moving = [o.name for o in meshes if may_move(o)]
             for o in meshes:
                 if (o.name in moving or deforms(o)) and disabled_in_viewports(o, scene, off):
                     warnings.append(f"{describe(o)}: it is disabled in viewports (the screen icon, on it or on its "

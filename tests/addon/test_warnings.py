@@ -598,3 +598,33 @@ def test_an_object_with_blenders_collision_modifier_but_not_a_collider_is_named(
     assert len(named) == 1, named
     fs.enable(table, 'COLLIDER')
     assert not [w for w in scene_to_model.build(bpy.context).warnings if "'Table'" in w and "Collision modifier" in w]
+
+
+@pytest.mark.parametrize("how", ["object", "collection", "eye", "shown"])
+def test_a_collider_disabled_in_viewports_is_left_out(blender, how):
+    """A Collider turned off with the screen icon (on itself or its collection) is left out, as
+    Blender's physics leaves it out, and the bake says so (it went on colliding); hidden with the
+    eye it still collides, as in Blender."""
+    scene = bpy.context.scene
+    _frames(1, 24)
+    bpy.ops.mesh.primitive_plane_add(size=6.0)
+    ground = _enable(bpy.context.object, 'COLLIDER')
+    ground.name = "Ground"
+    _cube("Box", size=0.5, location=(0.0, 0.0, 1.0))
+    if how == "object":
+        ground.hide_viewport = True
+    elif how == "collection":
+        props = bpy.data.collections.new("Props")
+        scene.collection.children.link(props)
+        scene.collection.objects.unlink(ground)
+        props.objects.link(ground)
+        props.hide_viewport = True
+    elif how == "eye":
+        ground.hide_set(True)
+    left_out = how in ("object", "collection")
+    named = [w for w in scene_to_model.build(bpy.context).warnings if "'Ground'" in w and "left out" in w]
+    assert bool(named) == left_out, named
+    assert bpy.ops.jakobsen.bake() == {'FINISHED'}
+    scene.frame_set(24)
+    z = bpy.data.objects["Box"].matrix_world.translation.z
+    assert (z < -0.5) if left_out else abs(z - 0.25) < 0.005, z
