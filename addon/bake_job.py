@@ -387,6 +387,11 @@ class BakeJob:
                 muted = baking.mute_modifiers(obj)
                 if muted:
                     baking.add_to_record(obj, {"muted_modifiers": muted})
+                # And its own shape keys, which the bake includes too.
+                keys = baking.mute_shape_keys(obj)
+                if keys:
+                    baking.add_to_record(obj, {"muted_shape_keys": keys})
+                    muted = muted + [{"name": f"shape key {name}"} for name in keys]
             if keep:
                 baking.add_to_record(obj, keep)
             notes = ["torn"] * bool(keep) + [f"{', '.join(m['name'] for m in muted)} off while baked"] * bool(muted)

@@ -112,8 +112,6 @@ def check_output(obj, vertex_count: int, output: str, cache_directory: str) -> l
         if obj.show_only_shape_key:
             warnings.append(f"{where}: its Shape Key Lock (the pin in Object Data > Shape Keys) shows only the active "
                             "shape key, so the baked shapes do not play; unpin it to see them")
-        if key is not None and any(not kb.name.startswith(SHAPE_KEY_PREFIX) for kb in key.key_blocks[1:]):
-            warnings.append(f"{where}: its own shape keys add to the baked ones where their value is not 0")
     elif output == 'PC2':
         if cache_directory.startswith("//") and not bpy.data.is_saved:
             raise JakobsenError(f"{where}: the cache directory '{cache_directory}' is relative to the .blend "
@@ -483,18 +481,40 @@ def mute_modifiers(obj) -> list[dict]:
     return muted
 
 
+def mute_shape_keys(obj) -> list[str]:
+    """Mute the user's own shape keys (not the Basis, not muted already) under a shape-key bake,
+    which already includes what they did (it read the mesh with them, and its pins rode on them):
+    played on top of the baked keys, a keyed one that lifted the pinned row lifted it twice.
+    Returns their names, for the record (Free Bake unmutes them); their animation is kept."""
+    key = obj.data.shape_keys
+    if key is None:
+        return []
+    muted = [kb for kb in key.key_blocks[1:] if not kb.name.startswith(SHAPE_KEY_PREFIX) and not kb.mute]
+    for kb in muted:
+        kb.mute = True
+    return [kb.name for kb in muted]
+
+
 def _unmute_modifiers(obj, rec: dict):
-    """Put the modifiers a bake turned off back as they were; returns a function undoing that."""
+    """Put the modifiers and shape keys a bake turned off back as they were; returns a function
+    undoing that."""
     changed = []
     for entry in rec.get("muted_modifiers", ()):
         m = obj.modifiers.get(entry["name"])
         if m is not None:
             changed.append((m, m.show_viewport, m.show_render))
             m.show_viewport, m.show_render = bool(entry["viewport"]), bool(entry["render"])
+    key = obj.data.shape_keys if obj.type == 'MESH' else None
+    keys = [key.key_blocks.get(name) for name in rec.get("muted_shape_keys", ())] if key is not None else []
+    keys = [kb for kb in keys if kb is not None and kb.mute]
+    for kb in keys:
+        kb.mute = False
 
     def undo():
         for m, viewport, render in changed:
             m.show_viewport, m.show_render = viewport, render
+        for kb in keys:
+            kb.mute = True
     return undo
 
 

@@ -628,3 +628,43 @@ def test_a_collider_disabled_in_viewports_is_left_out(blender, how):
     scene.frame_set(24)
     z = bpy.data.objects["Box"].matrix_world.translation.z
     assert (z < -0.5) if left_out else abs(z - 0.25) < 0.005, z
+
+
+@pytest.mark.parametrize("lift", [(0.2, 0.0, 0.3), (0.0, -0.4, 0.1)])
+def test_a_users_keyed_shape_key_plays_once_under_a_shape_key_bake(blender, helpers, lift):
+    """A cloth whose own keyed shape key lifts its pinned row: the bake follows the key (its pins
+    ride on it), and while baked the key is muted, since the baked shapes already hold what it did
+    (played on top, it lifted the row twice: one extra Lift at its full value). Free Bake unmutes
+    it and puts the scene back exactly as it was."""
+    from .conftest import evaluated_world
+    from . import fault_scenes as fs
+
+    fs.frames(1, 20)
+    cloth = fs.sheet("Cloth", n=7, size=1.0, location=(0.0, 0.0, 1.5))
+    co = np.array([tuple(v.co) for v in cloth.data.vertices])
+    top = co[:, 1] > 0.49
+    group = cloth.vertex_groups.new(name="Pins")
+    group.add(np.flatnonzero(top).tolist(), 1.0, 'REPLACE')
+    cloth.jakobsen.cloth.pin_group = "Pins"
+    cloth.shape_key_add(name="Basis", from_mix=False)
+    key = cloth.shape_key_add(name="Lift", from_mix=False)
+    moved = co + np.where(top[:, None], np.asarray(lift), 0.0)
+    key.data.foreach_set("co", moved.astype(np.float32).ravel())
+    key.value = 0.0
+    key.keyframe_insert("value", frame=1)
+    key.value = 1.0
+    key.keyframe_insert("value", frame=20)
+    bpy.context.scene.frame_set(1)
+    before = helpers.snapshot()
+    assert bpy.ops.jakobsen.bake() == {'FINISHED'}
+    assert cloth.data.shape_keys.key_blocks["Lift"].mute
+    for frame in (10, 20):
+        bpy.context.scene.frame_set(frame)
+        value = cloth.data.shape_keys.key_blocks["Lift"].value
+        shown = evaluated_world(cloth)[top]
+        expected = (co[top] + value * np.asarray(lift)) + (0.0, 0.0, 1.5)
+        assert np.abs(shown - expected).max() < 1e-3, (frame, np.abs(shown - expected).max())
+    bpy.context.scene.frame_set(1)
+    assert bpy.ops.jakobsen.free_bake() == {'FINISHED'}
+    assert not cloth.data.shape_keys.key_blocks["Lift"].mute
+    assert not fs.differences(before, helpers.snapshot())
