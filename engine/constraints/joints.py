@@ -174,8 +174,13 @@ def _pair(value, what: str, where: str, *, angle: bool) -> tuple[float, float]:
     check_range([lo, hi], what, where, limit=MAX_COORDINATE, unit="m")
     if lo > hi:
         raise JakobsenError(f"{where}: {what}: the lower limit {lo:g} is above the upper {hi:g}")
-    if angle and (lo < -math.pi or hi > math.pi):
-        raise JakobsenError(f"{where}: {what} must lie within -180 and 180 degrees")
+    if angle:
+        # 180 degrees typed into Blender's field is stored in single precision, 3.1415927 > pi:
+        # within that rounding a limit is taken as +-180 (it was refused).
+        slack = 1e-6
+        if lo < -math.pi - slack or hi > math.pi + slack:
+            raise JakobsenError(f"{where}: {what} must lie within -180 and 180 degrees")
+        lo, hi = max(lo, -math.pi), min(hi, math.pi)
     return lo, hi
 
 

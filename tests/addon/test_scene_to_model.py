@@ -261,7 +261,8 @@ def test_cloth_and_soft_body_settings_reach_the_engine(blender, helpers):
     s.use_vertex_mass, s.vertex_mass = True, 0.02
     s.air_drag, s.thickness, s.friction = 0.6, 0.01, 0.3
     s.use_rigid_stretch, s.use_rigid_shear = True, False
-    bpy.ops.mesh.primitive_cube_add(size=1.0, location=(0.0, 0.0, 3.0))
+    # (beside the sheet: one above the other, they would be named as passing through each other)
+    bpy.ops.mesh.primitive_cube_add(size=1.0, location=(4.0, 0.0, 3.0))
     blob = _enable(bpy.context.object, 'SOFT_BODY')
     blob.name = "Blob"
     blob.jakobsen.cloth.use_rigid_stretch = False

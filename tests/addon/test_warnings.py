@@ -668,3 +668,15 @@ def test_a_users_keyed_shape_key_plays_once_under_a_shape_key_bake(blender, help
     assert bpy.ops.jakobsen.free_bake() == {'FINISHED'}
     assert not cloth.data.shape_keys.key_blocks["Lift"].mute
     assert not fs.differences(before, helpers.snapshot())
+
+
+@pytest.mark.parametrize("limits", [(-180.0, 180.0), (-90.0, 180.0), (-180.0, 0.0)])
+def test_hinge_limits_of_180_degrees_typed_in_the_panel_bake(blender, limits):
+    """180 degrees typed into the panel is stored in single precision, a hair above pi: the bake
+    refused it as beyond 180 (limits of 179.9 passed). Now within that rounding it is 180."""
+    _frames(1, 3)
+    door = _cube("Door", size=0.5, location=(0.5, 0.0, 1.0))
+    hinge = _empty("Hinge", location=(0.0, 0.0, 1.0))
+    _enable(hinge, 'CONNECTOR', connector_type='HINGE', object_b=door, use_angular_limit=True,
+            angle_min=math.radians(limits[0]), angle_max=math.radians(limits[1]))
+    assert bpy.ops.jakobsen.bake() == {'FINISHED'}
