@@ -10,7 +10,7 @@ import numpy as np
 
 from .bodies.rigid import BodyHandle, BodySpec, collider_body, finalize_bodies, make_body
 from .geometry.shapes import ShapeTable
-from .constraints.joints import check_joint, finalize_joints
+from .constraints.joints import check_joint, finalize_joints, starts_outside
 from .constraints import kinds as connector_kinds
 from .checks import FLOAT32_MAX, MAX_ANGULAR_SPEED, MAX_COORDINATE, MAX_SPEED, check_range
 from .constraints.motors import MODES, check_motor, finalize_motors
@@ -441,6 +441,9 @@ class ModelBuilder:
         spec = check_joint(kind, index[0], index[1], pivot, name, len(self._bodies), axis=axis, frame=frame,
                            **settings)
         self._joints.append(spec)
+        outside = starts_outside(spec)
+        if outside:
+            self.warnings.append(outside)
         if kind == "wheel_suspension":
             # The suspension's spring acts along the frame's Z between the pivots.
             self._springs.append(check_spring(

@@ -108,10 +108,35 @@ def check_pairs(objects) -> None:
                 raise JakobsenError(f"{where}: its {slot} '{other.name}' is not a rigid body (it is a "
                                     f"{ROLE_NAMES[other.jakobsen.type]}); {what_it_is(obj)} joins rigid bodies "
                                     "(leave the slot empty to join to the world)")
+            if other.name not in taking_part and other.jakobsen.enabled and other.jakobsen.type == 'RIGID_BODY':
+                raise JakobsenError(f"{where}: its {slot} '{other.name}' is a rigid body but not in the view "
+                                    "layer (its collection is excluded, or it is in another scene), so it is not "
+                                    "simulated; include its collection (the checkbox in the Outliner)")
             if other.name not in taking_part:
                 raise JakobsenError(f"{where}: its {slot} '{other.name}' is not a body in the simulation; "
                                     "enable Jakobsen Physics on it as a rigid body (or leave the slot empty to "
                                     "join to the world)")
+
+
+def idle_pairs(objects) -> list[str]:
+    """Warnings for connectors, springs and motors that cannot act: both their bodies follow
+    their animation (Dynamic Off, or the world), or a motor's driven body does (they baked
+    without a word)."""
+    def fixed(body) -> bool:
+        return body is None or body.jakobsen.rigid_body.dynamic == 'OFF'
+
+    out = []
+    for obj in objects:
+        if obj.jakobsen.type not in EMPTY_TYPES:
+            continue
+        a, b = obj.jakobsen.pair()
+        if obj.jakobsen.type == 'MOTOR' and a is not None and fixed(a):
+            out.append(f"{describe(obj)}: the body it drives, '{a.name}', has Dynamic Off (it follows its "
+                       "animation), so the motor does nothing; set Dynamic On to drive it")
+        elif fixed(a) and fixed(b):
+            out.append(f"{describe(obj)}: both its bodies follow their animation (Dynamic Off, or the world), so "
+                       "it does nothing; set Dynamic On on the one it should move")
+    return out
 
 
 def empty_frame(obj, depsgraph) -> np.ndarray:

@@ -249,6 +249,27 @@ def check_joint(kind: str, a, b, pivot, name: str, body_count: int, *, axis=(0.0
                 name=name)
 
 
+def starts_outside(spec: dict) -> str | None:
+    """A warning if a joint's limits leave out where its bodies start (a connector's frame is
+    where they are at rest: distance 0 along every axis, angle 0): the first step pulls them onto
+    the limits at once, which can fling them (a slider limited to 0.2-0.5 m jumped to 0.5 at
+    12 m/s), silently. None if they start within."""
+    where = f"connector '{spec['name']}'"
+    for axis, name in enumerate("XYZ"):
+        lo, hi = float(spec["lower"][axis]), float(spec["upper"][axis])
+        if spec["lin_mode"][axis] == Lin.LIMITED and not lo <= 0.0 <= hi:
+            what = "distance limits" if spec["kind"] != KINDS.index("box") else f"{name} limits"
+            return (f"{where}: its bodies start outside its {what} ({lo:g} to {hi:g} m; they start at 0), so "
+                    "the first step snaps them onto the limits, which can fling them; place them within the limits "
+                    "or widen the limits to take in where they start")
+    lo, hi = float(spec["twist_lower"]), float(spec["twist_upper"])
+    if spec["twist"] == Twist.LIMITED and not lo <= 0.0 <= hi:
+        return (f"{where}: its bodies start outside its angle limits ({math.degrees(lo):.4g} to "
+                f"{math.degrees(hi):.4g} degrees; they start at 0), so the first step snaps them onto the limits, "
+                "which can fling them; turn them within the limits or widen the limits to take in where they start")
+    return None
+
+
 def finalize_joints(specs: list[dict], bodies, world: int) -> Joints:
     """Joint specs (from check_joint) -> Joints, expressed in the bodies' rest frames."""
     n = len(specs)

@@ -680,3 +680,40 @@ def test_hinge_limits_of_180_degrees_typed_in_the_panel_bake(blender, limits):
     _enable(hinge, 'CONNECTOR', connector_type='HINGE', object_b=door, use_angular_limit=True,
             angle_min=math.radians(limits[0]), angle_max=math.radians(limits[1]))
     assert bpy.ops.jakobsen.bake() == {'FINISHED'}
+
+
+@pytest.mark.parametrize("role, a_off, b_off, idle", [
+    ('CONNECTOR', True, True, True), ('CONNECTOR', True, False, False), ('CONNECTOR', True, None, True),
+    ('SPRING', True, True, True), ('SPRING', False, None, False), ('MOTOR', True, None, True),
+    ('MOTOR', False, True, False)])
+def test_a_connector_spring_or_motor_that_cannot_act_is_named(blender, role, a_off, b_off, idle):
+    """Between two bodies that follow their animation (Dynamic Off, or the world: None), or a
+    motor driving one, nothing can act: it baked without a word; now the bake names it."""
+    _frames(1, 3)
+    _cube("Falling", size=0.5, location=(5.0, 0.0, 1.0))  # something to simulate
+    a = _cube("A", size=0.5, location=(0.0, 0.0, 1.0), dynamic='OFF' if a_off else 'ON')
+    b = None if b_off is None else _cube("B", size=0.5, location=(1.0, 0.0, 1.0), dynamic='OFF' if b_off else 'ON')
+    settings = dict(object_a=a, object_b=b)
+    if role == 'CONNECTOR':
+        settings["connector_type"] = 'HINGE'
+    _enable(_empty("Link", location=(0.5, 0.0, 1.0)), role, **settings)
+    named = [w for w in scene_to_model.build(bpy.context).warnings if "'Link'" in w and "does nothing" in w]
+    assert bool(named) == idle, named
+
+
+def test_a_connector_to_a_body_in_an_excluded_collection_says_so(blender):
+    """A connector's Object B enabled as a rigid body but in a collection excluded from the view
+    layer: the refusal said to enable Jakobsen Physics on it, which it had; it names the cause."""
+    scene = bpy.context.scene
+    _frames(1, 3)
+    _cube("Frame", size=0.5, location=(0.0, 0.0, 1.0))
+    door = _cube("Door", size=0.5, location=(1.0, 0.0, 1.0))
+    props = bpy.data.collections.new("Doors")
+    scene.collection.children.link(props)
+    scene.collection.objects.unlink(door)
+    props.objects.link(door)
+    bpy.context.view_layer.layer_collection.children["Doors"].exclude = True
+    _enable(_empty("Hinge", location=(0.5, 0.0, 1.0)), 'CONNECTOR', connector_type='HINGE',
+            object_a=bpy.data.objects["Frame"], object_b=door)
+    with pytest.raises(JakobsenError, match="'Door' is a rigid body but not in the view layer"):
+        scene_to_model.build(bpy.context)

@@ -11,6 +11,7 @@ import jakobsen_engine as engine
 from jakobsen_engine import JakobsenError
 
 from .connector_rigs import FRAME, relative, rotation_degrees, shove, swing_twist_degrees, two_boxes
+from .rigid_scenes import box_mesh
 
 DEG = math.radians(1.0)
 SECONDS = 5
@@ -271,3 +272,21 @@ def test_a_slider_limit_bounces_back_with_its_limit_bounce():
     for _ in range(6):  # 0.25 s: it reaches the stop at 0.1 s
         solver.step_frame(state)
     assert abs(state.bodies.velocity[0] @ axis - (-0.5)) < 0.05
+
+
+@pytest.mark.parametrize("kind, limits, outside", [
+    ("slider", dict(distance_limits=(0.2, 0.5)), True), ("slider", dict(distance_limits=(-0.5, -0.2)), True),
+    ("slider", dict(distance_limits=(-0.1, 0.5)), False), ("hinge", dict(angle_limits=(0.17, 0.7)), True),
+    ("hinge", dict(angle_limits=(-0.7, 0.0)), False), ("twist_slider", dict(angle_limits=(-0.7, -0.1)), True),
+    ("box", dict(box_limits=((-0.1, 0.1, -0.1), (0.1, 0.3, 0.1))), True),
+    ("box", dict(box_limits=((-0.1, -0.1, -0.1), (0.1, 0.3, 0.1))), False)])
+def test_a_connector_whose_bodies_start_outside_its_limits_is_named(kind, limits, outside):
+    """A connector's bodies start at distance 0 and angle 0 (its frame is where they are): limits
+    that leave that out snap them onto the limits at the first step, which flung a slider's body
+    to its far limit at 12 m/s, silently. The builder names the connector."""
+    builder = engine.ModelBuilder()
+    box = builder.add_rigid_body(*box_mesh((0.2, 0.2, 0.2), centre=(0.0, 0.0, 1.0)), name="box", mass=1.0,
+                                 shape="box")
+    builder.add_joint(kind, None, box, (0.0, 0.0, 1.0), axis=(1, 0, 0), name="guide", **limits)
+    named = [w for w in builder.warnings if "connector 'guide'" in w and "start outside" in w]
+    assert bool(named) == outside, builder.warnings
