@@ -28,6 +28,16 @@ def parent_warning(obj, warnings: list[str]) -> bool:
     if parent is None:
         return False
     if obj.jakobsen.type == 'RIGID_BODY' and obj.jakobsen.rigid_body.dynamic != 'OFF':
+        # Keyed relative to its parent's frame: a frame scaled unevenly turns a child that turns
+        # in it into a sheared one (a lid hinged to a crate of scale (1, 0.6, 0.5) was drawn 9
+        # degrees off square and 4 cm off its hinge), which no keys can undo.
+        frame = matrix(obj.parent.matrix_world) @ matrix(obj.matrix_parent_inverse)
+        stretch = np.linalg.svd(frame[:3, :3], compute_uv=False)
+        if stretch[0] > (1.0 + 1e-4) * stretch[-1]:
+            warnings.append(f"{describe(obj)}: its parent '{obj.parent.name}' is scaled unevenly (its frame stretches "
+                            f"{stretch[-1]:.3g} to {stretch[0]:.3g}), so where it turns against its parent Blender "
+                            "draws it sheared and off its connectors; apply the parent's scale (Object > Apply > "
+                            "Scale) or clear the parent (Clear and Keep Transformation)")
         return True
     where = describe(obj)
     role = obj.jakobsen.type
