@@ -12,7 +12,7 @@ from jakobsen_engine.bodies.rigid import BodyHandle
 from jakobsen_engine.constraints import kinds as connector_kinds
 
 from ..blender_io.checks import ROLE_NAMES, check_order, describe
-from ..blender_io.reads import has_animation, transform_animated
+from ..blender_io.reads import has_animation, takes_part, transform_animated
 from ..properties import EMPTY_TYPES
 from ..translate.settings import JOINT_KINDS, MOTOR_MODES
 from ..translate.transforms import matrix
@@ -108,7 +108,7 @@ def check_pairs(objects) -> None:
                 raise JakobsenError(f"{where}: its {slot} '{other.name}' is not a rigid body (it is a "
                                     f"{ROLE_NAMES[other.jakobsen.type]}); {what_it_is(obj)} joins rigid bodies "
                                     "(leave the slot empty to join to the world)")
-            if other.name not in taking_part and other.jakobsen.enabled and other.jakobsen.type == 'RIGID_BODY':
+            if other.name not in taking_part and takes_part(other) and other.jakobsen.type == 'RIGID_BODY':
                 raise JakobsenError(f"{where}: its {slot} '{other.name}' is a rigid body but not in the view "
                                     "layer (its collection is excluded, or it is in another scene), so it is not "
                                     "simulated; include its collection (the checkbox in the Outliner)")
