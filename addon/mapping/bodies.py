@@ -258,14 +258,15 @@ def surface_off_fitted_shape(shape: str, size: dict, offset: np.ndarray, points:
     return float(areas[distance > tolerance].sum()) / total, tolerance
 
 
+def _world_box(obj, depsgraph) -> np.ndarray:
+    """(8, 3) the corners of the object's bounding box (evaluated) in the world."""
+    ob_eval = obj.evaluated_get(depsgraph)
+    return into_world(np.array([tuple(c) for c in ob_eval.bound_box]), matrix(ob_eval.matrix_world))
+
+
 def centres(objects, depsgraph) -> np.ndarray:
     """(k, 3) the world centres of the objects' bounding boxes (evaluated), where they start."""
-    out = np.zeros((len(objects), 3))
-    for k, obj in enumerate(objects):
-        ob_eval = obj.evaluated_get(depsgraph)
-        out[k] = into_world(np.mean(np.array([tuple(c) for c in ob_eval.bound_box]), axis=0)[None],
-                            matrix(ob_eval.matrix_world))[0]
-    return out
+    return np.array([_world_box(obj, depsgraph).mean(axis=0) for obj in objects]).reshape(-1, 3)
 
 
 def passing_through(objects, depsgraph) -> list[str]:
@@ -273,11 +274,7 @@ def passing_through(objects, depsgraph) -> list[str]:
     overlap across X and Y) without Self Collision on both: they pass through each other (a
     sheet dropped on another ended in its plane, a jelly fell through a hammock, silently). With
     Self Collision on both they collide with each other too (``collision.self_contact``)."""
-    boxes = []
-    for obj in objects:
-        ob_eval = obj.evaluated_get(depsgraph)
-        world = into_world(np.array([tuple(c) for c in ob_eval.bound_box]), matrix(ob_eval.matrix_world))
-        boxes.append((world.min(axis=0), world.max(axis=0)))
+    boxes = [(box.min(axis=0), box.max(axis=0)) for box in (_world_box(obj, depsgraph) for obj in objects)]
     out = []
     for i, a in enumerate(objects):
         for j in range(i + 1, len(objects)):

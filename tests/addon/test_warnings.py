@@ -368,6 +368,20 @@ def test_a_cloth_split_along_a_seam_is_named_and_its_loose_piece_falls(blender, 
 
 # -- objects Blender does not evaluate -------------------------------------------------------------
 
+def _disable_in_viewports(obj, how):
+    """Disable ``obj`` in viewports (the screen icon) on itself ("object") or on a collection it is
+    moved into ("collection")."""
+    if how == "object":
+        obj.hide_viewport = True
+        return
+    scene = bpy.context.scene
+    props = bpy.data.collections.new("Props")
+    scene.collection.children.link(props)
+    scene.collection.objects.unlink(obj)
+    props.objects.link(obj)
+    props.hide_viewport = True
+
+
 @pytest.mark.parametrize("how", ["object", "collection", "eye"])
 def test_an_animated_collider_disabled_in_viewports_is_named(blender, how):
     """A keyed pusher disabled in viewports (on itself or its collection) is not played by Blender
@@ -383,14 +397,8 @@ def test_an_animated_collider_disabled_in_viewports_is_named(blender, how):
     _enable(_cube("Box", location=(0.0, 0.0, 0.25), size=0.5), 'RIGID_BODY')
     bpy.ops.mesh.primitive_plane_add(size=20.0)
     _enable(bpy.context.object, 'COLLIDER')
-    if how == "object":
-        pusher.hide_viewport = True
-    elif how == "collection":
-        props = bpy.data.collections.new("Props")
-        scene.collection.children.link(props)
-        scene.collection.objects.unlink(pusher)
-        props.objects.link(pusher)
-        props.hide_viewport = True
+    if how in ("object", "collection"):
+        _disable_in_viewports(pusher, how)
     else:
         pusher.hide_set(True)
     named = [w for w in scene_to_model.build(bpy.context).warnings if "'Pusher'" in w and "disabled in viewports" in w]
@@ -611,14 +619,8 @@ def test_a_collider_disabled_in_viewports_is_left_out(blender, how):
     ground = _enable(bpy.context.object, 'COLLIDER')
     ground.name = "Ground"
     _cube("Box", size=0.5, location=(0.0, 0.0, 1.0))
-    if how == "object":
-        ground.hide_viewport = True
-    elif how == "collection":
-        props = bpy.data.collections.new("Props")
-        scene.collection.children.link(props)
-        scene.collection.objects.unlink(ground)
-        props.objects.link(ground)
-        props.hide_viewport = True
+    if how in ("object", "collection"):
+        _disable_in_viewports(ground, how)
     elif how == "eye":
         ground.hide_set(True)
     left_out = how in ("object", "collection")
