@@ -30,6 +30,12 @@ EDGE_SNAP = 0.02
 # on that one's vertical edges, and are taken out upwards.
 FACE_TIE = 0.25
 FACE_NEAR = 4.0
+# A body's point inside a box, hull or cylinder that was beyond one of its face planes by more
+# than ENTRY_SLACK of its size at the substep's start came in through one of those faces, and goes
+# out through it (the nearest of them; those within ENTRY_TIE of the nearest go to the one that
+# faces its owner): not through a face it never crossed that happens to be nearer (``entered``).
+ENTRY_SLACK = 1e-6
+ENTRY_TIE = 0.02
 
 
 class ShapeKind(IntEnum):

@@ -316,7 +316,7 @@ class RigidStepper:
         buf = self.buffers
         while True:
             count = self.backend.contacts.find_contacts(
-                self.geo, x, q, self.pairs, self.points, self.point_start, self.point_radius, self.point_material,
+                self.geo, x, q, x, q, self.pairs, self.points, self.point_start, self.point_radius, self.point_material,
                 self.body_shape, self.body_friction, self.body_restitution, self.bound, np.zeros_like(self.margin),
                 self.count, self.key_stride, buf.out, self.pair_first)
             if count <= buf.capacity:
@@ -657,10 +657,10 @@ class RigidStepper:
         k = self.backend.contacts
         buf = self.buffers
         while True:
-            count = k.find_contacts(self.geo, x, q, self.pairs, self.points, self.point_start, self.point_radius,
-                                    self.point_material, self.body_shape, self.body_friction, self.body_restitution,
-                                    self.bound, self.margin, self.count, self.key_stride, buf.out, self.pair_first,
-                                    buf.spare)
+            count = k.find_contacts(self.geo, x, q, self.x_prev, self.q_prev, self.pairs, self.points,
+                                    self.point_start, self.point_radius, self.point_material, self.body_shape,
+                                    self.body_friction, self.body_restitution, self.bound, self.margin, self.count,
+                                    self.key_stride, buf.out, self.pair_first, buf.spare)
             if count <= buf.capacity:
                 break
             buf.grow(2 * count)

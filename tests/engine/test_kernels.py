@@ -368,6 +368,46 @@ def test_every_shape_kinds_distance_agrees(rng, use_prefer):
     assert np.all(np.abs(np.linalg.norm(n_np[hit], axis=1) - 1.0) < 1e-12)
 
 
+def test_the_face_a_point_came_in_through_agrees_and_is_one_it_crossed(rng):
+    """``entered`` (the face a body's point came into a box, hull or cylinder through) on both
+    backends, for points now inside that started inside or outside, near faces, edges and
+    corners; and what it finds is a face the point was beyond at the start and is behind now."""
+    shapes = shape_table()
+    geo = shapes.kernel_arrays()
+    k = 4000
+    s = rng.choice(8, k)  # plane, sphere, capsule, mesh, box interior: never found
+    half = np.where((s == 3)[:, None], [0.4, 0.3, 0.2], 0.3)
+    q = rng.uniform(-1, 1, (k, 3)) * half * rng.choice([1.0, 0.999, 0.98], size=(k, 3))
+    start = q + rng.normal(size=(k, 3)) * rng.choice([0.0, 0.02, 0.2], size=(k, 1))
+    # Some start exactly on a face's plane, as a domino's corner on the next one's side.
+    on = rng.random(k) < 0.2
+    start[on, 1] = np.where(start[on, 1] >= 0, 1.0, -1.0) * half[on, 1]
+    r = rng.random(k) * 0.01
+    prefer = rng.normal(size=(k, 3))
+    from jakobsen_engine.backend.numba import distance as nb
+    from jakobsen_engine.backend.numpy import distance as npd
+
+    found_np, n_np, d_np = npd.entered(geo, s, q, start, r, prefer)
+    found_nb, n_nb, d_nb = np.zeros(k, bool), np.zeros((k, 3)), np.zeros(k)
+    for i in range(k):
+        found_nb[i], *n, d_nb[i] = nb.entered(geo, s[i], *q[i], *start[i], r[i], *prefer[i])
+        n_nb[i] = n
+    np.testing.assert_array_equal(found_nb, found_np)
+    np.testing.assert_array_equal(n_nb[found_np], n_np[found_np])
+    np.testing.assert_array_equal(d_nb[found_np], d_np[found_np])
+    assert 150 < found_np.sum() < k - 150
+    assert not found_np[np.isin(s, [0, 1, 2, 6, 7])].any()
+    # A box's face found: the start beyond its plane, the point behind it now, depth r + how far.
+    box = np.flatnonzero(found_np & (s == 3))
+    axis = np.argmax(np.abs(n_np[box]), axis=1)
+    sign = n_np[box, axis]
+    h = np.array([0.4, 0.3, 0.2])[axis]
+    rows = np.arange(len(box))
+    assert np.all(sign * start[box, axis][rows] - h > 0.0)
+    assert np.all(sign * q[box, axis][rows] - h <= 0.0)
+    np.testing.assert_allclose(d_np[box], r[box] - (sign * q[box, axis][rows] - h), rtol=0, atol=1e-15)
+
+
 def test_the_sweep_of_fast_points_agrees(rng):
     """Conservative advancement of points on moving bodies against every shape kind (on the world
     or carried by another moving body): the same hit fractions and contact geometry, bit for bit."""

@@ -17,7 +17,8 @@ import math
 
 from numba import njit
 
-from ...geometry.kinds import BOX, CAPSULE, CYLINDER, EDGE_SNAP, FACE_NEAR, FACE_TIE, HULL, MESH, PLANE, SPHERE
+from ...geometry.kinds import (BOX, CAPSULE, CYLINDER, EDGE_SNAP, ENTRY_SLACK, ENTRY_TIE, FACE_NEAR, FACE_TIE, HULL,
+                               MESH, PLANE, SPHERE)
 
 # No reference counting (_nrt=False): these are helpers called per point or feature, and none
 # makes an array. With it, each call of one that takes the shape table (22 arrays) counted a
@@ -498,3 +499,102 @@ def distance(geo, s, q0, q1, q2, r, f0, f1, f2, use_prefer):
     if depth > 0.0:
         return c0 / depth, c1 / depth, c2 / depth, depth
     return 0.0, 0.0, 1.0, 0.0
+
+
+@njit(**INLINE)
+def _entry_face(now, then, n0, n1, n2, scale, f0, f1, f2, slack, best_now, best_score, tie, pick, k, p0, p1, p2):
+    """One face's turn in ``entered``'s two passes: with tie < 0 the first (the nearest crossed
+    face's plane value), else the second (the face facing the owner among those within tie)."""
+    if then <= slack:
+        return best_now, best_score, pick, p0, p1, p2
+    if tie < 0.0:
+        return max(best_now, now), best_score, pick, p0, p1, p2
+    if now >= best_now - tie:
+        score = (n0 * f0 + n1 * f1 + n2 * f2) / scale
+        if score > best_score:
+            return best_now, score, k, n0, n1, n2
+    return best_now, best_score, pick, p0, p1, p2
+
+
+@njit(**JIT)
+def entered(geo, s, q0, q1, q2, s0, s1, s2, r, f0, f1, f2):
+    """``backend/numpy/distance.py``'s ``entered`` for one point q, at s0..s2 at the substep's
+    start: (found, n0, n1, n2, depth)."""
+    kind, params = geo[0][s], geo[1]
+    if kind == BOX:
+        hx, hy, hz = params[s, 0], params[s, 1], params[s, 2]
+        if abs(q0) > hx or abs(q1) > hy or abs(q2) > hz:
+            return False, 0.0, 0.0, 1.0, 0.0
+        slack = ENTRY_SLACK * min(hx, min(hy, hz))
+        tie = ENTRY_TIE * min(hx, min(hy, hz))
+        top, best = -math.inf, -math.inf
+        pick, n0, n1, n2 = -1, 0.0, 0.0, 1.0
+        for rnd in range(2):
+            t = -1.0 if rnd == 0 else tie
+            b = top
+            for face in range(6):
+                axis, sign = face // 2, 1.0 if face % 2 == 0 else -1.0
+                h = hx if axis == 0 else (hy if axis == 1 else hz)
+                qa = q0 if axis == 0 else (q1 if axis == 1 else q2)
+                sa = s0 if axis == 0 else (s1 if axis == 1 else s2)
+                e0 = sign if axis == 0 else 0.0
+                e1 = sign if axis == 1 else 0.0
+                e2 = sign if axis == 2 else 0.0
+                b, best, pick, n0, n1, n2 = _entry_face(sign * qa - h, sign * sa - h, e0, e1, e2, h, f0, f1, f2,
+                                                        slack, b, best, t, pick, face, n0, n1, n2)
+            top = b
+        if pick < 0:
+            return False, 0.0, 0.0, 1.0, 0.0
+        axis, sign = pick // 2, 1.0 if pick % 2 == 0 else -1.0
+        h = hx if axis == 0 else (hy if axis == 1 else hz)
+        qa = q0 if axis == 0 else (q1 if axis == 1 else q2)
+        return True, n0, n1, n2, r - (sign * qa - h)
+    if kind == HULL:
+        planes, first, count, size = geo[3], geo[2][s, 0], geo[2][s, 1], params[s, 0]
+        for k in range(first, first + count):
+            if planes[k, 0] * q0 + planes[k, 1] * q1 + planes[k, 2] * q2 - planes[k, 3] > 0.0:
+                return False, 0.0, 0.0, 1.0, 0.0
+        slack, tie = ENTRY_SLACK * size, ENTRY_TIE * size
+        top, best = -math.inf, -math.inf
+        pick, n0, n1, n2 = -1, 0.0, 0.0, 1.0
+        for rnd in range(2):
+            t = -1.0 if rnd == 0 else tie
+            b = top
+            for k in range(first, first + count):
+                a0, a1, a2, w = planes[k, 0], planes[k, 1], planes[k, 2], planes[k, 3]
+                now, then = a0 * q0 + a1 * q1 + a2 * q2 - w, a0 * s0 + a1 * s1 + a2 * s2 - w
+                b, best, pick, n0, n1, n2 = _entry_face(now, then, a0, a1, a2, 1.0, f0, f1, f2, slack, b, best, t,
+                                                        pick, k, n0, n1, n2)
+            top = b
+        if pick < 0:
+            return False, 0.0, 0.0, 1.0, 0.0
+        return True, n0, n1, n2, r - (n0 * q0 + n1 * q1 + n2 * q2 - planes[pick, 3])
+    if kind == CYLINDER:
+        radius, half = params[s, 0], params[s, 1]
+        radial = math.sqrt(q0 * q0 + q1 * q1)
+        if radial - radius > 0.0 or abs(q2) - half > 0.0:
+            return False, 0.0, 0.0, 1.0, 0.0
+        if radial > 1e-12:
+            d0, d1 = q0 / radial, q1 / radial
+        else:
+            d0, d1 = 1.0, 0.0
+        size = min(radius, half)
+        slack, tie = ENTRY_SLACK * size, ENTRY_TIE * size
+        top, best = -math.inf, -math.inf
+        pick, n0, n1, n2 = -1, 0.0, 0.0, 1.0
+        then_side = math.sqrt(s0 * s0 + s1 * s1) - radius
+        for rnd in range(2):
+            t = -1.0 if rnd == 0 else tie
+            b = top
+            b, best, pick, n0, n1, n2 = _entry_face(radial - radius, then_side, d0, d1, 0.0, radius, f0, f1, f2,
+                                                    slack, b, best, t, pick, 0, n0, n1, n2)
+            b, best, pick, n0, n1, n2 = _entry_face(q2 - half, s2 - half, 0.0, 0.0, 1.0, half, f0, f1, f2, slack, b,
+                                                    best, t, pick, 1, n0, n1, n2)
+            b, best, pick, n0, n1, n2 = _entry_face(-q2 - half, -s2 - half, 0.0, 0.0, -1.0, half, f0, f1, f2, slack,
+                                                    b, best, t, pick, 2, n0, n1, n2)
+            top = b
+        if pick < 0:
+            return False, 0.0, 0.0, 1.0, 0.0
+        now = radial - radius if pick == 0 else (q2 - half if pick == 1 else -q2 - half)
+        return True, n0, n1, n2, r - now
+    return False, 0.0, 0.0, 1.0, 0.0

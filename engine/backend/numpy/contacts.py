@@ -15,6 +15,10 @@ from .distance import _cell_key, cell_slots, cylinder, distance
 NEAR_SLACK = 0.05
 RIM_POINTS = 16
 SUPPORT_SLOTS = 2 + 2 * RIM_POINTS
+RIM_REFINE = 16
+RIM_GAIN = 0.002
+RIM_NEAR = 0.25
+GOLDEN = 0.6180339887498949
 FLAT_CAP = math.radians(3.0)
 
 
@@ -30,9 +34,9 @@ def _shape_pose(geo, s, x, q):
     return pos, rot
 
 
-def _test(geo, s, spos, srot, prefer, pw, radius, margin):
+def _test(geo, s, spos, srot, prefer, pw, radius, margin, use_prefer=True):
     local = Q.rotate_back(srot, pw - spos)
-    n, depth = distance(geo, s, local, radius + margin, prefer, True)
+    n, depth = distance(geo, s, local, radius + margin, prefer, use_prefer)
     return Q.rotate(srot, n), depth - margin, depth > 0.0
 
 
@@ -41,8 +45,8 @@ def find_chunks() -> int:
     return 0
 
 
-def find_contacts(geo, x, q, pairs, points, point_start, point_radius, point_material, body_shape, body_friction,
-                  body_restitution, bound, margin, world, key_stride, out, pair_first, spare=None):
+def find_contacts(geo, x, q, x_prev, q_prev, pairs, points, point_start, point_radius, point_material, body_shape,
+                  body_friction, body_restitution, bound, margin, world, key_stride, out, pair_first, spare=None):
     # spare: the compiled backend's buffers for chunks found on other cores (unused here).
     Qn = len(pairs)
     # Every (pair, side): owner, target body, target shape, the key of the target.
@@ -76,8 +80,14 @@ def find_contacts(geo, x, q, pairs, points, point_start, point_radius, point_mat
     near = always[rows] | ((d[:, 0] * d[:, 0] + d[:, 1] * d[:, 1] + d[:, 2] * d[:, 2]) <= reach * reach)
     rows, within, p, pw, r = rows[near], within[near], p[near], pw[near], r[near]
     cand.append((rows, within, pw, r, p * key_stride + target_key[rows], point_material[p].astype(bool)))
+    fixed = len(rows)
+    # Where each fixed point was at the substep's start, in its target shape's frame then (``entered``).
+    spos0, srot0 = _shape_pose(geo, shape, x_prev, q_prev)
+    o0 = owner[rows]
+    start = Q.rotate_back(srot0[rows], x_prev[o0] + Q.rotate(q_prev[o0], points[p]) - spos0[rows])
     # Cylinder supports.
     so = body_shape[owner]
+    refined_from = None
     cyl = np.flatnonzero((so >= 0) & (geo[0][np.maximum(so, 0)] == CYLINDER))
     if len(cyl):
         cs = so[cyl]
@@ -97,9 +107,14 @@ def find_contacts(geo, x, q, pairs, points, point_start, point_radius, point_mat
         items = []  # (cylinder row, ordinal, local point, feature slot)
         ordinal = np.zeros(len(cyl), np.int64)
         angles = 2.0 * math.pi * np.arange(RIM_POINTS) / RIM_POINTS
+        refined = []  # (cylinder row, ordinal, world point): see RIM_REFINE
+        edged = np.flatnonzero((geo[0][shape[cyl]] == BOX) | (geo[0][shape[cyl]] == HULL))
+        support_angle = np.array([math.atan2(b1, b0) for b0, b1 in zip(u0, u1)])
+        step = 2.0 * math.pi / RIM_POINTS
         for side, cap_sign in enumerate((-1.0, 1.0)):
             local = np.stack([radius * u0, radius * u1, cap_sign * half], axis=1)
             items.append((np.arange(len(cyl)), base_ordinal + ordinal, local, np.full(len(cyl), side)))
+            support = _rim_test(geo, shape, spos, srot, prefer, m, cyl, np.arange(len(cyl)), cpos, crot, local, True)
             ordinal = ordinal + 1
             on = np.flatnonzero((flat_cap == cap_sign) | (geo[0][shape[cyl]] != PLANE))
             if len(on):
@@ -109,6 +124,27 @@ def find_contacts(geo, x, q, pairs, points, point_start, point_radius, point_mat
                     items.append((on, base_ordinal[on] + ordinal[on] + k, local,
                                   np.full(len(on), 2 + side * RIM_POINTS + k)))
                 ordinal = ordinal + np.where((flat_cap == cap_sign) | (geo[0][shape[cyl]] != PLANE), RIM_POINTS, 0)
+            if len(edged):
+                z = cap_sign * half[edged]
+                rim = [_rim_test(geo, shape, spos, srot, prefer, m, cyl, edged, cpos, crot,
+                                 _rim_local(radius[edged], z, np.full(len(edged), angles[k])))
+                       for k in range(RIM_POINTS)]
+                for k in range(RIM_POINTS):
+                    here, before, after = rim[k], rim[k - 1], rim[(k + 1) % RIM_POINTS]
+                    peak = np.flatnonzero((here > before) & (here >= after) & (here > -RIM_NEAR * radius[edged]))
+                    if not len(peak):
+                        continue
+                    e = edged[peak]
+                    angle, depth_e = _deepest_on_rim(geo, shape, spos, srot, prefer, m, cyl, e, cpos, crot, radius[e],
+                                                     z[peak], np.full(len(e), angles[k]))
+                    turn = np.array([(a - b) % (2.0 * math.pi) for a, b in zip(angle, support_angle[e])])
+                    near = np.minimum(turn, 2.0 * math.pi - turn) < step
+                    floor = np.where(near, np.maximum(here[peak], support[e]), here[peak])
+                    gain = np.flatnonzero(depth_e > floor + RIM_GAIN * radius[e])
+                    g = e[gain]
+                    refined.append((g, base_ordinal[g] + ordinal[g] + k,
+                                    cpos[g] + Q.rotate(crot[g], _rim_local(radius[g], z[peak][gain], angle[gain]))))
+                ordinal[edged] += RIM_POINTS
         ci = np.concatenate([i for i, _, _, _ in items])
         co = np.concatenate([o for _, o, _, _ in items])
         cl = np.concatenate([local for _, _, local, _ in items])
@@ -117,6 +153,13 @@ def find_contacts(geo, x, q, pairs, points, point_start, point_radius, point_mat
         rows_c = cyl[ci]
         keys = (len(points) + owner[rows_c] * SUPPORT_SLOTS + slot) * key_stride + target_key[rows_c]
         cand.append((rows_c, co, cw, np.zeros(len(ci)), keys.astype(np.int64), np.zeros(len(ci), bool)))
+        # Rim points against a box or hull: out through the nearest face (see the compiled _cylinder_side).
+        sharp = (geo[0][shape[cyl]] == BOX) | (geo[0][shape[cyl]] == HULL)
+        rim_nearest = fixed + np.flatnonzero((slot >= 2) & sharp[ci])
+        refined_from = sum(len(c[0]) for c in cand)
+        for e, ordinal_e, world_e in refined:
+            cand.append((cyl[e], ordinal_e, world_e, np.zeros(len(e)), np.full(len(e), -1, np.int64),
+                         np.zeros(len(e), bool)))
         vertex_cand = _mesh_vertices_in_cylinders(geo, x, q, cyl, shape, spos, srot, cpos, crot, radius, half, m,
                                                   base_ordinal + ordinal)
     else:
@@ -128,6 +171,17 @@ def find_contacts(geo, x, q, pairs, points, point_start, point_radius, point_mat
     key = np.concatenate([c[4] for c in cand])
     material = np.concatenate([c[5] for c in cand])
     n, depth, hit = _test(geo, shape[rows], spos[rows], srot[rows], prefer[rows], pw, r, m[rows])
+    if refined_from is not None:  # a cylinder's rim points and refined ones: out through the nearest face
+        nearest = np.concatenate([rim_nearest, np.arange(refined_from, len(rows))])
+        rr = rows[nearest]
+        n[nearest], depth[nearest], hit[nearest] = _test(geo, shape[rr], spos[rr], srot[rr], prefer[rr], pw[nearest],
+                                                         r[nearest], m[rr], False)
+    rf = rows[:fixed]
+    now = Q.rotate_back(srot[rf], pw[:fixed] - spos[rf])
+    came, n_in, depth_in = D.entered(geo, shape[rf], now, start, r[:fixed] + m[rf], prefer[rf])
+    came = np.flatnonzero(came)
+    n[came] = Q.rotate(srot[rf[came]], n_in[came])
+    depth[came] = depth_in[came] - m[rf[came]]
     if vertex_cand is not None:
         rows_v, ordinal_v, pw_v, n_v, depth_v = vertex_cand
         rows, ordinal = np.concatenate([rows, rows_v]), np.concatenate([ordinal, ordinal_v])
@@ -159,6 +213,49 @@ def find_contacts(geo, x, q, pairs, points, point_start, point_radius, point_mat
     pair_first[0] = 0
     pair_first[1:Qn + 1] = np.cumsum(per_pair)
     return count
+
+
+def _rim_local(radius, z, angle):
+    """Rim points (k, 3) in their cylinders' frames, by ``math``'s cos and sin (the compiled ones)."""
+    cos = np.array([math.cos(a) for a in angle])
+    sin = np.array([math.sin(a) for a in angle])
+    return np.stack([radius * cos, radius * sin, np.broadcast_to(z, radius.shape)], axis=1)
+
+
+def _rim_test(geo, shape, spos, srot, prefer, m, cyl, rows, cpos, crot, local, use_prefer=False):
+    """The depth (k,) of points ``local`` of the cylinders ``rows`` (indices into ``cyl``) in
+    their sides' shapes: the true depth (the compiled ``_rim_depth``), or with use_prefer
+    ``_test``'s."""
+    r = cyl[rows]
+    pw = cpos[rows] + Q.rotate(crot[rows], local)
+    if use_prefer:
+        return _test(geo, shape[r], spos[r], srot[r], prefer[r], pw, np.zeros(len(rows)), m[r])[1]
+    inside = Q.rotate_back(srot[r], pw - spos[r])
+    return distance(geo, shape[r], inside, m[r], prefer[r], False)[1] - m[r]
+
+
+def _deepest_on_rim(geo, shape, spos, srot, prefer, m, cyl, rows, cpos, crot, radius, z, around):
+    """The compiled ``_deepest_on_rim`` for the cylinders ``rows`` at once."""
+    def depth(angle):
+        return _rim_test(geo, shape, spos, srot, prefer, m, cyl, rows, cpos, crot, _rim_local(radius, z, angle))
+
+    step = 2.0 * math.pi / RIM_POINTS
+    a, b = around - step, around + step
+    c1, c2 = b - GOLDEN * (b - a), a + GOLDEN * (b - a)
+    f1, f2 = depth(c1), depth(c2)
+    for _ in range(RIM_REFINE):
+        left = f1 >= f2
+        b = np.where(left, c2, b)
+        a = np.where(left, a, c1)
+        c2_new = np.where(left, c1, a + GOLDEN * (b - a))
+        c1_new = np.where(left, b - GOLDEN * (b - a), c2)
+        f2_kept, f1_kept = np.where(left, f1, f2), np.where(left, f1, f2)
+        c1, c2 = c1_new, c2_new
+        fresh = depth(np.where(left, c1, c2))
+        f1 = np.where(left, fresh, f1_kept)
+        f2 = np.where(left, f2_kept, fresh)
+    pick = f1 >= f2
+    return np.where(pick, c1, c2), np.where(pick, f1, f2)
 
 
 def mesh_vertices_near(geo, mesh: int, centre, reach: float) -> np.ndarray:
