@@ -19,7 +19,7 @@ from ..constraints.motors import apply_motor_forces, drive_limits, motor_speeds
 from ..constraints.springs import update_springs
 from ..forces import fields as forces
 from ..geometry import quaternions as quat
-from ..geometry.kinds import BOX
+from ..geometry.kinds import BOX, HULL, MESH
 from ..geometry import reproducible
 from ..geometry.reproducible import matmul, psd_lstsq
 from ..model import BodyState, Model
@@ -29,6 +29,9 @@ from .sleeping import Sleep
 MARGIN = 5e-3
 # A body starting deeper than this fraction of its thickness inside another is warned about.
 OVERLAP = 0.02
+# Two boxes or hulls whose edges' directions make more crossings than this are tried for a
+# starting overlap along their faces' normals alone (``_convex_overlaps``).
+EDGE_CROSSINGS = 4096
 # A body that started inside something counts as pushed out once no contact of its is deeper than
 # this fraction of its thickness (or 1 mm) at a substep's start (``keep_starting_motion``).
 SETTLED = 0.005
@@ -332,12 +335,18 @@ class RigidStepper:
             key = (min(a, b), max(a, b), shape if b == self.count else -1)
             if depth[c] > limit and depth[c] > deepest.get(key, 0.0):
                 deepest[key] = float(depth[c])
-        for (a, b), d in self._box_overlaps(x, q).items():
+        touching = {(int(min(a, b)), int(max(a, b))) for a, b, _ in self.pairs[pair_of[np.flatnonzero(depth > 0.0)]]}
+        for (a, b), d in self._convex_overlaps(x, q, touching).items():
             if d > max(OVERLAP * min(thickness[a], thickness[b]), 2e-3) and d > deepest.get((a, b, -1), 0.0):
                 deepest[(a, b, -1)] = d
+        for (a, shape), d in self._mesh_overlaps(x, q).items():
+            if d > max(OVERLAP * thickness[a], 2e-3) and d > deepest.get((a, self.count, shape), 0.0):
+                deepest[(a, self.count, shape)] = d
         names = self.bodies.names
         out = []
         for (a, b, shape), d in sorted(deepest.items()):
+            if b < self.count and not self.dynamic[a] and self.dynamic[b]:
+                a, b = b, a  # (the one that moves starts inside the one that does not)
             other = (f"'{self.model.shapes.names[shape] or f'collider {shape}'}'" if b == self.count
                      else f"rigid body '{names[b]}'")
             out.append(f"rigid body '{names[a]}' starts {_length(d)} inside {other}: the first substeps push it out, "
@@ -376,35 +385,111 @@ class RigidStepper:
             else:
                 self.unsettled.discard(body)
 
-    def _box_overlaps(self, x, q) -> dict:
-        """How deep each pair of boxes (bodies of the broad phase's pairs) overlaps, by the
-        separating axes of two boxes (their 6 face normals and 9 edge crossings): {(a, b): m}
-        for a < b. The contacts measure a corner's depth to the nearest face of the other box,
-        which for boxes sunk into each other can be a side face: two crates of one size, one
-        placed 15% into the other, gave contacts no deeper than 1 mm, and no warning."""
+    def _convex_overlaps(self, x, q, touching: set) -> dict:
+        """How deep each pair of boxes or hulls (bodies of the broad phase's pairs) overlaps, by
+        separating axes: both shapes' face normals and the crossings of their edges' directions:
+        {(a, b): m} for a < b. The contacts measure a corner's depth to the nearest face of the
+        other, which for boxes or hulls sunk into each other can be a side face: two crates of
+        one size, one placed 15% into the other, gave contacts no deeper than 1 mm, and no
+        warning; nor did a crate sunk 15 cm into a thin ground plate, none of whose corners is
+        inside the other. Where edge crossings are too many to try (two hulls of hundreds of
+        faces) the faces' normals alone can find an overlap where there is none, so then only a
+        pair in ``touching`` (a corner of one inside the other) counts."""
         shapes = self.model.shapes
         out: dict = {}
         for a, b, _ in self.pairs:
-            sa, sb = (int(self.body_shape[a]), int(self.body_shape[b])) if b < self.count else (-1, -1)
-            if sa < 0 or sb < 0 or shapes.kind[sa] != BOX or shapes.kind[sb] != BOX:
+            if b >= self.count:
                 continue
-            boxes = []
-            for body, shape in ((a, sa), (b, sb)):
-                turn = quat.to_matrix(q[body][None])[0]
-                boxes.append((x[body] + turn @ shapes.position[shape],
-                              turn @ quat.to_matrix(shapes.rotation[shape][None])[0], shapes.params[shape][:3]))
-            (ca, ra, ha), (cb, rb, hb) = boxes
-            axes = [ra[:, i] for i in range(3)] + [rb[:, i] for i in range(3)]
-            for i in range(3):
-                for j in range(3):
-                    cross = np.cross(ra[:, i], rb[:, j])
-                    length = float(np.linalg.norm(cross))
-                    if length > 1e-6:  # (parallel edges: their face normals are in already)
-                        axes.append(cross / length)
-            depth = min(float(np.abs(ra.T @ n) @ ha + np.abs(rb.T @ n) @ hb - abs((cb - ca) @ n)) for n in axes)
+            sa, sb = int(self.body_shape[a]), int(self.body_shape[b])
+            if sa < 0 or sb < 0 or shapes.kind[sa] not in (BOX, HULL) or shapes.kind[sb] not in (BOX, HULL):
+                continue
+            (va, na, ea), (vb, nb, eb) = (self._convex_in_world(body, shape, x, q)
+                                          for body, shape in ((a, sa), (b, sb)))
+            axes = [na, nb]
+            complete = len(ea) * len(eb) <= EDGE_CROSSINGS
+            if complete:
+                cross = np.cross(ea[:, None, :], eb[None, :, :]).reshape(-1, 3)
+                length = np.linalg.norm(cross, axis=1)
+                keep = length > 1e-6  # (parallel edges: their faces' normals are in already)
+                axes.append(cross[keep] / length[keep, None])
+            elif (min(a, b), max(a, b)) not in touching:
+                continue
+            n = np.concatenate(axes)
+            pa, pb = va @ n.T, vb @ n.T
+            depth = float(np.min(np.minimum(pa.max(axis=0) - pb.min(axis=0), pb.max(axis=0) - pa.min(axis=0))))
             if depth > 0.0:
                 out[(int(min(a, b)), int(max(a, b)))] = depth
         return out
+
+    def _mesh_overlaps(self, x, q) -> dict:
+        """How deep each box or hull crosses the triangles of a static mesh (a ground, a table
+        made a Collider with Shape Mesh or a Rigid Body with Dynamic Off): {(body, shape): m},
+        over the triangles near it that it crosses (by separating axes), the most it reaches
+        through one's plane (the least of the two ways). Behind a
+        mesh's faces only its margin counts as inside, so a crate placed 20 cm into a floor had
+        no corner inside it, fell through it, and was not named."""
+        shapes = self.model.shapes
+        out: dict = {}
+        for a, b, s in self.pairs:
+            if b != self.count or shapes.kind[s] != MESH or self.body_shape[a] < 0 \
+                    or shapes.kind[self.body_shape[a]] not in (BOX, HULL):
+                continue
+            vb, nb, eb = self._convex_in_world(int(a), int(self.body_shape[a]), x, q)
+            m = shapes.mesh[s]
+            turn = quat.to_matrix(shapes.rotation[s][None])[0]
+            tri = shapes.triangles[shapes.mesh_tri_start[m]:shapes.mesh_tri_start[m + 1]]
+            corners = shapes.position[s] + shapes.vertices[tri] @ turn.T  # (T, 3, 3)
+            near = np.all(corners.max(axis=1) >= vb.min(axis=0), axis=1) & np.all(corners.min(axis=1) <= vb.max(axis=0),
+                                                                                axis=1)
+            c = corners[near]
+            if not len(c):
+                continue
+            edges = np.stack([c[:, 1] - c[:, 0], c[:, 2] - c[:, 1], c[:, 0] - c[:, 2]], axis=1)  # (T, 3, 3)
+            axes = np.concatenate([np.cross(edges[:, 0], edges[:, 1])[:, None, :],
+                                   np.broadcast_to(nb, (len(c),) + nb.shape),
+                                   np.cross(eb[None, :, None, :], edges[:, None, :, :]).reshape(len(c), -1, 3)], axis=1)
+            length = np.linalg.norm(axes, axis=2)
+            usable = length > 1e-9 * max(float(np.abs(c).max()), 1.0)
+            axes = axes / np.where(usable, length, 1.0)[..., None]
+            body = np.einsum("vi,tki->tkv", vb, axes)
+            face = np.einsum("tji,tki->tkj", c, axes)
+            overlap = np.minimum(body.max(axis=2) - face.min(axis=2), face.max(axis=2) - body.min(axis=2))
+            # A triangle it crosses (no axis separates them) counts by how far the body reaches
+            # through the triangle's plane (the least either way; its first axis): separating
+            # from one triangle of a floor sideways is no way out of the floor.
+            crossed = np.where(usable, overlap, np.inf).min(axis=1) > 0.0
+            if crossed.any():
+                out[(int(a), int(s))] = float(overlap[crossed, 0].max())
+        return out
+
+    def _convex_in_world(self, body: int, shape: int, x, q) -> tuple:
+        """A box's or hull's vertices (v, 3), face normals (f, 3) and edge directions (e, 3),
+        unique up to sign, in the world."""
+        shapes = self.model.shapes
+        turn = quat.to_matrix(q[body][None])[0] @ quat.to_matrix(shapes.rotation[shape][None])[0]
+        centre = x[body] + quat.to_matrix(q[body][None])[0] @ shapes.position[shape]
+        if shapes.kind[shape] == BOX:
+            half = shapes.params[shape][:3]
+            corners = np.array([[i, j, k] for i in (-1, 1) for j in (-1, 1) for k in (-1, 1)], float) * half
+            return centre + corners @ turn.T, turn.T.copy(), turn.T.copy()
+        # A hull: its vertices are the body's sample points (the shape's frame is the body's).
+        local = self.points[self.point_start[body]:self.point_start[body + 1]]
+        first, count = shapes.hull[shape]
+        planes = shapes.hull_planes[first:first + count]
+        # Two faces meet in an edge where two of the hull's vertices lie on both (the vertices
+        # are pulled in by SAMPLE_INSET, a thousandth of their distance from the centre).
+        on = np.abs(local @ planes[:, :3].T - planes[:, 3]) < 3e-3 * np.linalg.norm(local, axis=1).max()
+        shared = on.T.astype(np.int64) @ on.astype(np.int64)
+        i, j = np.nonzero(np.triu(shared >= 2, 1))
+        edges = np.cross(planes[i, :3], planes[j, :3])
+        length = np.linalg.norm(edges, axis=1)
+        edges = edges[length > 1e-6] / length[length > 1e-6, None]
+        # One of each direction (a box-like hull's 12 edges are 3 directions).
+        lead = edges[np.arange(len(edges)), np.argmax(np.abs(edges), axis=1)]
+        edges = edges * np.where(lead < 0, -1.0, 1.0)[:, None]
+        _, unique = np.unique(np.round(edges, 6), axis=0, return_index=True)
+        edges = edges[np.sort(unique)]
+        return centre + local @ turn.T, planes[:, :3] @ turn.T, edges @ turn.T
 
     # -- per frame ----------------------------------------------------------------------------
 

@@ -1,6 +1,7 @@
 """Rigid bodies as physics: mass properties, spin, bounce, friction, stacking, momentum, rest."""
 
 import math
+import re
 
 import numpy as np
 import pytest
@@ -408,6 +409,61 @@ def test_a_row_of_dominoes_as_wide_as_each_other_falls_to_the_end(height, speed,
         for j in (k - 1, k + 1):
             if 0 <= j < count:
                 assert depth_in_body(solver, state, j, shape_surface(solver, state, k)).max() < 0.01 * height
+
+
+@pytest.mark.parametrize("shape", ["automatic", "box"])
+@pytest.mark.parametrize("depth, tilt", [(0.05, 0.0), (0.15, 0.0), (0.3, 0.0), (0.15, 25.0)])
+def test_boxes_and_hulls_starting_inside_each_other_or_a_thin_ground_are_named_with_their_depth(shape, depth,
+                                                                                              tilt):
+    """Crates sunk into each other (one of a size on another, corners on its edges), into a 1 cm
+    thick static plate and into a floor that is a triangle mesh (none of their corners inside
+    either) are named with how deep, whatever the shape; crates near each other but apart, turned
+    any way, or standing on the floor, are not."""
+    b = engine.ModelBuilder()
+    turn = rotation((0, 1, 0), tilt)
+    b.add_rigid_body(*box_mesh((1.0, 1.0, 1.0), (0.0, 0.0, 0.5)), name="lower", shape=shape)
+    b.add_rigid_body(*box_mesh((1.0, 1.0, 1.0), (0.0, 0.0, 1.5 - depth)), name="upper", shape=shape)
+    b.add_rigid_body(*box_mesh((20.0, 20.0, 0.01), (0.0, 0.0, -0.005)), name="plate", mode="kinematic", shape=shape)
+    b.add_rigid_body(*box_mesh((1.0, 1.0, 1.0), (4.0, 0.0, 0.5 - depth), turn), name="sunk", shape=shape)
+    rng = np.random.default_rng(int(depth * 100 + tilt))
+    for k in range(6):  # pairs a hair apart along a random direction, turned any way
+        gap = rng.normal(size=3)
+        gap /= np.linalg.norm(gap)
+        first, second = rotation(rng.normal(size=3), rng.uniform(0, 90)), rotation(rng.normal(size=3),
+                                                                                   rng.uniform(0, 90))
+        centre = np.array([10.0 + 4 * k, 0.0, 3.0])
+        b.add_rigid_body(*box_mesh((0.8, 0.5, 0.3), centre, first), name=f"near {k}", shape=shape)
+        # Move the second along the gap until its vertices and the first's are 5 mm apart along it.
+        v1 = box_mesh((0.8, 0.5, 0.3), (0, 0, 0), first)[0] @ gap
+        v2 = box_mesh((0.6, 0.6, 0.4), (0, 0, 0), second)[0] @ gap
+        b.add_rigid_body(*box_mesh((0.6, 0.6, 0.4), centre + gap * (v1.max() - v2.min() + 0.005), second),
+                         name=f"apart {k}", shape=shape)
+    # A floor that is a triangle mesh (a Collider with Shape Mesh, a Dynamic Off ground): behind
+    # its faces only its margin counts as inside, so no corner of a crate sunk into it is.
+    from jakobsen_engine.geometry.primitives import grid
+    v, f = grid(5, 5, 4.0)
+    v = np.asarray(v, float) - [2.0, 2.0, 0.0] + [60.0, 0.0, 0.0]
+    b.add_collider(engine.TriangleMesh.from_mesh(v, f, name="floor"))
+    b.add_rigid_body(*box_mesh((1.0, 1.0, 1.0), (60.3, 0.2, 0.5 - depth), turn), name="in floor", shape=shape)
+    b.add_rigid_body(*box_mesh((1.0, 1.0, 1.0), (61.2, -1.0, 0.5)), name="on floor", shape=shape)
+    solver = engine.Solver(b.finalize())
+    found = [w for w in solver.warnings if "starts" in w]
+
+    def depth_named(*names):
+        said = [w for w in found if all(f"'{name}'" in w for name in names)]
+        assert len(said) == 1, found
+        return float(re.search(r"starts ([0-9.]+) cm inside", said[0]).group(1)) / 100
+
+    # (a hull's vertices are pulled in by a thousandth of their distance from its centre)
+    assert depth_named("upper", "lower") == pytest.approx(depth, abs=2e-3)
+    # The one that moves is named as starting inside the one that does not, as deep as it must
+    # move to be out: up by how far its lowest corner is under the plate's top, or down by how
+    # far its highest point is above the plate's bottom (to fall through it).
+    assert any("'sunk' starts" in w and "'plate'" in w for w in found), found
+    lowest = 0.5 * (abs(turn[2, 0]) + abs(turn[2, 1]) + abs(turn[2, 2])) - 0.5 + depth
+    assert depth_named("sunk", "plate") == pytest.approx(lowest, abs=2e-3)
+    assert depth_named("in floor", "floor") == pytest.approx(lowest, abs=2e-3)
+    assert not any("'near" in w or "'apart" in w or "'on floor'" in w for w in found), found
 
 
 @pytest.mark.parametrize("depth", [0.03, 0.12])
