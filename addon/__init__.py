@@ -9,7 +9,7 @@ the benchmarks (``jakobsen_tools``, ``tools/``) are not part of what Blender loa
 
 import bpy
 
-from . import operators, playback, previews, properties, ui
+from . import operators, playback, previews, properties, renames, ui
 
 _register_classes, _unregister_classes = bpy.utils.register_classes_factory(operators.classes + ui.classes)
 
@@ -34,9 +34,11 @@ def register():
     previews.register()
     operators.bake.register()
     playback.register()
+    renames.register()
 
 
 def unregister():
+    renames.unregister()
     playback.unregister()
     operators.bake.unregister()
     previews.unregister()

@@ -191,6 +191,15 @@ class JakobsenRigidBodySettings(PropertyGroup):
     )
 
 
+def _pin_group_set(self, _context) -> None:
+    from .blender_io.reads import GROUP_NAMES_SEPARATOR
+
+    obj = self.id_data
+    names = GROUP_NAMES_SEPARATOR.join(g.name for g in obj.vertex_groups) if isinstance(obj, bpy.types.Object) else ""
+    if self.pin_group_names != names:
+        self.pin_group_names = names
+
+
 class JakobsenClothSettings(PropertyGroup):
     """A deforming mesh: cloth, and the surface of soft bodies (which use the same surface model,
     with ``JakobsenSoftBodySettings`` on top)."""
@@ -239,8 +248,12 @@ class JakobsenClothSettings(PropertyGroup):
         name="Pin Group",
         description="Vertex group whose weights pin vertices: 1 holds a vertex to the object, "
                     "less pulls it with Pin Stiffness times the weight",
-        default="",
+        default="", update=_pin_group_set,
     )
+    # The object's vertex group names when the Pin Group was set, in order: a group renamed
+    # since is found by its place (``blender_io.reads.pin_group``), as Blender's Cloth follows a
+    # renamed group.
+    pin_group_names: StringProperty(default="", options={'HIDDEN'})
     pin_stiffness: FloatProperty(
         name="Pin Stiffness",
         description="Strength of partly pinned vertices (weight below 1), in newtons per metre",

@@ -200,6 +200,30 @@ def vertex_group_weights(mesh, group_index: int) -> np.ndarray:
 _SETTINGS_AMONG_CUSTOM_PROPERTIES = bpy.app.version < (5, 0, 0)
 
 
+# Between the vertex group names kept with a Pin Group (no name has this character).
+GROUP_NAMES_SEPARATOR = "\x1f"
+
+
+def pin_group(obj) -> tuple[str, str]:
+    """(the Pin Group's name now, the name set if the group was renamed since, else "").
+
+    Blender's Cloth follows a renamed pin group; ours keeps the name, so the group is found by
+    its place among the object's vertex groups when the Pin Group was set
+    (``pin_group_names``): the group there now, if it has a name none had then. A group deleted
+    or moved is not followed (its place holds another group, or none)."""
+    s = obj.jakobsen.cloth
+    name = s.pin_group
+    if not name or obj.vertex_groups.get(name) is not None or not s.pin_group_names:
+        return name, ""
+    known = s.pin_group_names.split(GROUP_NAMES_SEPARATOR)
+    if name not in known:
+        return name, ""
+    place = known.index(name)
+    if place < len(obj.vertex_groups) and obj.vertex_groups[place].name not in known:
+        return obj.vertex_groups[place].name, name
+    return name, ""
+
+
 def takes_part(obj) -> bool:
     """Whether Jakobsen Physics is enabled on ``obj``, read without creating its settings."""
     if _SETTINGS_AMONG_CUSTOM_PROPERTIES and "jakobsen" not in obj.keys():

@@ -12,7 +12,7 @@ from jakobsen_engine.geometry.reproducible import matmul
 from jakobsen_engine.particles.surfaces import is_closed
 
 from ..blender_io.checks import ROLE_NAMES, check_invertible, check_matrix, check_numbers, describe, written_by_bake
-from ..blender_io.reads import MeshData, read_mesh, simulated_ancestor
+from ..blender_io.reads import MeshData, pin_group, read_mesh, simulated_ancestor
 from ..translate.meshes import face_areas, face_list, fit_shape, mesh_warnings
 from ..translate.settings import FOLLOW_RATE, RIGID_MODES, RIGID_SHAPES, damping_rate
 from ..translate.transforms import affine_inverse, matrix, rigid, rotation_and_scale, world as into_world
@@ -110,7 +110,12 @@ def add_deformable(builder: ModelBuilder, obj, depsgraph, track, warnings: list[
     where = describe(obj)
     parent_warning(obj, warnings)
     s = obj.jakobsen.cloth
-    data = read_mesh(obj, depsgraph, where, s.pin_group)
+    group, renamed_from = pin_group(obj)
+    if renamed_from:
+        warnings.append(f"{where}: its pin group '{renamed_from}' is now named '{group}' (the group in its place "
+                        f"among its vertex groups, as after a rename), so it pins with '{group}'; set the Pin "
+                        "Group to keep it")
+    data = read_mesh(obj, depsgraph, where, group)
     if len(data.loop_total) == 0:
         raise JakobsenError(f"{where}: the mesh has no faces; a {ROLE_NAMES[obj.jakobsen.type]} needs faces "
                             "(vertices joined by edges only cannot be simulated as a surface)")
@@ -128,7 +133,7 @@ def add_deformable(builder: ModelBuilder, obj, depsgraph, track, warnings: list[
     density = (s.vertex_mass * len(world) / float(areas.sum())) if s.use_vertex_mass else s.density
     weights = data.weights
     if weights is not None and not np.any(weights > 0.0):
-        warnings.append(f"{where}: its pin group '{s.pin_group}' is empty (no vertex has a weight in it), so "
+        warnings.append(f"{where}: its pin group '{group}' is empty (no vertex has a weight in it), so "
                         "nothing is pinned and the cloth falls free")
     handle = builder.add_cloth(
         world, face_list(data.loop_total, data.corners, m), name=obj.name, density=density,

@@ -35,7 +35,7 @@ import numpy as np
 from bpy.app.handlers import persistent
 from bpy.props import BoolProperty
 
-from ..blender_io.reads import takes_part, vertex_group_weights
+from ..blender_io.reads import pin_group, takes_part, vertex_group_weights
 from ..properties import EMPTY_TYPES
 from ..registered import add_property, remove_property
 from ..translate.settings import PIN_WEIGHT
@@ -249,7 +249,8 @@ _pin_cache: dict[str, tuple[tuple, np.ndarray, np.ndarray]] = {}
 def _pinned(obj) -> tuple[np.ndarray, np.ndarray]:
     """(indices, weights) of the vertices with a weight above 0 in ``obj``'s Pin Group, from the
     mesh as painted; nothing when the group is unset or not one of its groups (the bake names that)."""
-    group = obj.vertex_groups.get(obj.jakobsen.cloth.pin_group) if obj.jakobsen.cloth.pin_group else None
+    name = pin_group(obj)[0]
+    group = obj.vertex_groups.get(name) if name else None
     if group is None:
         _pin_cache.pop(obj.name, None)
         return np.zeros(0, dtype=np.int64), np.zeros(0)

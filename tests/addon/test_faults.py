@@ -358,6 +358,52 @@ def test_a_pin_group_that_does_not_exist_is_refused_by_name(previous_bake, helpe
     refused(helpers, objects=["Flag", "Pins"], settings=["Pin Group"])
 
 
+@pytest.mark.parametrize("more_groups", [0, 2])
+def test_a_renamed_pin_group_is_followed_as_blender_s_cloth_follows_it(pinned_cloth, helpers, more_groups):
+    """Renaming the pin vertex group (Blender's Cloth modifier takes the new name) bakes the same
+    cloth: at bake time the group in the old one's place is used, and the bake says so; when
+    Blender reports the rename (its message bus, in the interface) the Pin Group takes the new
+    name. A deleted group is not replaced by the one that moves into its place."""
+    from .conftest import evaluated_world
+
+    from jakobsen_physics import renames
+
+    cloth = pinned_cloth(frames=(1, 12))
+    for k in range(more_groups):  # (groups added after the Pin Group was set)
+        cloth.vertex_groups.new(name=f"other {k}")
+    assert bpy.ops.jakobsen.bake() == {'FINISHED'}
+    bpy.context.scene.frame_set(12)
+    pinned = evaluated_world(cloth)
+    assert pinned[:, 2].min() < 1.0  # (it swings down from its pins)
+    assert bpy.ops.jakobsen.free_bake() == {'FINISHED'}
+    bpy.context.scene.frame_set(1)
+
+    cloth.vertex_groups["pin"].name = "shoulders"
+    job = BakeJob(bpy.context.scene.name)
+    job.start(bpy.context)
+    said = [w for w in job.warnings if fs.names_object(w, "Flag") and "'pin'" in w and "'shoulders'" in w]
+    job.cancel()
+    assert said, job.warnings
+    assert cloth.jakobsen.cloth.pin_group == "pin"  # (the bake changes no setting)
+    assert bpy.ops.jakobsen.bake() == {'FINISHED'}
+    bpy.context.scene.frame_set(12)
+    np.testing.assert_array_equal(evaluated_world(cloth), pinned)
+    assert bpy.ops.jakobsen.free_bake() == {'FINISHED'}
+    bpy.context.scene.frame_set(1)
+
+    renames.follow_renamed_pin_groups()  # (what the message bus calls on a rename)
+    assert cloth.jakobsen.cloth.pin_group == "shoulders"
+    job = BakeJob(bpy.context.scene.name)
+    job.start(bpy.context)
+    assert not [w for w in job.warnings if "renamed" in w], job.warnings
+    job.cancel()
+
+    if more_groups:  # (with none left, a group added next takes its place, as a renamed one would)
+        cloth.vertex_groups.remove(cloth.vertex_groups["shoulders"])
+        cloth.vertex_groups.new(name="new pins")
+        refused(helpers, objects=["Flag", "shoulders"], settings=["Pin Group"])
+
+
 def test_an_empty_pin_group_is_named_in_a_warning_or_a_refusal(pinned_cloth, helpers):
     """A pin group that exists but holds no vertex pins nothing: either the bake warns (and the
     cloth falls free) or it is refused; either way the message names the object and the group

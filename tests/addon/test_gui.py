@@ -138,3 +138,17 @@ def test_modal_bake_of_the_flag_in_the_gui_refuses_a_second_bake_cancels_exactly
     assert wall < 3 * solver, report
     for name in ("modal_bake_running", "flag_after_cancel", "after_bake_flag_frame_90"):
         assert (out / f"{name}.png").stat().st_size > 10_000
+
+
+def test_a_renamed_pin_group_is_followed_in_the_gui_as_blender_s_cloth_follows_it():
+    """``tests/gui/rename_pin_group.py``: a vertex group renamed in the interface (the message
+    bus delivers the rename only there) renames our Pin Group, as it renames the Cloth
+    modifier's."""
+    out = REPO / "gui-out" / "rename"
+    result_file = out / "result.json"
+    result_file.unlink(missing_ok=True)
+    run_in_gui("tests/gui/rename_pin_group.py", out, 120, 300)
+    result = json.loads(result_file.read_text())
+    assert not result["errors"], result["errors"]
+    assert result["blenders"] == "shoulders"
+    assert result["ours"] == "shoulders"
