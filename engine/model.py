@@ -200,12 +200,12 @@ class BodyState:
     def extras(self):
         """The connectors' state: ``joint_broken_at`` (J,) s (NaN while intact), ``spring_rest``
         (S,) m (changes when a spring gives way plastically), ``spring_broken_at`` (S,) s; and
-        the vehicles' drivers' (``vehicles.control.VehicleState``: speed integral, steering,
-        path segment, (V,) each); and the sleeping bookkeeping (see ``__init__``)."""
+        the vehicles' drivers' (``vehicles.control.VehicleState``: speed integral, last speed
+        error, steering, path segment, (V,) each); and the sleeping bookkeeping (see ``__init__``)."""
         out = (self.joint_broken_at, self.spring_rest, self.spring_broken_at, self.quiet_time, self.quiet_x,
                self.quiet_q, self.asleep, self.sleep_group)
         drivers = getattr(self, "vehicles", None)
-        return out + ((drivers.integral, drivers.steer, drivers.hint) if drivers is not None else ())
+        return out + ((drivers.integral, drivers.error, drivers.steer, drivers.hint) if drivers is not None else ())
 
 
 class State:

@@ -7,7 +7,8 @@ For each vehicle, from the poses and velocities at the substep's start:
 - speed: a target (the driver's, or on a path the most the curvature ahead allows at the
   lateral acceleration limit, braking in time); the drive torque closes the driven wheels' speed
   error within ``vehicle.RESPONSE`` s and an integral on the chassis' speed takes out what
-  rolling resistance and slopes leave, within the Motor Torque times the Throttle; each driven
+  rolling resistance and slopes leave (once the error has stopped closing by itself:
+  ``vehicle.SETTLING``), within the Motor Torque times the Throttle; each driven
   wheel of an axle gets the same torque (an open differential; a locked one is a drive between
   the wheels, see ``vehicle.make_vehicle``); the chassis takes the reaction;
 - traction control (on unless switched off): a driven wheel's torque is held to what keeps it
@@ -31,7 +32,7 @@ import numpy as np
 from ..errors import JakobsenError
 from ..geometry import quaternions as quat
 from ..geometry.reproducible import arctan2
-from .vehicle import DRIFT_GRIP, HANDBRAKE, INTEGRAL, RESPONSE, Vehicle
+from .vehicle import DRIFT_GRIP, HANDBRAKE, INTEGRAL, NEAR, NEAR_SPEED, RESPONSE, SETTLING, Vehicle
 
 # Path following: below this speed (m/s) the steering acts as at it.
 SOFT_SPEED = 1.0
@@ -46,18 +47,26 @@ BRAKING_SPEED = 1.0
 
 
 class VehicleState:
-    """What the drivers remember between substeps: the speed integral (N m), the steering angle
-    (rad) and the path segment last found, per vehicle."""
+    """What the drivers remember between substeps: the speed integral (N m), the speed error of
+    the last substep (m/s; NaN when not driving), the steering angle (rad) and the path segment
+    last found, per vehicle."""
 
     def __init__(self, count: int):
         self.integral = np.zeros(count)
+        self.error = np.full(count, np.nan)
         self.steer = np.zeros(count)
         self.hint = np.full(count, -1, np.int64)
 
     def copy(self) -> "VehicleState":
         out = VehicleState(len(self.integral))
-        out.integral[...], out.steer[...], out.hint[...] = self.integral, self.steer, self.hint
+        out.integral[...], out.error[...] = self.integral, self.error
+        out.steer[...], out.hint[...] = self.steer, self.hint
         return out
+
+    def __setstate__(self, saved: dict) -> None:
+        # (A checkpoint of a bake from before the last error was kept: none yet.)
+        saved.setdefault("error", np.full(len(saved["integral"]), np.nan))
+        self.__dict__.update(saved)
 
 
 def _value(setting, t: float, where: str, what: str) -> float:
@@ -107,9 +116,9 @@ def _drive(car: Vehicle, k: int, state: VehicleState, t, h, gravity, x, q, v, w,
     kernels.drive_wheels(car.chassis, car.wheels, car.driven, car.axle, car.radius, car.brakes, car.forward_local,
                          car.up_local, car.axle_local, car.roll_pairs, car.roll_stiffness, car.pivot_local,
                          car.travel_axis_local, car.mass, car.friction, target, available, brake, handbrake, drifting,
-                         grip_loss, car.traction_control, car.brake_torque, car.rolling_resistance, state.integral, k,
-                         h, gravity, RESPONSE, INTEGRAL, HANDBRAKE, SLIP, SLIP_SPEED, x, q, v, w, inv_mass,
-                         inv_inertia, effort, friction)
+                         grip_loss, car.traction_control, car.brake_torque, car.rolling_resistance, state.integral,
+                         state.error, k, h, gravity, RESPONSE, INTEGRAL, SETTLING, NEAR, NEAR_SPEED, HANDBRAKE, SLIP,
+                         SLIP_SPEED, x, q, v, w, inv_mass, inv_inertia, effort, friction)
 
 
 def _steer_wheels(car: Vehicle, angle: float, steer) -> None:

@@ -30,6 +30,15 @@ GRAVITY = 9.81  # for sizing the locked differential's hold (the driver reads th
 # resistance, slopes and slip leave, over INTEGRAL s.
 RESPONSE = 0.15
 INTEGRAL = 1.0
+# The integral holds while the speed error still closes at more than SETTLING of the rate the
+# drive alone closes it (error / RESPONSE), farther than NEAR of the target (and NEAR_SPEED m/s)
+# from it: on the way to the target the drive closes the error itself, and what the integral
+# gathered then carried the car past it (a PI step response: a 0.3 m toy overshot 0.5 m/s by
+# 9.5%, a car with mixed wheels by 13%, decaying over seconds). Held by a load (a slope, rolling
+# resistance), the error stops closing and the integral takes it out.
+SETTLING = 0.5
+NEAR = 0.02
+NEAR_SPEED = 0.01
 # A handbrake at 1 holds the rear wheels with this many times the Brake Torque (they lock).
 HANDBRAKE = 4.0
 # Drift at 1 takes this fraction of the rear wheels' grip away at full steering lock.

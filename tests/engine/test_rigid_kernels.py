@@ -220,7 +220,8 @@ def test_the_vehicle_drive_agrees(rng, drive, traction, drifting, bars):
     inv_inertia = np.vstack([rng.uniform(0.01, 2.0, size=(bodies, 3)), np.zeros((1, 3))])
     for _ in range(3):
         settings = dict(target=rng.uniform(-20, 20), available=rng.uniform(0, 3000) * rng.integers(0, 2),
-                        brake=rng.uniform(0, 1), handbrake=rng.uniform(0, 1), integral=rng.uniform(-500, 500))
+                        brake=rng.uniform(0, 1), handbrake=rng.uniform(0, 1), integral=rng.uniform(-500, 500),
+                        last=rng.choice([np.nan, rng.uniform(-20, 20)]))
 
         def args():
             return (vehicle.chassis, vehicle.wheels, vehicle.driven, vehicle.axle, vehicle.radius, vehicle.brakes,
@@ -228,12 +229,20 @@ def test_the_vehicle_drive_agrees(rng, drive, traction, drifting, bars):
                     vehicle.roll_stiffness, vehicle.pivot_local, vehicle.travel_axis_local, vehicle.mass,
                     vehicle.friction, settings["target"], settings["available"], settings["brake"],
                     settings["handbrake"], drifting, 0.3 if drifting else 0.0, traction, vehicle.brake_torque,
-                    vehicle.rolling_resistance, np.array([0.0, settings["integral"]]), 1, 1 / 240, 9.81, 0.15, 0.5,
-                    0.8, 0.1, 0.5, x.copy(), q.copy(), v.copy(), w.copy(), inv_mass, inv_inertia,
+                    vehicle.rolling_resistance, np.array([0.0, settings["integral"]]),
+                    np.array([0.0, settings["last"]]), 1, 1 / 240, 9.81, 0.15, 0.5, 0.5, 0.02, 0.01, 0.8, 0.1, 0.5,
+                    x.copy(), q.copy(), v.copy(), w.copy(), inv_mass, inv_inertia,
                     np.zeros(model.motors.count), np.full(bodies + 1, 0.7))
 
         a, b = both("drive_wheels", "vehicles", args)
         assert_close(a, b)
+        # The speed error kept for the next substep: the target less the chassis' forward speed
+        # (none when there is no drive).
+        forward = quat.rotate(q[chassis.index][None], vehicle.forward_local[None])[0]
+        if settings["available"] > 0:
+            assert a[25][1] == pytest.approx(settings["target"] - v[chassis.index] @ forward, abs=1e-12)
+        else:
+            assert np.isnan(a[25][1])
         if bars:
             assert len(vehicle.roll_pairs) == 2 and np.abs(a[-6] - v).max() > 1e-6  # the bars pushed
         else:

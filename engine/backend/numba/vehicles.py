@@ -16,9 +16,9 @@ JIT = dict(cache=True, nogil=True, error_model="numpy")
 @njit(**JIT)
 def drive_wheels(chassis, wheels, driven, axle, radius, brakes, forward_local, up_local, axle_local, roll_pairs,
                  roll_stiffness, pivot_local, travel_axis_local, mass, wheel_friction, target, available, brake,
-                 handbrake, drifting, grip_loss, traction_control, brake_torque, rolling_resistance, integral, k, h,
-                 gravity, response, integral_time, handbrake_share, slip, slip_speed, x, q, v, w, inv_mass,
-                 inv_inertia, effort, friction):
+                 handbrake, drifting, grip_loss, traction_control, brake_torque, rolling_resistance, integral,
+                 last_error, k, h, gravity, response, integral_time, settling, near, near_speed, handbrake_share,
+                 slip, slip_speed, x, q, v, w, inv_mass, inv_inertia, effort, friction):
     c = chassis
     n = wheels.shape[0]
     qc = get4(q, c)
@@ -48,7 +48,12 @@ def drive_wheels(chassis, wheels, driven, axle, radius, brakes, forward_local, u
         r = radius_sum / count
         gain = mass * r * r / response
         wheel_error = target / r - spin_sum / count
-        if abs(gain * wheel_error + integral[k]) < available:
+        error = target - speed
+        closing = last_error[k] == last_error[k] and abs(error - last_error[k]) / h * response > settling * abs(error) \
+            and abs(error) > near * abs(target) + near_speed
+        last_error[k] = error
+        held = integral[k]
+        if not closing and abs(gain * wheel_error + integral[k]) < available:
             integral[k] = min(max(integral[k] + gain * (target - speed) / r * h / integral_time, -available),
                               available)
         total = min(max(gain * wheel_error + integral[k], -available), available)
@@ -75,7 +80,10 @@ def drive_wheels(chassis, wheels, driven, axle, radius, brakes, forward_local, u
                 ground = dot(get3(v, wheels[m]), rolling) / radius[m]
                 slack = slip * abs(ground) + slip_speed / radius[m]
                 excess = (spin[m] - ground if torque[m] >= 0.0 else ground - spin[m]) - slack
-                torque[m] *= min(max(1.0 - excess / slack, 0.0), 1.0)
+                factor = min(max(1.0 - excess / slack, 0.0), 1.0)
+                if driven[m] and factor < 1.0:
+                    integral[k] = held  # (the grip is the limit: no wind-up)
+                torque[m] *= factor
         total_impulse = (0.0, 0.0, 0.0)
         for m in range(n):
             s = torque[m] * h
@@ -91,6 +99,7 @@ def drive_wheels(chassis, wheels, driven, axle, radius, brakes, forward_local, u
             w[c, i] -= dw[i]
     else:
         integral[k] = 0.0
+        last_error[k] = np.nan
     load = mass * gravity / n
     for m in range(n):
         rear = axle[m] > 0

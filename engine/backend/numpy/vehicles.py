@@ -12,9 +12,9 @@ from .rigid import world_inverse_inertia
 
 def drive_wheels(chassis, wheels, driven, axle, radius, brakes, forward_local, up_local, axle_local, roll_pairs,
                  roll_stiffness, pivot_local, travel_axis_local, mass, wheel_friction, target, available, brake,
-                 handbrake, drifting, grip_loss, traction_control, brake_torque, rolling_resistance, integral, k, h,
-                 gravity, response, integral_time, handbrake_share, slip, slip_speed, x, q, v, w, inv_mass,
-                 inv_inertia, effort, friction):
+                 handbrake, drifting, grip_loss, traction_control, brake_torque, rolling_resistance, integral,
+                 last_error, k, h, gravity, response, integral_time, settling, near, near_speed, handbrake_share,
+                 slip, slip_speed, x, q, v, w, inv_mass, inv_inertia, effort, friction):
     """One vehicle's wheels for one substep, in place: the drive torques on its driven wheels and
     their reaction on the chassis (w), the speed integral ``integral[k]``, its brake motors'
     efforts ``effort`` (M,), its wheels' ``friction`` (B + 1,) while drifting, and its anti-roll
@@ -24,8 +24,9 @@ def drive_wheels(chassis, wheels, driven, axle, radius, brakes, forward_local, u
     chassis' forward and up and each wheel's axle, pivot and travel axis in their bodies' frames;
     mass: the car's, kg; target: the speed asked for, m/s; available: the drive torque there is,
     N m; brake, handbrake in [0, 1]; grip_loss: the rear wheels' share of grip lost (drifting);
-    response, integral_time (s), handbrake_share, slip and slip_speed (m/s): the controller's
-    constants (``vehicles.vehicle`` and ``vehicles.control``)."""
+    last_error: each vehicle's speed error at the last substep (NaN: none), m/s; response,
+    integral_time (s), settling, near, near_speed (m/s), handbrake_share, slip and slip_speed
+    (m/s): the controller's constants (``vehicles.vehicle`` and ``vehicles.control``)."""
     c = chassis
     n = len(wheels)
     qc = q[c]
@@ -43,9 +44,16 @@ def drive_wheels(chassis, wheels, driven, axle, radius, brakes, forward_local, u
         r = float(np.mean(radius[driven_at]))
         gain = mass * r * r / response
         wheel_error = target / r - float(np.mean(spin[driven_at]))
-        # The integral only acts within the torque there is, and not while the drive is at its
-        # limit (no wind-up while accelerating, held or coasting).
-        if abs(gain * wheel_error + integral[k]) < available:
+        # The integral only acts within the torque there is, not while the drive is at its limit
+        # (no wind-up while accelerating, held or coasting) or traction control holds a driven
+        # wheel back (the grip is the limit), and not while the error still closes by itself
+        # (``vehicles.vehicle.SETTLING``).
+        error = target - speed
+        closing = last_error[k] == last_error[k] and abs(error - last_error[k]) / h * response > settling * abs(error) \
+            and abs(error) > near * abs(target) + near_speed
+        last_error[k] = error
+        held = integral[k]
+        if not closing and abs(gain * wheel_error + integral[k]) < available:
             integral[k] = min(max(integral[k] + gain * (target - speed) / r * h / integral_time, -available),
                               available)
         total = min(max(gain * wheel_error + integral[k], -available), available)
@@ -63,12 +71,16 @@ def drive_wheels(chassis, wheels, driven, axle, radius, brakes, forward_local, u
             ground = np.einsum("ki,ki->k", v[wheels], rolling) / radius
             slack = slip * np.abs(ground) + slip_speed / radius
             excess = np.where(torque >= 0.0, spin - ground, ground - spin) - slack
-            torque *= np.clip(1.0 - excess / slack, 0.0, 1.0)
+            factor = np.clip(1.0 - excess / slack, 0.0, 1.0)
+            if np.any(driven & (factor < 1.0)):
+                integral[k] = held  # (the grip is the limit: no wind-up)
+            torque *= factor
         impulse = (torque * h)[:, None] * axles  # (W, 3) angular impulses on the wheels
         w[wheels] += np.einsum("kij,kj->ki", i_wheel, impulse)
         w[c] -= i_chassis @ impulse.sum(axis=0)
     else:
         integral[k] = 0.0
+        last_error[k] = np.nan
     # Brakes and rolling resistance.
     rear = axle > 0
     load = mass * gravity / n
