@@ -253,7 +253,11 @@ class JakobsenClothSettings(PropertyGroup):
     # The object's vertex group names when the Pin Group was set, in order: a group renamed
     # since is found by its place (``blender_io.reads.pin_group``), as Blender's Cloth follows a
     # renamed group.
-    pin_group_names: StringProperty(default="", options={'HIDDEN'})
+    pin_group_names: StringProperty(
+        name="Vertex Groups When Pinned",
+        description="The object's vertex group names when the Pin Group was set (kept to follow a renamed group)",
+        default="", options={'HIDDEN'},
+    )
     pin_stiffness: FloatProperty(
         name="Pin Stiffness",
         description="Strength of partly pinned vertices (weight below 1), in newtons per metre",
