@@ -12,9 +12,7 @@ import bpy
 from bpy.app.handlers import persistent
 
 from .blender_io.reads import pin_group, takes_part
-
-# The roles with a Pin Group (as in scene_to_model.DEFORMING).
-DEFORMING = ('CLOTH', 'SOFT_BODY')
+from .scene_to_model import DEFORMING  # the roles with a Pin Group
 
 _owner = object()
 
