@@ -259,6 +259,14 @@ def plan_vehicle(context, chassis, wheel_objects, *, forward_axis: str | None = 
                        "a solid body")
     skipped: list[str] = []
     if wheel_objects is None:
+        # A car rigged before: its wheels are no longer its children (the rig unparents them), so
+        # running it again with the chassis alone takes the wheels its Wheel Suspensions hold
+        # (the docs promise a re-rig; it was refused with "no wheels").
+        wheels_held = (object_settings(empty).connector.object_b for empty in _wheel_connectors(chassis).values())
+        rigged = {wheel.name: wheel for wheel in wheels_held}
+        if rigged:
+            wheel_objects = [rigged[name] for name in sorted(rigged)]
+    if wheel_objects is None:
         wheel_objects, skipped = _wheel_children(chassis, chassis_world)
         if not wheel_objects and chassis.parent is not None and _looks_like_wheel(chassis):
             raise RigError(f"the active object '{chassis.name}' looks like a wheel (of '{chassis.parent.name}'?); "
@@ -285,8 +293,16 @@ def plan_vehicle(context, chassis, wheel_objects, *, forward_axis: str | None = 
             raise RigError(f"no wheels: select the wheels of chassis '{chassis.name}' as well (the chassis active), "
                            "or select the chassis alone to use the wheels among its children")
         shared = [o for o in wheel_objects if o.data == chassis.data]
+        shares = "shares its mesh" if len(shared) == 1 else "share its mesh"
+        if shared and _looks_like_wheel(chassis) and not all(o.data == chassis.data for o in wheel_objects):
+            # (Wheels sharing one mesh, as an imported car's do, with a wheel active: the body
+            # selected too does not share it. Told "shares its mesh with chassis 'Wheel.FL'",
+            # a user was sent to select the wheels only.)
+            raise RigError(f"the active object '{chassis.name}' looks like a wheel ({_names(shared)} {shares} "
+                           "with it); make the body the active object (select the wheels, then Ctrl+click the body "
+                           "last)")
         if shared:
-            raise RigError(f"{_names(shared)} shares its mesh with chassis '{chassis.name}' (the chassis selected "
+            raise RigError(f"{_names(shared)} {shares} with chassis '{chassis.name}' (the chassis selected "
                            "again, as a wheel); select the wheels only")
         # A wheel made active by mistake (the body clicked first): the body would be read as a
         # wheel far from "chassis" 'WheelFL'; say what to do instead.

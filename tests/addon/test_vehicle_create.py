@@ -448,6 +448,24 @@ def test_imported_gltf_car(blender, helpers, select_wheels, shared_action):
 
 
 @pytest.mark.blender
+def test_running_it_again_with_the_chassis_alone_re_rigs_the_car(blender, helpers):
+    """The imported car rigged with its chassis alone (its wheels found among its children, then
+    unparented by the rig), then rigged again the same way: the second run takes the wheels its
+    Wheel Suspensions hold (it was refused: "no wheels ... it has no child meshes"), and the car
+    has the same wheels and one connector each, at the same hubs."""
+    _, body, _, _, _ = _rig_gltf(helpers, "X", select_wheels=False)
+    hubs, left = _gltf_expectations("X")
+    connectors = sorted(o.name for o in _suspensions())
+    va.select(bpy, body)
+    assert bpy.ops.jakobsen.vehicle_create() == {'FINISHED'}
+    assert sorted(o.name for o in _suspensions()) == connectors and len(connectors) == 4
+    for name, hub in hubs.items():
+        wheel = bpy.data.objects[name]
+        _check_wheel(wheel, hub, left, va.RADIUS, va.WIDTH)
+        _check_connector(bpy.data.objects[f"{name} Suspension"], body, wheel, hub, left)
+
+
+@pytest.mark.blender
 @pytest.mark.xfail('POS_Z' not in {item[0] for item in AXIS_ITEMS}, strict=True,
                    reason="the vehicle's Forward setting (properties.AXIS_ITEMS) has no +Z/-Z yet; a Y-up "
                           "chassis has glTF's front along its local +Z")
@@ -683,6 +701,16 @@ def _wheel_active(chassis, wheels):
                 "active object")
 
 
+def _wheel_active_with_one_mesh(chassis, wheels):
+    # The wheels sharing one mesh, as an imported car's do: the others share the active one's
+    # mesh (it was refused as "'Wheel.FR', ... shares its mesh with chassis 'Wheel.FL'").
+    for w in wheels[1:]:
+        w.data = wheels[0].data
+    va.select(bpy, wheels[0], chassis, *wheels[1:])
+    return {}, ("the active object 'Wheel.FL' looks like a wheel \\('Wheel.FR', 'Wheel.RL', 'Wheel.RR' share its "
+                "mesh with it\\); make the body the active object")
+
+
 def _child_wheel_active(chassis, wheels):
     for w in wheels:
         w.parent = chassis
@@ -706,7 +734,7 @@ BAD_SELECTIONS = [_no_active, _empty_active, _no_wheels, _flat_wheel, _single_ve
                   _chassis_as_wheel, _wheel_twice, _chassis_copy_as_wheel, _two_wheels, _crooked_axle,
                   _hidden_wheel, _not_a_mesh, _children_that_are_not_wheels, _baked, _flat_wheels, _flat_wheel_tipped,
                   _copying_modifier('MIRROR'), _copying_modifier('ARRAY'), _wheels_on_one_side, _wheel_active,
-                  _child_wheel_active]
+                  _wheel_active_with_one_mesh, _child_wheel_active]
 
 
 @pytest.mark.blender
