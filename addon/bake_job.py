@@ -96,6 +96,9 @@ class BakeJob:
         self.cache_directory = ""
         self._results: dict[str, list[np.ndarray]] = {}
         self._poses: dict[str, list[np.ndarray]] = {}  # rigid body -> matrix_world (4, 4) per frame
+        # rigid body -> angular velocity (3,) rad/s in world axes per frame (NaN: not known), which
+        # tells the keys how far a body spinning more than half a turn a frame went between frames
+        self._spins: dict[str, list[np.ndarray]] = {}
         self._original_frame: tuple[int, float] | None = None
         self._uids: dict[str, int] = {}  # taking part: name at the start -> session_uid
         self._preview_key = f"bake {id(self)}"
@@ -190,6 +193,7 @@ class BakeJob:
             self.frame = sm.frame_start
             self._results = {d.object_name: [self._local_positions(d, sm.frame_start)] for d in sm.deformables}
             self._poses = {name: [m] for name, m in self._body_matrices().items()}
+            self._spins = {name: [w] for name, w in self._body_spins().items()}
             self._started = True
             if self.preview:
                 self._make_previews(context)
@@ -214,11 +218,13 @@ class BakeJob:
         self.step_seconds += time.perf_counter() - t0
         local = {d.object_name: self._local_positions(d, frame) for d in sm.deformables}
         poses = self._body_matrices(frame)
+        spins = self._body_spins()
         self.frame = frame
         for name, positions in local.items():
             self._results[name].append(positions)
         for name, m in poses.items():
             self._poses[name].append(m)
+            self._spins[name].append(spins[name])
         if self.follow_frames:
             with busy():
                 self.scene.frame_set(frame)
@@ -248,7 +254,8 @@ class BakeJob:
         if not self._started or self._ended:
             raise RuntimeError("BakeJob.snapshot() needs a started job that has not finished")
         return {"frame": self.frame, "frame_range": (self._sm.frame_start, self._sm.frame_end),
-                "results": self._results, "poses": self._poses, "solver": self.solver, "state": self.state,
+                "results": self._results, "poses": self._poses, "spins": self._spins, "solver": self.solver,
+                "state": self.state,
                 "step_seconds": self.step_seconds, "warnings": list(self.warnings)}
 
     def restore(self, snapshot: dict) -> None:
@@ -268,6 +275,9 @@ class BakeJob:
         self.solver, self.state = snapshot["solver"], snapshot["state"]
         self.frame, self.step_seconds = snapshot["frame"], snapshot["step_seconds"]
         self._results, self._poses = snapshot["results"], snapshot["poses"]
+        # (a checkpoint written before the spins were kept: not known, keyed the short way round)
+        self._spins = snapshot.get("spins") or {name: [np.full(3, np.nan)] * len(frames)
+                                                for name, frames in self._poses.items()}
         self.warnings = list(snapshot["warnings"])
 
     def resume_from(self, other: "BakeJob", frame: int, state) -> None:
@@ -290,6 +300,7 @@ class BakeJob:
         keep = frame - sm.frame_start + 1
         self._results = {name: frames[:keep] for name, frames in other._results.items()}
         self._poses = {name: frames[:keep] for name, frames in other._poses.items()}
+        self._spins = {name: frames[:keep] for name, frames in other._spins.items()}
         if state.bodies is not None:
             # An edit (friction, a motor, Deactivation itself) may concern bodies asleep in the
             # old state: the new settings wake them all, and they fall asleep again if still at rest.
@@ -300,15 +311,43 @@ class BakeJob:
         """Object-space positions (frames computed, n, 3) float32 of a deforming object."""
         return np.stack(self._results[object_name])
 
+    def _carried(self, b, only: set[str] | None) -> bool:
+        """Whether ``b`` is keyed relative to the simulated body it hangs from (``_to_basis``)."""
+        carrier = self._object(b.carrier) if b.carrier else None
+        return carrier is not None and (only is None or b.carrier in only or baking.record_of(carrier) is not None)
+
     def _to_basis(self, b, only: set[str] | None) -> np.ndarray:
         """World -> the body's matrix_basis, (4, 4) or one a frame: for a body hanging from a
         simulated one (``BodyBinding.carrier``), from that one's baked motion, where that one
         is written by this bake or has a bake (one of the child alone, its parent never baked,
         keys it relative to the parent standing where it is)."""
-        carrier = self._object(b.carrier) if b.carrier else None
-        if carrier is not None and (only is None or b.carrier in only or baking.record_of(carrier) is not None):
+        if self._carried(b, only):
             return affine_inverse(matmul(self.body_results(b.carrier), b.carrier_offset))
         return b.to_basis[:len(self._poses[b.object_name])] if b.to_basis.ndim == 3 else b.to_basis
+
+    def _basis_spins(self, b, only: set[str] | None, to_basis: np.ndarray) -> np.ndarray:
+        """(frames computed - 1, 3): the rotation vector of each frame step of ``b`` in the frame
+        its keys are in (its parent's, ``to_basis``: world -> matrix_basis), from the average of
+        the angular velocities on the step's two frames (``baking.whole_turns``); relative to its
+        carrier when keyed relative to it. NaN where not known."""
+        frames = len(self._poses[b.object_name])
+        w = np.stack(self._spins[b.object_name])
+        if self._carried(b, only):
+            carrier = self._spins.get(b.carrier, [])
+            w = w - np.stack(carrier) if len(carrier) == len(w) else np.full_like(w, np.nan)
+        if len(w) != frames:  # (never, but the keys do not depend on it: not known)
+            w = np.full((frames, 3), np.nan)
+        if frames < 2:
+            return np.zeros((0, 3))
+        step = 0.5 * (w[1:] + w[:-1]) / self._sm.settings.frame_rate
+        a = np.asarray(to_basis, dtype=np.float64)[..., :3, :3]
+        a = np.broadcast_to(a, (len(w), 3, 3))[:-1]
+        # The parent frame's turn (its scale left out; a mirror turns a rotation's axis the other
+        # way, the rotation vector being a pseudovector). Only a sign and a rounding are made of
+        # these, so LAPACK's last bits change no key (``geometry.reproducible``).
+        u, _, vt = np.linalg.svd(a)
+        turn = u @ vt
+        return np.linalg.det(turn)[:, None] * np.einsum("kij,kj->ki", turn, step)
 
     def body_results(self, object_name: str) -> np.ndarray:
         """matrix_world (frames computed, 4, 4) of a rigid body the solver moves."""
@@ -326,6 +365,14 @@ class BakeJob:
             for name, m in out.items():
                 baking.finite_for_blender(m, f"'{name}'", f"its pose on frame {frame or sm.frame_start}")
         return out
+
+    def _body_spins(self) -> dict[str, np.ndarray]:
+        """Angular velocity (3,) rad/s in world axes of every keyed body on the frame just computed."""
+        bodies = self._state.bodies
+        if bodies is None:
+            return {}
+        w = bodies.angular_velocity
+        return {b.object_name: np.array(w[b.index], dtype=np.float64) for b in self._sm.bodies if b.keyed}
 
     def finish(self, elapsed: float | None = None, only: set[str] | None = None) -> str:
         """Write the bake (replacing each object's previous one); returns a one-line summary.
@@ -357,7 +404,9 @@ class BakeJob:
             if obj is None:
                 self.warnings.append(f"'{b.object_name}' was deleted during the bake; nothing written for it")
             else:
-                bodies.append((obj, b, matmul(self._to_basis(b, only), self.body_results(b.object_name))))
+                to_basis = self._to_basis(b, only)
+                bodies.append((obj, b, matmul(to_basis, self.body_results(b.object_name)),
+                               self._basis_spins(b, only, to_basis)))
         torn = self._torn_meshes(deformables)
         deformables = [(obj, d, torn[d.object_name][1] if d.object_name in torn else local)
                        for obj, d, local in deformables]
@@ -396,13 +445,13 @@ class BakeJob:
                 baking.add_to_record(obj, keep)
             notes = ["torn"] * bool(keep) + [f"{', '.join(m['name'] for m in muted)} off while baked"] * bool(muted)
             written.append(f"{obj.name} ({d.vertex_count} vertices{''.join(', ' + n for n in notes)})")
-        for obj, b, basis in bodies:
+        for obj, b, basis, spins in bodies:
             # What the object rested at before any bake: from the bake being replaced, else as it is now.
             previous = baking.record_of(obj)
             rest = previous.get("rest") if previous and previous.get("output") == 'TRANSFORM' else None
             rest = rest or baking.transform_values(obj)
             baking.free_bake(obj)
-            baking.write_transform_keys(obj, sm.frame_start, basis, rest=rest, scale=b.scale)
+            baking.write_transform_keys(obj, sm.frame_start, basis, rest=rest, scale=b.scale, spins=spins)
             written.append(f"{obj.name} (rigid body)")
         keyed = len(bodies)
         # Solver time (the frames' own computing) and wall time (everything from the start, a modal

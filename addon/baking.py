@@ -30,6 +30,7 @@ from mathutils import Matrix
 
 from . import actions, tearing
 from jakobsen_engine import JakobsenError
+from jakobsen_engine.geometry import quaternions as quat
 from jakobsen_engine.geometry.reproducible import rotation_polar
 from .files import cannot_write
 
@@ -382,8 +383,103 @@ def rotations_of(matrices: np.ndarray, scale) -> np.ndarray:
     return out
 
 
+# A frame step's rotation, as the simulation gives it (``spins``), is trusted to say how many whole
+# turns the body made beyond the short way round only when it is more than half a turn and lies
+# along the short way's axis (within about 25 degrees): a body tumbling about a wandering axis, or
+# an average angular velocity that is off, changes no key.
+_SPIN_ALIGNED = 0.9
+
+
+def whole_turns(rotations: np.ndarray, spins) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """How each frame step of ``rotations`` (frames, 3, 3) really turned, where keys taking the
+    short way round would show it turning back: the short way's unit axis (steps, 3) and angle
+    (steps,) in [0, pi] of R[k+1] R[k]^T (in the frame the rotations are in), and the whole turns
+    (steps,) int the body made beyond it, about that axis: the step turned by angle + 2 pi turns.
+
+    spins: (steps, 3) the rotation vector of each step in the same frame (the average angular
+    velocity of its two frames times the frame's duration), or None (no turns). A wheel doing
+    more than half a turn a frame shows the same poses on whole frames turning forwards or
+    backwards; only the simulation's angular velocity tells which, and by how many turns."""
+    r = np.asarray(rotations, dtype=np.float64)
+    steps = max(len(r) - 1, 0)
+    turns = np.zeros(steps, dtype=np.int64)
+    if steps == 0:
+        return np.zeros((0, 3)), np.zeros(0), turns
+    # (the increments feed a rounding and a sign only: einsum's last bits change nothing)
+    step = quat.from_matrix(np.einsum("kij,klj->kil", r[1:], r[:-1]))  # w >= 0: the short way
+    sine = np.linalg.norm(step[:, 1:], axis=1)
+    angle = 2.0 * np.arctan2(sine, step[:, 0])
+    axis = step[:, 1:] / np.maximum(sine, 1e-300)[:, None]
+    if spins is None:
+        return axis, angle, turns
+    v = np.asarray(spins, dtype=np.float64).reshape(steps, 3)
+    size = np.linalg.norm(v, axis=1)
+    along = np.einsum("ki,ki->k", v, axis)  # the simulated turn, signed about the short way's axis
+    trusted = np.isfinite(along) & (size > np.pi) & (np.abs(along) >= _SPIN_ALIGNED * size)
+    turns[trusted] = np.rint((along[trusted] - angle[trusted]) / (2.0 * np.pi)).astype(np.int64)
+    return axis, angle, turns
+
+
+def _euler_channel_axes(e, order: str) -> np.ndarray:
+    """(3, 3): row i the axis, in the parent's frame, about which Euler channel i (X, Y, Z) of
+    ``e`` turns the object: with order "ABC" the matrix is R_C R_B R_A, so C turns about the
+    parent's C axis, B about R_C's B axis, A about R_C R_B's A axis (for XYZ: X about the
+    object's own X, Y about Rz Y, Z about the parent's Z)."""
+    out = np.zeros((3, 3))
+    turn = np.eye(3)
+    for letter in reversed(order):
+        i = "XYZ".index(letter)
+        out[i] = turn[:, i]
+        j, k = (i + 1) % 3, (i + 2) % 3
+        c, s = np.cos(e[i]), np.sin(e[i])
+        about = np.eye(3)  # the rotation by e[i] about axis i
+        about[j, j], about[j, k], about[k, j], about[k, k] = c, -s, s, c
+        turn = turn @ about
+    return out
+
+
+def _euler_with_turns(e, previous, axis: np.ndarray, angle: float, turns: int, order: str):
+    """``e`` (the Euler of a frame, compatible with ``previous``, the frame before) with ``turns``
+    whole turns added about ``axis`` (the short way's, ``angle`` about it) on the channel that
+    turns about it, so the keys between the two frames go the way the body went. Unchanged if no
+    channel turns about that axis (the spin is about an axis the Euler order cannot follow)."""
+    alignment = _euler_channel_axes(e, order) @ axis
+    i = int(np.argmax(np.abs(alignment)))
+    if abs(alignment[i]) < _SPIN_ALIGNED:
+        return e
+    # Where the channel should be: the frame before's value plus the whole step about its axis.
+    target = previous[i] + np.sign(alignment[i]) * (angle + 2.0 * np.pi * turns)
+    e[i] += 2.0 * np.pi * np.rint((target - e[i]) / (2.0 * np.pi))
+    return e
+
+
+def _axis_angle_keys(quats, axes: np.ndarray, angles: np.ndarray, turns: np.ndarray) -> np.ndarray:
+    """(frames, 4) angle, axis x y z of ``quats``; from the first step with whole turns on, each
+    frame's the one of its equivalents (angle + 2 pi m about the axis, or its negation about the
+    negated axis) that continues the frame before's: the axis kept on the same side, the angle
+    moved by what the step turned about it (a wheel spinning about its own axis keys the full
+    spin; axis and angle are interpolated apart, so any turn of the body about its axis can be
+    shown). Frames before are keyed as they always were: angle in [0, 2 pi]."""
+    values = np.array([(q.angle, *q.axis[:]) for q in quats])
+    fast = np.flatnonzero(turns)
+    if len(fast) == 0:
+        return values
+    for k in range(fast[0] + 1, len(values)):
+        angle, axis = values[k, 0], values[k, 1:]
+        before, before_axis = values[k - 1, 0], values[k - 1, 1:]
+        if axis @ before_axis < 0.0:
+            angle, axis = -angle, -axis
+        side = axis @ axes[k - 1]
+        expected = before
+        if turns[k - 1] and abs(side) >= _SPIN_ALIGNED:
+            expected = before + np.sign(side) * (angles[k - 1] + 2.0 * np.pi * turns[k - 1])
+        values[k, 0] = angle + 2.0 * np.pi * np.rint((expected - angle) / (2.0 * np.pi))
+        values[k, 1:] = axis
+    return values
+
+
 def write_transform_keys(obj, frame_start: int, matrices: np.ndarray, rest: dict | None = None,
-                         scale=None) -> None:
+                         scale=None, spins=None) -> None:
     """Location and rotation F-curves from ``matrices`` (frames, 4, 4), the object's local
     (``matrix_basis``) pose on each frame, in its rotation mode; scale is left as it is. The
     F-curves of the user's own action that these do not replace are copied into the bake's action.
@@ -391,7 +487,16 @@ def write_transform_keys(obj, frame_start: int, matrices: np.ndarray, rest: dict
     rest: the location and rotation values to put back when the bake is freed (or hidden while
     the scene is read for a new bake), since the keys overwrite the properties as they play;
     default: the values the object has now (``transform_values``); scale: the object's scale
-    property the poses were made with (default: as it is now)."""
+    property the poses were made with (default: as it is now); spins: (frames - 1, 3) the rotation
+    vector of each frame step in the parent's frame (``whole_turns``), or None.
+
+    Keys are interpolated between frames (motion blur, retiming, sub-frames), and the rotation
+    between two poses is ambiguous by whole turns: a body turning more than half a turn a frame
+    (a car's wheel at speed) keyed the short way round would spin backwards in between. Where
+    ``spins`` says so the keys take the way the body went: an Euler channel turning about the spin
+    axis gets the whole turns (any number a frame); axis-angle keys the full angle; a quaternion's
+    sign carries the turn up to a full turn a frame (see below). Where every step is less than
+    half a turn, the keys are exactly the short way's."""
     where = f"'{obj.name}'"
     matrices = np.asarray(matrices, dtype=np.float64)
     finite_for_blender(matrices, where, "a baked location or rotation")
@@ -400,21 +505,36 @@ def write_transform_keys(obj, frame_start: int, matrices: np.ndarray, rest: dict
            "animation": actions.assignment(obj), "rest": rest if rest is not None else transform_values(obj)}
     users_curves = actions.assigned_fcurves(obj)
     mode = obj.rotation_mode
-    rotations = [Matrix(r.tolist()) for r in rotations_of(matrices, obj.scale if scale is None else scale)]
+    polar = rotations_of(matrices, obj.scale if scale is None else scale)
+    axes, angles, turns = whole_turns(polar, spins)
+    rotations = [Matrix(r.tolist()) for r in polar]
     if mode == 'QUATERNION' or mode == 'AXIS_ANGLE':
         quats = [r.to_quaternion() for r in rotations]
         for k in range(1, len(quats)):
-            if quats[k].dot(quats[k - 1]) < 0:
+            # Neighbours on the same side (dot >= 0) show the short way round. A quaternion's
+            # components are interpolated one by one (then normalised): between two keys the path
+            # is the shorter arc between them on the unit sphere of quaternions, which is less than
+            # a full turn of the body, never more; on opposite sides, that is the long way round.
+            # So a quaternion can show a step of more than half a turn, up to (not) a full turn,
+            # and no whole turns: where the body went the other way than the short one (turns < 0),
+            # the long way; where it went the short way's way by more than a turn (turns > 0),
+            # the short way (the right way round, a turn less). Its speed is uneven (right half-way,
+            # off by up to 20% of the step at a quarter for 0.9 of a turn): Euler and axis-angle
+            # modes follow a fast spin exactly.
+            flip = (quats[k].dot(quats[k - 1]) < 0) != bool(turns[k - 1] < 0)
+            if flip:
                 quats[k].negate()
         if mode == 'QUATERNION':
             path, values = "rotation_quaternion", np.array([q[:] for q in quats])
         else:
-            path, values = "rotation_axis_angle", np.array([(q.angle, *q.axis[:]) for q in quats])
+            path, values = "rotation_axis_angle", _axis_angle_keys(quats, axes, angles, turns)
     else:
         eulers: list[tuple[float, ...]] = []
         previous = None
-        for r in rotations:
+        for k, r in enumerate(rotations):
             e = r.to_euler(mode) if previous is None else r.to_euler(mode, previous)
+            if k and turns[k - 1]:
+                e = _euler_with_turns(e, previous, axes[k - 1], angles[k - 1], int(turns[k - 1]), mode)
             eulers.append(e[:])
             previous = e
         path, values = "rotation_euler", np.array(eulers)

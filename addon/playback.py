@@ -192,7 +192,8 @@ class PlaybackCache:
         if self.job is None:
             return 0
         seen: set = set()
-        return _nbytes(self.states, seen) + _nbytes(self.job._results, seen) + _nbytes(self.job._poses, seen)
+        return (_nbytes(self.states, seen) + _nbytes(self.job._results, seen) + _nbytes(self.job._poses, seen)
+                + _nbytes(self.job._spins, seen))
 
     def start(self, context) -> None:
         """Read the scene and keep its first frame (the objects at rest)."""
@@ -255,6 +256,7 @@ class PlaybackCache:
             keep = keep_to - self.frame_start + 1
             job._results = {n: v[:keep] for n, v in job._results.items()}
             job._poses = {n: v[:keep] for n, v in job._poses.items()}
+            job._spins = {n: v[:keep] for n, v in job._spins.items()}
             job.frame = keep_to
             job.state = copy.deepcopy(self.states[keep_to])
         self.needs_new_solver = True
