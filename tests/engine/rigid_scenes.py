@@ -121,3 +121,27 @@ def depth_in_body(solver, state, target, points):
     _, depth = backend.select("numpy").distance.distance(shapes.kernel_arrays(), np.full(len(points), s), local,
                                                          np.zeros(len(points)), np.zeros_like(local), False)
     return depth
+
+
+def box_corners_now(solver, state, k, rest_corners):
+    """Where the corners (8, 3) a box body was built from are now, moved with body k."""
+    b = solver.model.bodies
+    now = engine.quaternions.to_matrix(state.bodies.orientation[k][None])[0]
+    rest = engine.quaternions.to_matrix(np.asarray(b.rest_orientation[k])[None])[0]
+    return (np.asarray(rest_corners) - b.rest_position[k]) @ rest @ now.T + state.bodies.position[k]
+
+
+def boxes_overlap(a, b):
+    """How deep two boxes overlap (m; <= 0: apart by that much), given their corners (8, 3) in
+    ``box_mesh``'s order, by separating axes (both boxes' face normals and the crossings of their
+    edges): an independent measure, not the solver's."""
+    def axes(c):
+        e = np.array([c[4] - c[0], c[2] - c[0], c[1] - c[0]])
+        return e / np.linalg.norm(e, axis=1)[:, None]
+
+    ea, eb = axes(np.asarray(a)), axes(np.asarray(b))
+    cross = np.cross(ea[:, None, :], eb[None, :, :]).reshape(-1, 3)
+    length = np.linalg.norm(cross, axis=1)
+    n = np.concatenate([ea, eb, cross[length > 1e-9] / length[length > 1e-9, None]])
+    pa, pb = np.asarray(a) @ n.T, np.asarray(b) @ n.T
+    return float(np.min(np.minimum(pa.max(axis=0) - pb.min(axis=0), pb.max(axis=0) - pa.min(axis=0))))

@@ -10,8 +10,8 @@ import jakobsen_engine as engine
 from jakobsen_engine import JakobsenError
 from jakobsen_engine.geometry import quaternions as quat
 
-from .rigid_scenes import (G, angular_momentum, box_mesh, depth_in_body, energy, rotation, shape_surface, uv_sphere,
-                           world)
+from .rigid_scenes import (G, angular_momentum, box_corners_now, box_mesh, boxes_overlap, depth_in_body, energy,
+                           rotation, shape_surface, uv_sphere, world)
 
 NO_GRAVITY = engine.SolverSettings(gravity=(0.0, 0.0, 0.0))
 
@@ -479,3 +479,42 @@ def test_a_body_starting_inside_the_ground_or_another_is_named_with_its_depth(de
     assert any("'sunk'" in w and "'ground'" in w and f"{depth * 100:.1f} cm" in w for w in found)
     assert any("'on top'" in w and "'resting'" in w or "'resting'" in w and "'on top'" in w for w in found)
     assert not any("'resting'" in w and "'ground'" in w for w in found)
+
+
+# (how deep each upper crate is placed into the one below, m; how far to the side; its turn,
+# degrees; its size, m, on a 1 m crate)
+@pytest.mark.parametrize("shape", ["box", "automatic"])
+@pytest.mark.parametrize("sunk, side, turn, size", [(0.05, 0.3, 0.0, 1.0), (0.2, 0.3, 0.0, 1.0), (0.3, 0.0, 0.0, 1.0),
+                                                    (0.15, 0.0, 30.0, 0.6)])
+def test_crates_placed_into_each_other_are_moved_apart_without_being_thrown(sunk, side, turn, size, shape):
+    """A column of three crates, each placed into the one below (by eye, or an import): crates
+    of one width have their corners on each other's side planes, 0 mm from them, and the
+    contacts left them stuck inside each other. Before the first frame they are moved apart the
+    least way out, the one on the ground staying: after the first frame they overlap by less
+    than 1 mm, nothing moves faster than 5 cm/s from then on, and each upper crate rests on the
+    one below within 1 cm of where it was put, lifted by how deep it was in."""
+    builder = engine.ModelBuilder()
+    meshes = [box_mesh((1.0, 1.0, 1.0), (0.0, 0.0, 0.5)),
+              box_mesh((size,) * 3, (side, 0.0, 1.0 + size / 2 - sunk), rotation((0, 0, 1), turn)),
+              box_mesh((size,) * 3, (side / 2, 0.0, 1.0 + 1.5 * size - 2 * sunk), rotation((0, 0, 1), turn))]
+    for k, mesh in enumerate(meshes):
+        builder.add_rigid_body(*mesh, name=f"crate {k}", mass=300.0 * np.ptp(mesh[0][:, 2]) ** 3, shape=shape)
+    builder.add_collider(engine.Plane())
+    solver = engine.Solver(builder.finalize())
+    assert any("'crate 0' starts" in w and "'crate 1'" in w for w in solver.warnings), solver.warnings
+    state = solver.make_state()
+    start = state.bodies.position.copy()
+    fastest = 0.0
+    for frame in range(24):
+        solver.step_frame(state)
+        if frame == 0:
+            corners = [box_corners_now(solver, state, k, mesh[0]) for k, mesh in enumerate(meshes)]
+            assert boxes_overlap(corners[0], corners[1]) < 1e-3
+            assert boxes_overlap(corners[1], corners[2]) < 1e-3
+        else:
+            fastest = max(fastest, float(np.linalg.norm(state.bodies.velocity, axis=1).max()))
+    assert fastest < 0.05
+    assert np.linalg.norm(state.bodies.position[0] - start[0]) < 1e-3
+    for k in (1, 2):
+        assert state.bodies.position[k, :2] == pytest.approx(start[k, :2], abs=0.01)
+        assert state.bodies.position[k, 2] == pytest.approx(1.0 + (k - 0.5) * size, abs=0.01)
