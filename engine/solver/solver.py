@@ -611,6 +611,8 @@ class Solver:
             if len(x):
                 rigid.collide_particles(state.bodies, x, xp, accel, self.model.friction, self.model.restitution,
                                         self.model.radii, self.model.inverse_masses)
+                if surfaces:  # where the colliders hold the soft bodies (their next fits stand there)
+                    surfaces.note_contacts(rigid.touched_particles, x, surface_state)
                 # (Along the directions now: these rounds are a contact solve with the bodies, and
                 # along the starting directions a 1 kg box went through the sheet.)
                 for _ in range(COUPLING_ROUNDS if rigid.particles_meet_dynamic and len(self._passes) else 0):
