@@ -78,10 +78,11 @@ class SurfaceState:
     surface tears); shape_rest (k, 3) m, each soft body's rest shape about its centre of mass;
     shape_rotation (b, 4) the last matched rotation of each soft body; volume_target (S,) m^3;
     shape_support (k,) in [0, 1], how far each soft body's vertex a collider held in the last
-    substep is held as the body's support (``SurfaceSolver.note_contacts``; 0: not held)."""
+    substep is held as the body's support (``SurfaceSolver.note_contacts``; 0: not held);
+    popped (S,) bool: a pressurised surface torn open, which holds no pressure from then on."""
 
     def __init__(self, stick_rest, stick_kind, stick_broken_at, shape_rest, shape_rotation, volume_target,
-                 shape_support=None):
+                 shape_support=None, popped=None):
         self.stick_rest = stick_rest
         self.stick_kind = stick_kind
         self.stick_broken_at = stick_broken_at
@@ -89,10 +90,16 @@ class SurfaceState:
         self.shape_rotation = shape_rotation
         self.volume_target = volume_target
         self.shape_support = np.zeros(len(shape_rest)) if shape_support is None else shape_support
+        self.popped = np.zeros(len(volume_target), bool) if popped is None else popped
+
+    def __setstate__(self, values: dict) -> None:
+        # (a state pickled before surfaces could pop: none has)
+        self.__dict__.update(values)
+        self.__dict__.setdefault("popped", np.zeros(len(self.volume_target), bool))
 
     def arrays(self) -> list[np.ndarray]:
         return [self.stick_rest, self.stick_kind, self.stick_broken_at, self.shape_rest, self.shape_rotation,
-                self.volume_target, self.shape_support]
+                self.volume_target, self.shape_support, self.popped]
 
 
 class SurfaceSolver:
@@ -279,7 +286,7 @@ class SurfaceSolver:
             shape_rest=np.concatenate(shape) if shape else np.zeros((0, 3)),
             shape_rotation=np.tile([1.0, 0.0, 0.0, 0.0], (len(self.soft), 1)),
             volume_target=surf.pressure * surf.rest_volume,
-            shape_support=np.zeros(len(self.goal_index)))
+            shape_support=np.zeros(len(self.goal_index)), popped=np.zeros(surf.count, bool))
 
     def begin_substep(self) -> None:
         self.volume_lam[:] = 0.0
@@ -288,9 +295,10 @@ class SurfaceSolver:
     def project(self, x: np.ndarray, state: SurfaceState) -> None:
         """One iteration: volumes, then shapes."""
         surf = self.surf
-        if len(self.pressure_which):
+        which = self._holding_pressure(state)
+        if len(which):
             self.kernels.surfaces.project_volumes(x, self.model.inverse_masses, surf.triangles, self.tri_offsets,
-                                                  surf.start, surf.stop, self.pressure_which, state.volume_target,
+                                                  surf.start, surf.stop, which, state.volume_target,
                                                   self.volume_alpha, self.volume_lam, self.grad)
         if len(self.soft):
             for k, idx in enumerate(self.soft_index):
@@ -348,6 +356,10 @@ class SurfaceSolver:
         support += (target - support) * (1.0 - SUPPORT_KEEP)
         support[support < 1e-3] = 0.0
 
+    def _holding_pressure(self, state: SurfaceState) -> np.ndarray:
+        """The pressurised surfaces not torn open (``tear_beyond``)."""
+        return self.pressure_which[~state.popped[self.pressure_which]]
+
     def touches_pressurised(self, touched: np.ndarray) -> bool:
         """Whether any of the particles ``touched`` (indices) belongs to a pressurised surface."""
         if not len(self.pressure_which) or not len(touched):
@@ -362,7 +374,7 @@ class SurfaceSolver:
         surf = self.surf
         targets = np.array(state.volume_target, dtype=np.float64)
         off = []
-        for s in self.pressure_which:
+        for s in self._holding_pressure(state):
             tri = surf.triangles[self.tri_offsets[s]:self.tri_offsets[s + 1]]
             target = float(state.volume_target[s])
             # The compliant constraint's residual (what its projection would still move).
@@ -522,6 +534,10 @@ class SurfaceSolver:
         tore = t[over]
         state.stick_kind[tore] = StickKind.BROKEN
         state.stick_broken_at[tore] = time
+        # A balloon or cushion torn open lets its air out: it holds no pressure from then on (it
+        # kept it, and a balloon blown to 3 times its volume with 81 sticks torn swelled on to
+        # 2.3 x 3.0 x 2.5 m from 0.5 m across).
+        state.popped[self.tear_surface[over]] = True
         return True
 
     def _yield_shape(self, x: np.ndarray, k: int, state: SurfaceState) -> None:

@@ -36,6 +36,37 @@ def test_a_sealed_cloth_reaches_the_target_volume_ratio(divisions, ratio, sphere
     assert volume(m, state.positions) / volume(m, v) == pytest.approx(ratio, rel=0.03)
 
 
+# (divisions, pressure ratio, tear factor, stretch stiffness N per unit strain)
+@pytest.mark.parametrize("divisions, ratio, factor, stiffness", [(4, 3.0, 1.3, 150.0), (5, 2.0, 1.15, 300.0),
+                                                                 (3, 4.0, 1.5, 100.0)])
+def test_a_balloon_blown_past_its_tear_factor_pops_and_lets_its_air_out(divisions, ratio, factor, stiffness):
+    """A balloon blown to more than its sticks can stretch tears, and a torn balloon holds no
+    pressure: it never swells past what its sticks allow, and ends well under the volume it
+    holds untorn (it kept its pressure, and one blown to 3 times its volume with 81 sticks torn
+    swelled on to 2.3 x 3.0 x 2.5 m from 0.5 m across)."""
+    v, f = cube(divisions, 0.5, sphere=True)
+
+    def blown(tear):
+        b = engine.ModelBuilder()
+        b.add_cloth(v, f, stretch_stiffness=stiffness, shear_stiffness=stiffness, pressure=ratio,
+                    pressure_stiffness=1e4, tear_factor=tear)
+        m = b.finalize()
+        solver = engine.Solver(m, engine.SolverSettings(gravity=(0.0, 0.0, 0.0), damping=2.0))
+        state = solver.make_state()
+        volumes = []
+        for _ in range(48):
+            solver.step_frame(state)
+            volumes.append(volume(m, state.positions) / volume(m, v))
+        return np.array(volumes), state
+
+    whole, _ = blown(10.0)
+    assert whole.max() > factor ** 1.5  # it would swell past what the sticks allow
+    volumes, state = blown(factor)
+    assert np.any(state.surfaces.popped)
+    assert volumes.max() < factor ** 3  # never blown past what its sticks allow
+    assert volumes[-1] < 0.7 * whole[-1]  # its air went out
+
+
 @pytest.mark.compiled_only
 def test_softer_pressure_holds_less_volume_against_the_cloth():
     # A finite pressure stiffness is a bulk modulus: the stretched cloth pushes back, so the
