@@ -318,6 +318,9 @@ def vehicle_warnings(vehicles, h: float, substeps: int) -> list[str]:
         samples = getattr(target, "values", None)
         if callable(target) and samples is None:
             continue
+        throttle = getattr(car.throttle, "values", car.throttle)
+        if not callable(throttle) and not np.any(np.asarray(throttle, dtype=np.float64) > 0.0):
+            continue  # (never driven: a toy left at Throttle 0 was told of a speed it never drives at)
         fastest = float(np.max(np.abs(samples))) if samples is not None else abs(float(target))
         turn = fastest / float(np.min(car.radius)) * h
         if turn > MAX_WHEEL_TURN:

@@ -255,3 +255,16 @@ def test_the_wheel_turn_warning_shows_a_turn_above_its_limit():
     assert len(warnings) == 1, warnings
     turn = float(warnings[0].split("wheels turn ", 1)[1].split()[0])
     assert turn == pytest.approx(12.0 / 0.33 / 240.0, rel=1e-2) and turn > 0.15, warnings[0]
+
+
+def test_a_car_that_is_never_driven_is_not_warned_about_its_target_speed():
+    """Throttle 0 throughout (a car only braked, or parked, with the default target speed left
+    as it is): it never drives at its target speed, so no warning tells it to take more
+    substeps for that speed; with throttle, or throttle keyed on later, the warning stands."""
+    settings = engine.SolverSettings(substeps=10)
+    warned = []
+    for throttle in (0.0, engine.Track(rate=24.0, values=np.zeros(49)), 1.0,
+                     engine.Track(rate=24.0, values=np.r_[np.zeros(24), np.ones(25)])):
+        b, _, _, _ = car(target_speed=18.0, throttle=throttle)
+        warned.append(any("vehicle 'car'" in w for w in engine.Solver(b.finalize(settings), settings).warnings))
+    assert warned == [False, False, True, True]
