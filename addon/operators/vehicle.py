@@ -397,10 +397,43 @@ def _check_forward(plan: VehiclePlan) -> None:
 
 # -- changing the scene -----------------------------------------------------------------------------
 
+# A round part of an imported wheel's node turns with its tyre (``_carry_round_parts``) when its
+# hub is within HUB_MATCH of the tyre's radius of the tyre's, its axle within AXLE_MATCH degrees.
+HUB_MATCH = 0.1
+AXLE_MATCH = 5.0
+
+
 def _keep_world(obj, new_parent=None) -> None:
     world = obj.matrix_world.copy()
     obj.parent = new_parent
     obj.matrix_world = world
+
+
+def _carry_round_parts(wheels, pieces, nodes) -> None:
+    """An imported wheel is often a node (an Empty) holding the tyre and, beside it, a rim or a
+    hub cap: the tyre becomes the wheel, and the node's other meshes that are round about the
+    same axle, on the same hub (turning with it), are parented to it, keeping where they are, so
+    they spin, steer and ride the suspension with it. They were left on the node, which the bake
+    does not move (rims 53-79 mm off their tyres after 2 s). Parts that are not round about the
+    axle (a brake caliper, which does not spin) stay where they are."""
+    taken = {piece.name for piece, _ in pieces}
+    source_of = {piece.name: source for piece, source in pieces}
+    for piece, wheel in wheels:
+        node = nodes.get(source_of.get(piece.name, ""))
+        if node is None:
+            continue
+        for part in _descendants(node):
+            if part.type != 'MESH' or part.name in taken or takes_part(part) or len(part.data.vertices) == 0:
+                continue
+            world, _ = _mesh_world(part)
+            try:
+                round_part = wheel_geometry(world, where=f"'{part.name}'")
+            except (RigError, JakobsenError):  # (flat, a line: not a round part)
+                continue
+            if np.linalg.norm(round_part.hub - wheel.hub) <= HUB_MATCH * wheel.radius \
+                    and abs(float(round_part.axle @ wheel.axle)) >= math.cos(math.radians(AXLE_MATCH)):
+                _keep_world(part, piece)
+                taken.add(part.name)
 
 
 def _detach_action(obj):
@@ -598,7 +631,10 @@ def build_vehicle(context, plan: VehiclePlan, *, drive: str | None = None) -> di
 
     # Wheel objects: animation out of the way, single user, free of simulated parents, split.
     pieces = []  # (object, source name)
+    nodes = {}  # source name -> the Empty it hung from (an imported wheel's node), if any
     for obj in sources:
+        if obj.parent is not None and obj.parent.type == 'EMPTY' and obj.parent.name != plan.chassis:
+            nodes[obj.name] = obj.parent
         detached = _detach_action(obj)
         data = obj.data  # a mesh: plan_vehicle takes meshes only
         if data is not None and data.users > 1:
@@ -661,6 +697,7 @@ def build_vehicle(context, plan: VehiclePlan, *, drive: str | None = None) -> di
         c.object_a, c.object_b = chassis, piece
         c.ignore_collisions = True
         connectors.append(empty)
+    _carry_round_parts(wheels, pieces, nodes)
 
     # The chassis and the vehicle's settings.
     rb = _enable_rigid(chassis)

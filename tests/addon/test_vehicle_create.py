@@ -448,6 +448,54 @@ def test_imported_gltf_car(blender, helpers, select_wheels, shared_action):
 
 
 @pytest.mark.blender
+def test_a_rim_beside_its_tyre_under_a_wheel_node_turns_with_the_tyre(blender, helpers):
+    """Wheels imported as nodes: an Empty per wheel (a child of the body) holding the tyre, a rim
+    and a brake caliper. The tyre becomes the wheel; the rim, round about the same axle on the
+    same hub, is parented to it where it is (it was left on the node, which the bake does not
+    move: 53-79 mm off its tyre in 2 s); the caliper, not round, stays on the node. Baked
+    driving, each rim keeps its place on its tyre on every frame."""
+    from mathutils import Matrix
+
+    chassis, wheels = _primitive(bpy)
+    rims, calipers = [], []
+    for w in wheels:
+        node = bpy.data.objects.new(f"Node {w.name}", None)
+        bpy.context.scene.collection.objects.link(node)
+        node.parent = chassis
+        node.matrix_world = w.matrix_world.copy()
+        v, f = va.cylinder(0.7 * va.RADIUS, 0.8 * va.WIDTH, 24)
+        rim = va.mesh_object(bpy, f"Rim {w.name}", v, f)
+        v, f = va.box((0.6 * va.RADIUS, 0.0, 0.0), (0.05, 0.04, 0.03))  # off the hub, in the wheel's frame
+        caliper = va.mesh_object(bpy, f"Caliper {w.name}", v, f)
+        for part in (w, rim, caliper):
+            world = w.matrix_world.copy()
+            part.parent = node
+            part.matrix_world = world
+        rims.append(rim)
+        calipers.append(caliper)
+    bpy.context.view_layer.update()
+    rim_world = [np.array(r.matrix_world) for r in rims]
+    va.select(bpy, chassis)
+    assert bpy.ops.jakobsen.vehicle_create() == {'FINISHED'}
+    for w, rim, caliper, world in zip(wheels, rims, calipers, rim_world, strict=True):
+        assert w.jakobsen.enabled and not rim.jakobsen.enabled
+        assert rim.parent == w and caliper.parent.name == f"Node {w.name}"
+        np.testing.assert_allclose(np.array(rim.matrix_world), world, atol=1e-5)  # (single precision)
+    chassis.jakobsen.vehicle.target_speed = 4.0
+    scene = bpy.context.scene
+    scene.frame_start, scene.frame_end = 1, 24
+    assert bpy.ops.jakobsen.bake() == {'FINISHED'}
+    scene.frame_set(1)
+    offsets = [Matrix(w.matrix_world).inverted() @ r.matrix_world for w, r in zip(wheels, rims, strict=True)]
+    start = np.array(chassis.matrix_world)[:3, 3]
+    for frame in (6, 12, 24):
+        scene.frame_set(frame)
+        for w, r, offset in zip(wheels, rims, offsets, strict=True):
+            np.testing.assert_allclose(np.array(w.matrix_world @ offset), np.array(r.matrix_world), atol=1e-5)
+    assert np.linalg.norm(np.array(chassis.matrix_world)[:3, 3] - start) > 0.5  # it drove
+
+
+@pytest.mark.blender
 def test_running_it_again_with_the_chassis_alone_re_rigs_the_car(blender, helpers):
     """The imported car rigged with its chassis alone (its wheels found among its children, then
     unparented by the rig), then rigged again the same way: the second run takes the wheels its
