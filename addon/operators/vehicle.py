@@ -411,11 +411,12 @@ def _keep_world(obj, new_parent=None) -> None:
 
 def _carry_round_parts(wheels, pieces, nodes) -> None:
     """An imported wheel is often a node (an Empty) holding the tyre and, beside it, a rim or a
-    hub cap: the tyre becomes the wheel, and the node's other meshes that are round about the
-    same axle, on the same hub (turning with it), are parented to it, keeping where they are, so
-    they spin, steer and ride the suspension with it. They were left on the node, which the bake
-    does not move (rims 53-79 mm off their tyres after 2 s). Parts that are not round about the
-    axle (a brake caliper, which does not spin) stay where they are."""
+    hub cap, or the tyre and the rim are both children of the body: the tyre becomes the wheel,
+    and the other meshes under what it hung from that are round about the same axle, on the same
+    hub (turning with it), are parented to it, keeping where they are, so they spin, steer and
+    ride the suspension with it. They were left where they hung, which the bake does not turn
+    (rims 53-79 mm off their tyres after 2 s). Parts that are not round about the axle (a brake
+    caliper, which does not spin) stay where they are."""
     taken = {piece.name for piece, _ in pieces}
     source_of = {piece.name: source for piece, source in pieces}
     for piece, wheel in wheels:
@@ -631,9 +632,9 @@ def build_vehicle(context, plan: VehiclePlan, *, drive: str | None = None) -> di
 
     # Wheel objects: animation out of the way, single user, free of simulated parents, split.
     pieces = []  # (object, source name)
-    nodes = {}  # source name -> the Empty it hung from (an imported wheel's node), if any
+    nodes = {}  # source name -> what it hung from (an imported wheel's node, the chassis), if anything
     for obj in sources:
-        if obj.parent is not None and obj.parent.type == 'EMPTY' and obj.parent.name != plan.chassis:
+        if obj.parent is not None:
             nodes[obj.name] = obj.parent
         detached = _detach_action(obj)
         data = obj.data  # a mesh: plan_vehicle takes meshes only

@@ -448,21 +448,24 @@ def test_imported_gltf_car(blender, helpers, select_wheels, shared_action):
 
 
 @pytest.mark.blender
-def test_a_rim_beside_its_tyre_under_a_wheel_node_turns_with_the_tyre(blender, helpers):
-    """Wheels imported as nodes: an Empty per wheel (a child of the body) holding the tyre, a rim
-    and a brake caliper. The tyre becomes the wheel; the rim, round about the same axle on the
-    same hub, is parented to it where it is (it was left on the node, which the bake does not
-    move: 53-79 mm off its tyre in 2 s); the caliper, not round, stays on the node. Baked
-    driving, each rim keeps its place on its tyre on every frame."""
+@pytest.mark.parametrize("nodes", [True, False], ids=["under-wheel-nodes", "under-the-body"])
+def test_a_rim_beside_its_tyre_turns_with_the_tyre(blender, helpers, nodes):
+    """Wheels imported as nodes (an Empty per wheel, a child of the body, holding the tyre, a
+    rim and a brake caliper), or the three children of the body. The tyre becomes the wheel;
+    the rim, round about the same axle on the same hub, is parented to it where it is (it was
+    left where it hung, which the bake does not turn: 53-79 mm off its tyre in 2 s); the
+    caliper, not round, stays. Baked driving, each rim keeps its place on its tyre."""
     from mathutils import Matrix
 
     chassis, wheels = _primitive(bpy)
     rims, calipers = [], []
     for w in wheels:
-        node = bpy.data.objects.new(f"Node {w.name}", None)
-        bpy.context.scene.collection.objects.link(node)
-        node.parent = chassis
-        node.matrix_world = w.matrix_world.copy()
+        node = chassis
+        if nodes:
+            node = bpy.data.objects.new(f"Node {w.name}", None)
+            bpy.context.scene.collection.objects.link(node)
+            node.parent = chassis
+            node.matrix_world = w.matrix_world.copy()
         v, f = va.cylinder(0.7 * va.RADIUS, 0.8 * va.WIDTH, 24)
         rim = va.mesh_object(bpy, f"Rim {w.name}", v, f)
         v, f = va.box((0.6 * va.RADIUS, 0.0, 0.0), (0.05, 0.04, 0.03))  # off the hub, in the wheel's frame
@@ -479,7 +482,7 @@ def test_a_rim_beside_its_tyre_under_a_wheel_node_turns_with_the_tyre(blender, h
     assert bpy.ops.jakobsen.vehicle_create() == {'FINISHED'}
     for w, rim, caliper, world in zip(wheels, rims, calipers, rim_world, strict=True):
         assert w.jakobsen.enabled and not rim.jakobsen.enabled
-        assert rim.parent == w and caliper.parent.name == f"Node {w.name}"
+        assert rim.parent == w and caliper.parent.name == (f"Node {w.name}" if nodes else chassis.name)
         np.testing.assert_allclose(np.array(rim.matrix_world), world, atol=1e-5)  # (single precision)
     chassis.jakobsen.vehicle.target_speed = 4.0
     scene = bpy.context.scene
