@@ -419,6 +419,7 @@ def _carry_round_parts(wheels, pieces, nodes) -> None:
     caliper, which does not spin) stay where they are."""
     taken = {piece.name for piece, _ in pieces}
     source_of = {piece.name: source for piece, source in pieces}
+    seen: dict[str, np.ndarray] = {}  # part -> its world vertices (a node's parts are read once)
     for piece, wheel in wheels:
         node = nodes.get(source_of.get(piece.name, ""))
         if node is None:
@@ -426,7 +427,12 @@ def _carry_round_parts(wheels, pieces, nodes) -> None:
         for part in _descendants(node):
             if part.type != 'MESH' or part.name in taken or takes_part(part) or len(part.data.vertices) == 0:
                 continue
-            world, _ = _mesh_world(part)
+            if part.name not in seen:
+                seen[part.name] = _mesh_world(part)[0]
+            world = seen[part.name]
+            middle = 0.5 * (world.min(axis=0) + world.max(axis=0))
+            if np.linalg.norm(middle - wheel.hub) > wheel.radius:  # (not near this hub: a body's other parts)
+                continue
             try:
                 round_part = wheel_geometry(world, where=f"'{part.name}'")
             except (RigError, JakobsenError):  # (flat, a line: not a round part)
