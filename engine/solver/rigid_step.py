@@ -323,15 +323,8 @@ class RigidStepper:
         self.begin_frame(bodies, empty, np.zeros(0), np.zeros(0))
         if not len(self.pairs):
             return []
-        buf = self.buffers
-        while True:
-            count = self.backend.contacts.find_contacts(
-                self.geo, x, q, x, q, self.pairs, self.points, self.point_start, self.point_radius, self.point_material,
-                self.body_shape, self.body_friction, self.body_restitution, self.bound, np.zeros_like(self.margin),
-                self.count, self.key_stride, buf.out, self.pair_first)
-            if count <= buf.capacity:
-                break
-            buf.grow(2 * count)
+        count = self._contacts_at_rest(x, q, np.zeros_like(self.margin))
+        buf = self.buffers  # (after: it may have grown them)
         pair_of = np.repeat(np.arange(len(self.pairs)), np.diff(self.pair_first))[:count]
         depth = buf.floats[:count, 2]
         thickness = np.append(self.bodies.thickness, np.inf)
@@ -363,6 +356,19 @@ class RigidStepper:
             if b < self.count and self._convex(a) and self._convex(b):
                 self.started_pairs.add((min(a, b), max(a, b)))
         return out
+
+    def _contacts_at_rest(self, x, q, margin) -> int:
+        """The contacts of the broad phase's pairs at poses x, q taken as the substep's start too
+        (nothing moved), into the buffers (grown as needed); how many."""
+        buf = self.buffers
+        while True:
+            count = self.backend.contacts.find_contacts(
+                self.geo, x, q, x, q, self.pairs, self.points, self.point_start, self.point_radius, self.point_material,
+                self.body_shape, self.body_friction, self.body_restitution, self.bound, margin, self.count,
+                self.key_stride, buf.out, self.pair_first)
+            if count <= buf.capacity:
+                return count
+            buf.grow(2 * count)
 
     def unsettle(self, bodies: BodyState) -> None:
         """Before the first frame: the bodies that start inside another body or the ground
@@ -413,16 +419,8 @@ class RigidStepper:
         not move."""
         x, q, _, _ = bodies.arrays()
         self.begin_frame(bodies, np.zeros((0, 3)), np.zeros(0), np.zeros(0))
-        buf = self.buffers
-        while True:
-            count = self.backend.contacts.find_contacts(
-                self.geo, x, q, x, q, self.pairs, self.points, self.point_start, self.point_radius, self.point_material,
-                self.body_shape, self.body_friction, self.body_restitution, self.bound, self.margin, self.count,
-                self.key_stride, buf.out, self.pair_first)
-            if count <= buf.capacity:
-                break
-            buf.grow(2 * count)
-        ints = buf.ints[:count]
+        count = self._contacts_at_rest(x, q, self.margin)  # (first: it may grow the buffers)
+        ints = self.buffers.ints[:count]
         still = np.append(~self.dynamic[:self.count], True)  # (the world does not move)
         return ({int(a) for a, b in ints[:, :2] if still[b]} | {int(b) for a, b in ints[:, :2] if still[a]}) \
             - {int(k) for k in np.flatnonzero(still[:self.count])}
