@@ -421,7 +421,10 @@ def finalize_bodies(specs: list[BodySpec], table: ShapeTable, track_rate: float 
             params[0] = hull_size(s.hull_offsets)
         shape_index[k] = table.add(int(s.shape), params, owner=k, position=s.shape_offset,
                                    rotation=quat.from_matrix(np.asarray(s.shape_rotation, dtype=np.float64)),
-                                   friction=s.friction, restitution=s.restitution, planes=planes, name=s.name)
+                                   friction=s.friction, restitution=s.restitution, planes=planes,
+                                   # (a hull's sample points are its corners pulled in by SAMPLE_INSET)
+                                   vertices=None if planes is None else s.points / (1.0 - SAMPLE_INSET),
+                                   inset=0.0 if planes is None else SAMPLE_INSET, name=s.name)
     mode = np.array([s.mode for s in specs], dtype=np.int8)
     mass = np.array([s.mass for s in specs])
     inertia = np.array([s.inertia for s in specs]).reshape(count, 3)

@@ -406,6 +406,87 @@ def hull_size(offsets: np.ndarray) -> float:
     return float(np.sqrt(max(np.mean(o * o) if len(o) else 0.0, 1e-24)))
 
 
+def face_loops(normals: np.ndarray, offsets: np.ndarray, vertices: np.ndarray) -> list:
+    """The faces of a convex polytope as polygons: per face plane (outward unit normal, offset),
+    the vertices on it in counterclockwise order seen from outside, (k, 3); a plane that holds
+    fewer than three vertices gets an empty polygon. ``vertices`` are the polytope's corners."""
+    v = np.asarray(vertices, dtype=np.float64).reshape(-1, 3)
+    size = max(float(np.abs(v).max(initial=0.0)), 1e-12)
+    loops = []
+    for n, o in zip(np.asarray(normals, dtype=np.float64), np.asarray(offsets, dtype=np.float64)):
+        on = v[np.abs(v @ n - o) <= 1e-7 * size]
+        if len(on):
+            # The same corner listed twice (a mesh's split vertices) once.
+            _, first = np.unique(np.round(on / size * 1e9).astype(np.int64), axis=0, return_index=True)
+            on = on[np.sort(first)]
+        if len(on) < 3:
+            loops.append(np.zeros((0, 3)))
+            continue
+        middle = on.mean(axis=0)
+        u = on[np.argmax(np.linalg.norm(on - middle, axis=1))] - middle
+        u -= n * (u @ n)
+        u /= max(np.linalg.norm(u), 1e-300)
+        w = np.cross(n, u)
+        angle = np.arctan2((on - middle) @ w, (on - middle) @ u)
+        loops.append(on[np.argsort(angle, kind="stable")])
+    return loops
+
+
+def box_faces(half) -> tuple:
+    """A box's face planes (6, 4) and corners (8, 3) in its frame."""
+    h = np.asarray(half, dtype=np.float64)[:3]
+    planes = np.array([[*(s * np.eye(3)[k]), h[k]] for k in range(3) for s in (-1.0, 1.0)])
+    corners = np.array([[sx, sy, sz] for sx in (-1, 1) for sy in (-1, 1) for sz in (-1, 1)], float) * h
+    return planes, corners
+
+
+def pack_faces(rows) -> tuple:
+    """Every box's and hull's face polygons packed as the table holds them: (face_range (S, 2)
+    first face and count per shape, face_planes (F, 4), face_loop (F, 2) first corner and count
+    per face, loop_points (L, 3), edge_range (S, 2) first and count of its edge directions in
+    edge_directions (E, 3)), from rows of (kind, params, planes or None, vertices or None,
+    inset): a hull's polygons are pulled in towards its origin by the fraction ``inset``, as its
+    body's sample points are (``bodies.rigid.SAMPLE_INSET``), so a crossing and a corner of one
+    face rest at one height."""
+    face_range = np.zeros((len(rows), 2), np.int64)
+    planes_out, loop_out, points_out = [], [], []
+    faces = corners = 0
+    for k, (kind, params, planes, vertices, inset) in enumerate(rows):
+        if kind == kinds.BOX:
+            planes, vertices = box_faces(params)
+        elif kind != kinds.HULL or planes is None or vertices is None or not len(vertices):
+            continue
+        planes = np.asarray(planes, dtype=np.float64)
+        loops = face_loops(planes[:, :3], planes[:, 3], vertices)
+        face_range[k] = faces, len(planes)
+        for plane, loop in zip(planes, loops):
+            planes_out.append(plane)
+            loop_out.append((corners, len(loop)))
+            points_out.append(loop * (1.0 - inset))
+            corners += len(loop)
+        faces += len(planes)
+    loop_points = np.concatenate(points_out).reshape(-1, 3) if points_out else np.zeros((0, 3))
+    loop_of = np.array(loop_out, dtype=np.int64).reshape(-1, 2)
+    # Each shape's edge directions, parallel ones once (a box's three), for the separating axes
+    # across edges.
+    edge_range = np.zeros((len(rows), 2), np.int64)
+    directions: list = []
+    for k in range(len(rows)):
+        first, count = face_range[k]
+        mine: list = []
+        for f in range(first, first + count):
+            start, n = loop_of[f]
+            for j in range(n):
+                e = loop_points[start + (j + 1) % n] - loop_points[start + j]
+                length = np.linalg.norm(e)
+                if length > 0.0 and not any(abs(float(e @ d)) > (1.0 - 1e-9) * length for d in mine):
+                    mine.append(e / length)
+        edge_range[k] = len(directions), len(mine)
+        directions += mine
+    return (face_range, np.array(planes_out, dtype=np.float64).reshape(-1, 4), loop_of, loop_points, edge_range,
+            np.array(directions, dtype=np.float64).reshape(-1, 3))
+
+
 @dataclass(frozen=True)
 class Shapes:
     """Every shape of a model, one row each (S shapes): what particles and bodies collide with.
@@ -421,7 +502,10 @@ class Shapes:
     names: (S,) for messages. Per mesh also: its vertices vertices[mesh_vertex_start[m]:...[m + 1]]
     and triangles triangles[mesh_tri_start[m]:...[m + 1]], face_normals (T, 3) the triangles' unit
     normals, mesh_deforming (M,) 1 for a deforming mesh, whose vertices (and normals) the solver
-    rewrites each substep, and meshes (M,) the ``TriangleMesh`` colliders themselves. The kernels
+    rewrites each substep, and meshes (M,) the ``TriangleMesh`` colliders themselves. Boxes and
+    hulls also have their faces as polygons (``pack_faces``): face_range (S, 2), face_planes (F,
+    4), face_loop (F, 2), loop_points (L, 3), and their edges' directions, edge_range (S, 2) and
+    edge_directions (E, 3), for the contacts where two of them cross. The kernels
     also read (``kernel_arrays``) vertices_prev (V, 3), where the vertices were one substep
     before, and mesh_motion (M,), the farthest any vertex of a mesh moved over the substep (m; 0
     for all but deforming meshes, which the solver fills in).
@@ -451,6 +535,12 @@ class Shapes:
     face_normals: np.ndarray = field(default_factory=lambda: np.zeros((0, 3)))
     mesh_deforming: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
     meshes: tuple = ()
+    face_range: np.ndarray = field(default_factory=lambda: np.zeros((0, 2), np.int64))
+    face_planes: np.ndarray = field(default_factory=lambda: np.zeros((0, 4)))
+    face_loop: np.ndarray = field(default_factory=lambda: np.zeros((0, 2), np.int64))
+    loop_points: np.ndarray = field(default_factory=lambda: np.zeros((0, 3)))
+    edge_range: np.ndarray = field(default_factory=lambda: np.zeros((0, 2), np.int64))
+    edge_directions: np.ndarray = field(default_factory=lambda: np.zeros((0, 3)))
 
     @property
     def count(self) -> int:
@@ -461,7 +551,8 @@ class Shapes:
         return (self.kind, self.params, self.hull, self.hull_planes, self.owner, self.mesh, self.mesh_cell,
                 self.mesh_margin, self.mesh_key_start, self.cell_keys, self.cell_ptr, self.cell_tris, self.triangles,
                 self.vertices, self.rotation, self.position, self.friction, self.restitution, self.vertices.copy(),
-                self.mesh_tri_start, self.face_normals, np.zeros(len(self.mesh_deforming)))
+                self.mesh_tri_start, self.face_normals, np.zeros(len(self.mesh_deforming)), self.face_range,
+                self.face_planes, self.face_loop, self.loop_points, self.edge_range, self.edge_directions)
 
 
 def face_normals(triangles: np.ndarray, vertices: np.ndarray, out=None) -> np.ndarray:
@@ -503,11 +594,13 @@ class ShapeTable:
         self.rows: list[dict] = []
 
     def add(self, kind: int, params, *, owner: int, position, rotation, friction: float, restitution: float,
-            planes=None, mesh: "TriangleMesh | None" = None, name: str = "") -> int:
+            planes=None, vertices=None, inset: float = 0.0, mesh: "TriangleMesh | None" = None,
+            name: str = "") -> int:
         self.rows.append(dict(kind=int(kind), params=np.asarray(params, dtype=np.float64), owner=int(owner),
                               position=np.asarray(position, dtype=np.float64),
                               rotation=np.asarray(rotation, dtype=np.float64), friction=float(friction),
-                              restitution=float(restitution), planes=planes, mesh=mesh, name=name))
+                              restitution=float(restitution), planes=planes, vertices=vertices, inset=float(inset),
+                              mesh=mesh, name=name))
         return len(self.rows) - 1
 
     def add_collider(self, collider: _Collider, *, owner: int = -1, pose=None) -> int:
@@ -516,11 +609,12 @@ class ShapeTable:
 
         kind, params = collider.row()
         m = np.asarray(collider.transform if pose is None else pose, dtype=np.float64)
-        planes = None
+        planes = vertices = None
         if kind == kinds.HULL:
             planes = np.c_[collider.normals, collider.offsets]
+            vertices = collider.vertices
         return self.add(kind, params, owner=owner, position=m[:3, 3], rotation=from_matrix(m[:3, :3]),
-                        friction=collider.friction, restitution=collider.restitution, planes=planes,
+                        friction=collider.friction, restitution=collider.restitution, planes=planes, vertices=vertices,
                         mesh=collider if kind == kinds.MESH else None, name=collider.name)
 
     def finalize(self) -> Shapes:
@@ -553,6 +647,8 @@ class ShapeTable:
         key_start, cell_keys, cell_ptr, cell_tris = pack_grids(grids)
         triangles = np.concatenate(triangles).astype(np.int64) if triangles else np.zeros((0, 3), np.int64)
         vertices = np.ascontiguousarray(np.concatenate(vertices)) if vertices else np.zeros((0, 3))
+        face_range, face_planes, face_loop, loop_points, edge_range, edge_directions = pack_faces(
+            [(r["kind"], r["params"], r["planes"], r["vertices"], r["inset"]) for r in rows])
         return Shapes(
             kind=col("kind", (), np.int64), owner=col("owner", (), np.int64), position=col("position", (3,)),
             rotation=col("rotation", (4,)), params=col("params", (4,)), friction=col("friction", ()),
@@ -564,7 +660,8 @@ class ShapeTable:
             mesh_vertex_start=np.array(v_start, dtype=np.int64), mesh_tri_start=np.array(t_start, dtype=np.int64),
             face_normals=face_normals(triangles, vertices),
             mesh_deforming=np.array([tm.deformation is not None for tm in meshes], dtype=np.int64),
-            meshes=tuple(meshes))
+            meshes=tuple(meshes), face_range=face_range, face_planes=face_planes, face_loop=face_loop,
+            loop_points=loop_points, edge_range=edge_range, edge_directions=edge_directions)
 
 
 def empty_shapes() -> Shapes:

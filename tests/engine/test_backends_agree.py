@@ -70,6 +70,28 @@ def bodies_and_connectors(restitution):
     return builder, engine.SolverSettings(substeps=10), 10
 
 
+def crates_across_each_other(turn):
+    """Boxes and hulls meeting where their faces' edges cross (``face_crossings``) and edge on
+    edge: a crate turned on another, a plank across two, crossed beams, a crate tipped onto a
+    world table's edge and one dropped corner first."""
+    from .rigid_scenes import rotation
+
+    builder = engine.ModelBuilder()
+    builder.add_collider(engine.Plane(friction=0.6))
+    top = np.eye(4)
+    top[:3, 3] = (1.5, 0.0, 0.3)
+    builder.add_collider(engine.Box(half_extents=(0.4, 0.4, 0.3), transform=top))
+    builder.add_rigid_body(*box_mesh((0.5, 0.5, 0.5), (0.0, 0.0, 0.25)), shape="box")
+    builder.add_rigid_body(*box_mesh((0.5, 0.5, 0.5), (0.05, 0.0, 0.78), rotation((0, 0, 1), turn)))
+    builder.add_rigid_body(*box_mesh((1.2, 0.2, 0.05), (0.0, 0.0, 1.1), rotation((0, 0, 1), 2 * turn)),
+                           shape="box", angular_velocity=(0.0, 1.0, 0.0))
+    builder.add_rigid_body(*box_mesh((0.2, 1.0, 0.1), (-1.0, 0.0, 0.05)))
+    builder.add_rigid_body(*box_mesh((1.0, 0.2, 0.1), (-1.0, 0.1, 0.25), rotation((1, 1, 0), turn)), shape="box")
+    builder.add_rigid_body(*box_mesh((0.3, 0.3, 0.3), (1.3, 0.3, 0.9), rotation((1, 0, 1), 40.0)),
+                           angular_velocity=(2.0, 0.0, 0.0))
+    return builder, engine.SolverSettings(substeps=10), 24
+
+
 def _step(builder, settings, frames, name):
     solver = engine.Solver(builder.finalize(), dataclasses.replace(settings, backend=name))
     assert solver.backend.name == name
@@ -82,7 +104,8 @@ def _step(builder, settings, frames, name):
 
 @pytest.mark.parametrize("scene, setting", [(cloth_on_a_bumpy_mesh, np.inf), (cloth_on_a_bumpy_mesh, 500.0),
                                             (bodies_on_a_sheet, 0.2), (bodies_on_a_sheet, 3.0),
-                                            (bodies_and_connectors, 0.0), (bodies_and_connectors, 0.6)])
+                                            (bodies_and_connectors, 0.0), (bodies_and_connectors, 0.6),
+                                            (crates_across_each_other, 20.0), (crates_across_each_other, 45.0)])
 def test_a_scene_steps_to_the_same_motion_on_both_backends(scene, setting):
     compiled, start = _step(*scene(setting), "numba")
     reference, _ = _step(*scene(setting), "numpy")

@@ -528,7 +528,10 @@ def test_a_wall_knocked_down_by_a_ball_comes_to_rest(restitution, sleeping, kern
     for _ in range(24 * 3):
         solver.step_frame(state)
     fallen = np.count_nonzero(np.linalg.norm(state.bodies.position[:50] - start, axis=1) > BRICK[2])
-    assert fallen >= 10  # it was knocked down
+    # It was knocked down: the 0.5 m ball reaches four rows and is wider than a brick, so at
+    # least 5 bricks are knocked out (bricks over the hole that still rest half on a brick may
+    # stay, as in a real bond wall).
+    assert fallen >= 5
     calm = 0  # frames in a row with every brick at rest (asleep, or awake and slower than 1 mm/s)
     corners = brick_corners(state)
     for _ in range(24 * 17):

@@ -435,7 +435,7 @@ def test_particle_contact_kernels_agree(seed, kernel_backend):
     k = backend.select("numpy").contacts
     n = len(cand)
     out = (np.zeros(n, np.int64), np.zeros((n, 3)), np.zeros(n), np.zeros((n, 3)), np.zeros(n, np.int64))
-    geo_still = geo[:18] + (geo[13],) + geo[19:21] + (np.zeros(len(geo[21])),)
+    geo_still = geo[:18] + (geo[13],) + geo[19:21] + (np.zeros(len(geo[21])),) + geo[22:]
     count = k.particle_contacts(geo_still, x, q, x, q, end, end, radii, cand, len(geo[0]), *out)
     still = dict(zip(out[0][:count], out[2][:count]))
     swept = [i for i, p in enumerate(a[1]) if p not in still or not np.allclose(still[p], a[3][i])]

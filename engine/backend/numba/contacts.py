@@ -74,6 +74,28 @@ RIM_NEAR = 0.25
 GOLDEN = 0.6180339887498949
 # Within this angle of a cap's normal the cap lies flat enough to add its rim points.
 FLAT_CAP = math.radians(3.0)
+# Two boxes or hulls face on face meet where their faces' edges cross (``face_crossings``): a crate
+# turned on another, crossed beams, an offset crate, a crate over a table's corner touch there
+# with no corner of either inside the other (they fell through each other). A crossing within
+# CROSS_NEAR of the shorter of its two edges from a corner is left to that corner. The reference
+# face is the target's unless the owner's is clearly better (its separation larger by REF_TIE of
+# it plus REF_TIE_ABS), so two equal crates keep one reference face from substep to substep; the
+# incident face is turned at least FACE_AGAINST against it (cosine). A crossing or an edge
+# contact deeper than the margin is not made: two boxes that deep in each other are left to their
+# corners, as before (pushed out along a face or an edge they had not come in through, 2 to 9 cm
+# in one substep, tumbling bricks were thrown: energy from nothing).
+CROSS_NEAR = 0.01
+# Two shapes that overlap along an axis across their edges (the cross product of an edge
+# direction of each) by less than EDGE_WIN of how deep they are behind each other's faces touch
+# edge on edge: one contact between those edges, along that axis; apart along one by more than the
+# margin, they do not touch (the faces alone said they did, and pushed out bricks whose edges only
+# passed each other, 9 cm). Axes are counted up to EDGE_AXES (a rounded hull has hundreds).
+EDGE_WIN = 0.95
+EDGE_SLACK = 5e-4
+EDGE_AXES = 64
+REF_TIE = 0.05
+REF_TIE_ABS = 5e-4
+FACE_AGAINST = 0.2
 
 
 @njit(**INLINE)
@@ -282,6 +304,17 @@ def _may_touch(geo, x, o, t, s, world, point_start, point_radius, body_shape, bo
     return False
 
 
+@njit(**INLINE)
+def _near_bounds(x, a, b, world, bound, margin):
+    """Whether bodies a and b (or the world) may touch by their bounding spheres (with the slack
+    the sample points get)."""
+    if b == world:
+        return True
+    d = sub(get3(x, a), get3(x, b))
+    reach = (bound[a] + bound[b]) * (1.0 + NEAR_SLACK) + margin[a] + margin[b]
+    return not dot(d, d) > reach * reach
+
+
 @njit(**HELPER)
 def _cylinder_side(geo, x, q, o, t, s, so, world, spos, srot, prefer, m, friction, restitution, out, c, cap,
                    key0, key_stride):
@@ -393,6 +426,297 @@ def _deepest_on_rim(geo, s, spos, srot, prefer, cpos, crot, radius, z, m, around
             c2 = a + GOLDEN * (b - a)
             f2 = _rim_depth(geo, s, spos, srot, prefer, cpos, crot, radius, z, m, c2)
     return (c1, f1) if f1 >= f2 else (c2, f2)
+
+
+@njit(**INLINE)
+def _loop_point(geo, lp, pos, rot, to_pos, to_rot):
+    """Loop point lp of a shape at (pos, rot), in the frame (to_pos, to_rot)."""
+    return rotate_back(to_rot, sub(add(pos, rotate(rot, get3(geo[25], lp))), to_pos))
+
+
+@njit(**HELPER)
+def _face_query(geo, ref, rpos, rrot, inc, ipos, irot):
+    """(face, separation): the face of convex shape ref (at rpos, rrot) that convex shape inc
+    reaches least far behind: the largest, over ref's faces, of the least n . p - offset over
+    inc's corners p (the separating-axis test over ref's face normals)."""
+    planes, loops = geo[23], geo[24]
+    shift = rotate_back(irot, sub(rpos, ipos))  # ref's origin in inc's frame
+    best, best_sep = -1, -math.inf
+    for f in range(geo[22][ref, 0], geo[22][ref, 0] + geo[22][ref, 1]):
+        n = get3(planes, f)
+        n_inc = rotate_back(irot, rotate(rrot, n))
+        lowest = math.inf
+        for g in range(geo[22][inc, 0], geo[22][inc, 0] + geo[22][inc, 1]):
+            for lp in range(loops[g, 0], loops[g, 0] + loops[g, 1]):
+                lowest = min(lowest, dot(n_inc, sub(get3(geo[25], lp), shift)))
+        sep = lowest - planes[f, 3]
+        if sep > best_sep:
+            best, best_sep = f, sep
+    return best, best_sep
+
+
+@njit(**HELPER)
+def _edge_overlap(geo, so, opos, orot, s, spos, srot):
+    """How far convex shapes so and s (at their poses) overlap along the least of the axes across
+    their edges (the cross products of their edge directions; inf when there are none, or more
+    than EDGE_AXES of them: a rounded hull's hundreds)."""
+    e0, ek = geo[26][so, 0], geo[26][so, 1]
+    f0, fk = geo[26][s, 0], geo[26][s, 1]
+    least, best_i, best_j = math.inf, -1, -1
+    if ek * fk > EDGE_AXES:
+        return least, best_i, best_j
+    shift = rotate_back(srot, sub(opos, spos))  # so's origin in s's frame
+    for i in range(e0, e0 + ek):
+        d_o = rotate_back(srot, rotate(orot, get3(geo[27], i)))
+        for j in range(f0, f0 + fk):
+            axis = cross(d_o, get3(geo[27], j))
+            length = norm(axis)
+            if length < 1e-6:
+                continue  # parallel edges: a face's axis
+            axis = mul(axis, 1.0 / length)
+            axis_o = rotate_back(orot, rotate(srot, axis))
+            lo_s, hi_s = _projection(geo, s, axis, 0.0)
+            lo_o, hi_o = _projection(geo, so, axis_o, dot(axis, shift))
+            # (a hull's corners are pulled in by SAMPLE_INSET of their distance from its origin,
+            # which shortens each interval by about that much of its length)
+            overlap = min(hi_o - lo_s, hi_s - lo_o) + EDGE_SLACK * (hi_s - lo_s + hi_o - lo_o)
+            if overlap < least:
+                least, best_i, best_j = overlap, i, j
+    return least, best_i, best_j
+
+
+@njit(**HELPER)
+def _edge_contact(geo, x, q, o, so, t, s, world, opos, orot, spos, srot, i, j, friction, restitution, feature0,
+                  key_stride, target_key, out, c, cap):
+    """The contact of two convex shapes touching edge on edge, across edge directions i (so's)
+    and j (s's): along their cross product, between the nearest points of the two edges (the
+    lines through each shape's corner farthest into the other along it)."""
+    d_o = rotate_back(srot, rotate(orot, get3(geo[27], i)))  # everything in s's frame
+    d_s = get3(geo[27], j)
+    axis = cross(d_o, d_s)
+    axis = mul(axis, 1.0 / max(norm(axis), 1e-300))
+    shift = rotate_back(srot, sub(opos, spos))
+    axis_o = rotate_back(orot, rotate(srot, axis))
+    lo_s, hi_s = _projection(geo, s, axis, 0.0)
+    lo_o, hi_o = _projection(geo, so, axis_o, dot(axis, shift))
+    if hi_s - lo_o <= hi_o - lo_s:
+        n, depth = axis, hi_s - lo_o  # o beyond s along the axis
+    else:
+        n, depth = mul(axis, -1.0), hi_o - lo_s
+    n_o = rotate_back(orot, rotate(srot, n))
+    p_s = _support(geo, s, n)  # s's corner farthest towards o
+    p_o = add(shift, rotate_back(srot, rotate(orot, _support(geo, so, mul(n_o, -1.0)))))
+    # The nearest points of the lines p_s + u d_s and p_o + v d_o.
+    w = sub(p_o, p_s)
+    b = dot(d_o, d_s)
+    denom = 1.0 - b * b
+    v = (b * dot(w, d_s) - dot(w, d_o)) / max(denom, 1e-12)
+    on_o = add(p_o, mul(d_o, v))
+    key = (feature0 + geo[25].shape[0] * (geo[25].shape[0] + 2) + i * geo[27].shape[0] + j) * key_stride + target_key
+    if c < cap:
+        _emit(out, c, o, t, world, x, q, add(spos, rotate(srot, on_o)), 0.0, rotate(srot, n), depth, friction,
+              restitution, key, False)
+    return c + 1
+
+
+@njit(**INLINE)
+def _support(geo, shape, direction):
+    """The corner of convex shape ``shape`` farthest along ``direction`` (its frame)."""
+    best, far = (0.0, 0.0, 0.0), -math.inf
+    for g in range(geo[22][shape, 0], geo[22][shape, 0] + geo[22][shape, 1]):
+        for lp in range(geo[24][g, 0], geo[24][g, 0] + geo[24][g, 1]):
+            p = get3(geo[25], lp)
+            h = dot(direction, p)
+            if h > far:
+                best, far = p, h
+    return best
+
+
+@njit(**INLINE)
+def _projection(geo, shape, axis, offset):
+    """(least, most) of offset + axis . p over the corners p of convex shape ``shape`` (its frame)."""
+    lo, hi = math.inf, -math.inf
+    for g in range(geo[22][shape, 0], geo[22][shape, 0] + geo[22][shape, 1]):
+        for lp in range(geo[24][g, 0], geo[24][g, 0] + geo[24][g, 1]):
+            v = offset + dot(axis, get3(geo[25], lp))
+            lo = min(lo, v)
+            hi = max(hi, v)
+    return lo, hi
+
+
+@njit(**INLINE)
+def _side_normal(geo, l_from, l_to, n):
+    """The outward unit normal of a face's side through its edge from loop point l_from to l_to
+    (the loop counterclockwise about the face's normal n)."""
+    e = sub(get3(geo[25], l_to), get3(geo[25], l_from))
+    m = cross(e, n)
+    return mul(m, 1.0 / max(norm(m), 1e-300))
+
+
+@njit(**HELPER)
+def face_crossings(geo, x, q, o, so, t, s, world, m, friction, restitution, feature0, key_stride, target_key, out, c,
+                   cap):
+    """Contacts where two convex shapes (boxes, hulls) rest face on face across each other's
+    edges (see CROSS_NEAR): the shape reached least far behind a face of the other (the
+    reference face; s's on a near tie) meets it with its face most turned against it (the
+    incident face), and every point where an edge of the incident face crosses a side of the
+    reference face, inside the reference face and no more than the margin m above or below it,
+    is a contact. Corners are the sample points' (tested from both sides of a pair of bodies), except
+    a world shape's, which has none: its corners inside the other face are contacts here too.
+    Where they touch edge on edge instead (see EDGE_WIN), one contact between the edges.
+    o (shape so) owns the contacts against t (shape s, or the world); returns c."""
+    if geo[22][s, 1] == 0 or geo[22][so, 1] == 0:
+        return c
+    opos, orot = _shape_pose(geo, so, x, q)
+    spos, srot = _shape_pose(geo, s, x, q)
+    fs, sep_s = _face_query(geo, s, spos, srot, so, opos, orot)
+    fo, sep_o = _face_query(geo, so, opos, orot, s, spos, srot)
+    if fs < 0 or fo < 0 or max(sep_s, sep_o) > m:
+        return c
+    face_depth = -max(sep_s, sep_o)
+    edge_after = False
+    ei = ej = -1
+    if face_depth > 0.0:
+        edge, ei, ej = _edge_overlap(geo, so, opos, orot, s, spos, srot)
+        if edge < -m:
+            return c  # apart across their edges
+        if edge < EDGE_WIN * face_depth:
+            if edge > m:
+                return c  # deep in: left to the corners (see CROSS_NEAR)
+            return _edge_contact(geo, x, q, o, so, t, s, world, opos, orot, spos, srot, ei, ej, friction, restitution,
+                                 feature0, key_stride, target_key, out, c, cap)
+        # Shallower across the edges than behind the faces, and no crossing of the faces: edge
+        # on edge too (two bricks sank into each other 2 mm a substep, unseen).
+        edge_after = edge < face_depth and edge <= m
+    first = c
+    flip = sep_s < sep_o - (REF_TIE * abs(sep_o) + REF_TIE_ABS)
+    if flip:
+        ref, rpos, rrot, f, inc, ipos, irot = so, opos, orot, fo, s, spos, srot
+    else:
+        ref, rpos, rrot, f, inc, ipos, irot = s, spos, srot, fs, so, opos, orot
+    planes, loops = geo[23], geo[24]
+    n = get3(planes, f)
+    d = planes[f, 3]
+    g, most = -1, 0.0
+    for k in range(geo[22][inc, 0], geo[22][inc, 0] + geo[22][inc, 1]):
+        turned = dot(rotate_back(rrot, rotate(irot, get3(planes, k))), n)
+        if turned < most and loops[k, 1] >= 3:
+            g, most = k, turned
+    if g < 0 or loops[f, 1] < 3 or most > -FACE_AGAINST:
+        return c
+    r0, rk = loops[f, 0], loops[f, 1]
+    u0, uk = loops[g, 0], loops[g, 1]
+    total = geo[25].shape[0]
+    n_world = rotate(rrot, n)
+    for j in range(uk):
+        la, lb = u0 + j, u0 + (j + 1) % uk
+        ua = _loop_point(geo, la, ipos, irot, rpos, rrot)
+        ub = _loop_point(geo, lb, ipos, irot, rpos, rrot)
+        edge = sub(ub, ua)
+        length = norm(edge)
+        for i in range(rk):
+            ra, rb = r0 + i, r0 + (i + 1) % rk
+            side = _side_normal(geo, ra, rb, n)
+            corner_a = get3(geo[25], ra)
+            a = dot(side, sub(ua, corner_a))
+            b = dot(side, sub(ub, corner_a))
+            if (a < 0.0) == (b < 0.0) or a == b:
+                continue
+            along = a / (a - b)
+            tol = CROSS_NEAR * min(length, norm(sub(get3(geo[25], rb), corner_a)))
+            if along * length < tol or (1.0 - along) * length < tol:
+                continue  # an incident corner's
+            p = add(ua, mul(edge, along))
+            depth = d - dot(n, p)
+            if not -m < depth <= m:
+                continue
+            inside = True
+            for i2 in range(rk):
+                if i2 != i:
+                    c2 = get3(geo[25], r0 + i2)
+                    if dot(_side_normal(geo, r0 + i2, r0 + (i2 + 1) % rk, n), sub(p, c2)) > tol:
+                        inside = False
+                        break
+            if not inside:
+                continue
+            near_corner = False
+            for corner in (corner_a, get3(geo[25], rb)):
+                gap = sub(p, corner)
+                gap = sub(gap, mul(n, dot(gap, n)))
+                if norm(gap) < tol:
+                    near_corner = True
+            if near_corner:
+                continue  # a reference corner's
+            key = (feature0 + la * total + ra) * key_stride + target_key
+            c = _emit_crossing(geo, out, c, cap, o, t, world, x, q, rpos, rrot, p, n, n_world, depth, flip, friction,
+                               restitution, key)
+    if geo[4][inc] < 0:  # the world's corners of the incident face inside the reference face
+        for j in range(uk):
+            p = _loop_point(geo, u0 + j, ipos, irot, rpos, rrot)
+            depth = d - dot(n, p)
+            if not -m < depth <= m or not _inside_face(geo, r0, rk, n, p):
+                continue
+            key = (feature0 + total * total + u0 + j) * key_stride + target_key
+            c = _emit_crossing(geo, out, c, cap, o, t, world, x, q, rpos, rrot, p, n, n_world, depth, flip, friction,
+                               restitution, key)
+    if geo[4][ref] < 0:  # the world's corners of the reference face under the incident face
+        ng = rotate_back(rrot, rotate(irot, get3(planes, g)))
+        ua = _loop_point(geo, u0, ipos, irot, rpos, rrot)
+        for i in range(rk):
+            r = get3(geo[25], r0 + i)
+            # The point of the incident face's plane straight above the corner (along n).
+            p = add(r, mul(n, dot(ng, sub(ua, r)) / dot(ng, n)))
+            depth = d - dot(n, p)
+            if not -m < depth <= m or not _inside_incident(geo, u0, uk, ipos, irot, rpos, rrot, ng, p):
+                continue
+            key = (feature0 + total * total + total + r0 + i) * key_stride + target_key
+            c = _emit_crossing(geo, out, c, cap, o, t, world, x, q, rpos, rrot, p, n, n_world, depth, flip, friction,
+                               restitution, key)
+    if c == first and edge_after:
+        c = _edge_contact(geo, x, q, o, so, t, s, world, opos, orot, spos, srot, ei, ej, friction, restitution,
+                          feature0, key_stride, target_key, out, c, cap)
+    return c
+
+
+@njit(**INLINE)
+def _inside_face(geo, r0, rk, n, p):
+    """Whether p (the face's frame) lies within every side of the face with loop r0:r0 + rk."""
+    for i in range(rk):
+        if dot(_side_normal(geo, r0 + i, r0 + (i + 1) % rk, n), sub(p, get3(geo[25], r0 + i))) > 0.0:
+            return False
+    return True
+
+
+@njit(**HELPER)
+def _inside_incident(geo, u0, uk, ipos, irot, rpos, rrot, ng, p):
+    """Whether p (the reference frame) lies within every side of the incident face (loop
+    u0:u0 + uk, normal ng in the reference frame)."""
+    for j in range(uk):
+        ua = _loop_point(geo, u0 + j, ipos, irot, rpos, rrot)
+        ub = _loop_point(geo, u0 + (j + 1) % uk, ipos, irot, rpos, rrot)
+        side = cross(sub(ub, ua), ng)
+        if dot(side, sub(p, ua)) > 0.0:
+            return False
+    return True
+
+
+@njit(**INLINE)
+def _emit_crossing(geo, out, c, cap, o, t, world, x, q, rpos, rrot, p, n, n_world, depth, flip, friction, restitution,
+                   key):
+    """Write a contact at p, depth behind the reference face (normal n; both in its frame): as
+    o's point sunk into t's face, or (flip: the reference face is o's) o's face point above p
+    against t's point p, the normal reversed."""
+    if flip:
+        on_o = add(rpos, rotate(rrot, add(p, mul(n, depth))))
+        normal = (-n_world[0], -n_world[1], -n_world[2])
+    else:
+        on_o = add(rpos, rotate(rrot, p))
+        normal = n_world
+    if c < cap:
+        # Not a fixed point of o (material False): where an edge crosses a side slides along both
+        # as they move, so its friction anchor follows o's motion as a rolling surface's does.
+        _emit(out, c, o, t, world, x, q, on_o, 0.0, normal, depth, friction, restitution, key, False)
+    return c + 1
 
 
 def find_chunks() -> int:
@@ -515,6 +839,11 @@ def _find_pair_contacts(geo, x, q, x_prev, q_prev, pairs, first, end, points, po
             c = _side(geo, x, q, x_prev, q_prev, a, b, s, world, points, point_start, point_radius, point_material,
                       body_shape, bound, margin, body_friction[a], body_restitution[a], key_stride, target_key, out, c,
                       cap, placed, started, mark, found)
+        if body_shape[a] >= 0 and _near_bounds(x, a, b, world, bound, margin):
+            m = margin[a] + (0.0 if b == world else margin[b])
+            c = face_crossings(geo, x, q, a, body_shape[a], b, s, world, m,
+                               math.sqrt(body_friction[a] * geo[16][s]), math.sqrt(body_restitution[a] * geo[17][s]),
+                               points.shape[0] + world * SUPPORT_SLOTS, key_stride, target_key, out, c, cap)
         if b < world and body_shape[a] >= 0 and _may_touch(geo, x, b, a, body_shape[a], world, point_start,
                                                            point_radius, body_shape, bound, margin, placed):
             c = _side(geo, x, q, x_prev, q_prev, b, a, body_shape[a], world, points, point_start, point_radius,

@@ -8,6 +8,7 @@ import math
 import numpy as np
 
 from ...geometry.kinds import BOX, CYLINDER, HULL, MESH, PLANE, SPHERE
+from . import crossings
 from . import distance as D
 from . import quat as Q
 from .distance import _cell_key, cell_slots, cylinder, distance
@@ -190,6 +191,40 @@ def find_contacts(geo, x, q, x_prev, q_prev, pairs, points, point_start, point_r
         material = np.concatenate([material, np.zeros(len(rows_v), bool)])
         n, depth = np.concatenate([n, n_v]), np.concatenate([depth, depth_v])
         hit = np.concatenate([hit, depth_v > -m[rows_v]])
+    # Boxes and hulls crossing face on face (``crossings``), after each pair's first side's points.
+    cross_rows = np.flatnonzero((side_index == 0) & (body_shape[owner] >= 0))
+    if len(cross_rows):
+        so = body_shape[owner[cross_rows]]
+        has = (geo[22][so, 1] > 0) & (geo[22][shape[cross_rows], 1] > 0)
+        cross_rows, so = cross_rows[has], so[has]
+    if len(cross_rows):
+        opos, orot = _shape_pose(geo, so, x, q)
+        F = crossings.faces_of(geo)
+        feature0 = len(points) + world * SUPPORT_SLOTS
+        found = []
+        for k, row in enumerate(cross_rows):
+            a, b = int(owner[row]), int(target[row])
+            if b != world:
+                d = x[a] - x[b]
+                reach = (bound[a] + bound[b]) * (1.0 + NEAR_SLACK) + margin[a] + margin[b]
+                if d[0] * d[0] + d[1] * d[1] + d[2] * d[2] > reach * reach:
+                    continue
+            for on_o, normal, dep, kk in crossings.face_crossings(
+                    F, int(so[k]), int(shape[row]), tuple(opos[k].tolist()), tuple(orot[k].tolist()),
+                    tuple(spos[row].tolist()), tuple(srot[row].tolist()), float(m[row]), feature0, key_stride,
+                    int(target_key[row])):
+                found.append((row, on_o, normal, dep, kk))
+        if found:
+            rows_x = np.array([f[0] for f in found], np.int64)
+            rows = np.concatenate([rows, rows_x])
+            ordinal = np.concatenate([ordinal, np.iinfo(np.int64).max // 2 + np.arange(len(found))])
+            pw = np.concatenate([pw, np.array([f[1] for f in found])])
+            r = np.concatenate([r, np.zeros(len(found))])
+            key = np.concatenate([key, np.array([f[4] for f in found], np.int64)])
+            material = np.concatenate([material, np.zeros(len(found), bool)])
+            n = np.concatenate([n, np.array([f[2] for f in found])])
+            depth = np.concatenate([depth, np.array([f[3] for f in found])])
+            hit = np.concatenate([hit, np.ones(len(found), bool)])
     order = np.lexsort((ordinal, order_side[rows]))
     order = order[hit[order]]
     count = len(order)
