@@ -433,7 +433,8 @@ def face_loops(normals: np.ndarray, offsets: np.ndarray, vertices: np.ndarray) -
 
 
 def box_faces(half) -> tuple:
-    """A box's face planes (6, 4) and corners (8, 3) in its frame."""
+    """A box's face planes (6, 4) and corners (8, 3) in its frame; the -x and +x faces first (the
+    contact kernels read a box's corners off those two faces alone)."""
     h = np.asarray(half, dtype=np.float64)[:3]
     planes = np.array([[*(s * np.eye(3)[k]), h[k]] for k in range(3) for s in (-1.0, 1.0)])
     corners = np.array([[sx, sy, sz] for sx in (-1, 1) for sy in (-1, 1) for sz in (-1, 1)], float) * h

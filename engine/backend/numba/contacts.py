@@ -434,11 +434,20 @@ def _loop_point(geo, lp, pos, rot, to_pos, to_rot):
     return rotate_back(to_rot, sub(add(pos, rotate(rot, get3(geo[25], lp))), to_pos))
 
 
+@njit(**INLINE)
+def _corner_faces(geo, shape):
+    """How many of a shape's first faces hold all its corners: a box's first two (its -x and +x
+    faces, ``shapes.box_faces``), a hull's all (its corners on several faces each, read more
+    than once)."""
+    return 2 if geo[0][shape] == BOX else geo[22][shape, 1]
+
+
 @njit(**HELPER)
-def _face_query(geo, ref, rpos, rrot, inc, ipos, irot):
+def _face_query(geo, ref, rpos, rrot, inc, ipos, irot, apart):
     """(face, separation): the face of convex shape ref (at rpos, rrot) that convex shape inc
     reaches least far behind: the largest, over ref's faces, of the least n . p - offset over
-    inc's corners p (the separating-axis test over ref's face normals)."""
+    inc's corners p (the separating-axis test over ref's face normals); the first face found
+    farther than ``apart`` from inc, if any (they do not touch: a pile's neighbours)."""
     planes, loops = geo[23], geo[24]
     shift = rotate_back(irot, sub(rpos, ipos))  # ref's origin in inc's frame
     best, best_sep = -1, -math.inf
@@ -446,12 +455,14 @@ def _face_query(geo, ref, rpos, rrot, inc, ipos, irot):
         n = get3(planes, f)
         n_inc = rotate_back(irot, rotate(rrot, n))
         lowest = math.inf
-        for g in range(geo[22][inc, 0], geo[22][inc, 0] + geo[22][inc, 1]):
+        for g in range(geo[22][inc, 0], geo[22][inc, 0] + _corner_faces(geo, inc)):
             for lp in range(loops[g, 0], loops[g, 0] + loops[g, 1]):
                 lowest = min(lowest, dot(n_inc, sub(get3(geo[25], lp), shift)))
         sep = lowest - planes[f, 3]
         if sep > best_sep:
             best, best_sep = f, sep
+            if sep > apart:
+                break
     return best, best_sep
 
 
@@ -523,7 +534,7 @@ def _edge_contact(geo, x, q, o, so, t, s, world, opos, orot, spos, srot, i, j, f
 def _support(geo, shape, direction):
     """The corner of convex shape ``shape`` farthest along ``direction`` (its frame)."""
     best, far = (0.0, 0.0, 0.0), -math.inf
-    for g in range(geo[22][shape, 0], geo[22][shape, 0] + geo[22][shape, 1]):
+    for g in range(geo[22][shape, 0], geo[22][shape, 0] + _corner_faces(geo, shape)):
         for lp in range(geo[24][g, 0], geo[24][g, 0] + geo[24][g, 1]):
             p = get3(geo[25], lp)
             h = dot(direction, p)
@@ -536,7 +547,7 @@ def _support(geo, shape, direction):
 def _projection(geo, shape, axis, offset):
     """(least, most) of offset + axis . p over the corners p of convex shape ``shape`` (its frame)."""
     lo, hi = math.inf, -math.inf
-    for g in range(geo[22][shape, 0], geo[22][shape, 0] + geo[22][shape, 1]):
+    for g in range(geo[22][shape, 0], geo[22][shape, 0] + _corner_faces(geo, shape)):
         for lp in range(geo[24][g, 0], geo[24][g, 0] + geo[24][g, 1]):
             v = offset + dot(axis, get3(geo[25], lp))
             lo = min(lo, v)
@@ -569,9 +580,11 @@ def face_crossings(geo, x, q, o, so, t, s, world, m, friction, restitution, feat
         return c
     opos, orot = _shape_pose(geo, so, x, q)
     spos, srot = _shape_pose(geo, s, x, q)
-    fs, sep_s = _face_query(geo, s, spos, srot, so, opos, orot)
-    fo, sep_o = _face_query(geo, so, opos, orot, s, spos, srot)
-    if fs < 0 or fo < 0 or max(sep_s, sep_o) > m:
+    fs, sep_s = _face_query(geo, s, spos, srot, so, opos, orot, m)
+    if fs < 0 or sep_s > m:
+        return c
+    fo, sep_o = _face_query(geo, so, opos, orot, s, spos, srot, m)
+    if fo < 0 or sep_o > m:
         return c
     face_depth = -max(sep_s, sep_o)
     edge_after = False

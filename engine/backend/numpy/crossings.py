@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import math
 
+from ...geometry.kinds import BOX
+
 CROSS_NEAR = 0.01
 EDGE_WIN = 0.95
 EDGE_SLACK = 5e-4
@@ -61,6 +63,9 @@ class _Faces:
         self.loops = geo[24].tolist()
         self.points = [tuple(p) for p in geo[25].tolist()]
         self.owner = geo[4].tolist()
+        # How many of each shape's first faces hold all its corners (see the compiled kernel's
+        # _corner_faces): a box's -x and +x faces, a hull's all.
+        self.corner_faces = [2 if k == BOX else r[1] for k, r in zip(geo[0].tolist(), self.range)]
         self.edge_range = geo[26].tolist()
         self.edges = [tuple(e) for e in geo[27].tolist()]
 
@@ -73,7 +78,7 @@ def _loop_point(F, lp, pos, rot, to_pos, to_rot):
     return _rotate_back(to_rot, _sub(_add(pos, _rotate(rot, F.points[lp])), to_pos))
 
 
-def _face_query(F, ref, rpos, rrot, inc, ipos, irot):
+def _face_query(F, ref, rpos, rrot, inc, ipos, irot, apart):
     shift = _rotate_back(irot, _sub(rpos, ipos))
     best, best_sep = -1, -math.inf
     first, count = F.range[ref]
@@ -81,14 +86,16 @@ def _face_query(F, ref, rpos, rrot, inc, ipos, irot):
         n = tuple(F.planes[f][:3])
         n_inc = _rotate_back(irot, _rotate(rrot, n))
         lowest = math.inf
-        g0, gk = F.range[inc]
-        for g in range(g0, g0 + gk):
+        g0 = F.range[inc][0]
+        for g in range(g0, g0 + F.corner_faces[inc]):
             l0, lk = F.loops[g]
             for lp in range(l0, l0 + lk):
                 lowest = min(lowest, _dot(n_inc, _sub(F.points[lp], shift)))
         sep = lowest - F.planes[f][3]
         if sep > best_sep:
             best, best_sep = f, sep
+            if sep > apart:
+                break
     return best, best_sep
 
 
@@ -146,8 +153,8 @@ def _edge_contact(F, so, opos, orot, s, spos, srot, i, j, feature0, key_stride, 
 
 def _support(F, shape, direction):
     best, far = (0.0, 0.0, 0.0), -math.inf
-    g0, gk = F.range[shape]
-    for g in range(g0, g0 + gk):
+    g0 = F.range[shape][0]
+    for g in range(g0, g0 + F.corner_faces[shape]):
         l0, lk = F.loops[g]
         for lp in range(l0, l0 + lk):
             p = F.points[lp]
@@ -159,8 +166,8 @@ def _support(F, shape, direction):
 
 def _projection(F, shape, axis, offset):
     lo, hi = math.inf, -math.inf
-    g0, gk = F.range[shape]
-    for g in range(g0, g0 + gk):
+    g0 = F.range[shape][0]
+    for g in range(g0, g0 + F.corner_faces[shape]):
         l0, lk = F.loops[g]
         for lp in range(l0, l0 + lk):
             v = offset + _dot(axis, F.points[lp])
@@ -181,9 +188,11 @@ def face_crossings(F, so, s, opos, orot, spos, srot, m, feature0, key_stride, ta
     found = []
     if F.range[s][1] == 0 or F.range[so][1] == 0:
         return found
-    fs, sep_s = _face_query(F, s, spos, srot, so, opos, orot)
-    fo, sep_o = _face_query(F, so, opos, orot, s, spos, srot)
-    if fs < 0 or fo < 0 or max(sep_s, sep_o) > m:
+    fs, sep_s = _face_query(F, s, spos, srot, so, opos, orot, m)
+    if fs < 0 or sep_s > m:
+        return found
+    fo, sep_o = _face_query(F, so, opos, orot, s, spos, srot, m)
+    if fo < 0 or sep_o > m:
         return found
     face_depth = -max(sep_s, sep_o)
     edge_after = False
