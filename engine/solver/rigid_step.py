@@ -295,6 +295,7 @@ class RigidStepper:
         # masks and inverse masses here are the model's with the sleepers taken out.
         enabled, speed, time = sleeping
         self.sleep = Sleep(model, speed, time, frame, enabled, bool(len(self.deforming)))
+        self.frame_start: tuple[np.ndarray, np.ndarray] | None = None  # (set by begin_frame)
         self.base_dynamic = self.dynamic.copy()
         self.base_inv_mass = self.inv_mass.copy()
         self.base_inv_inertia = self.inv_inertia.copy()
@@ -589,6 +590,8 @@ class RigidStepper:
         if self.sleep.active:
             self.sleep.wake(bodies, pairs, time, self.near_particles)
             self._sleep_masks(bodies)
+            # (where each body starts the frame: its speed over the frame, ``Sleep.settle``)
+            self.frame_start = (x[:self.count].copy(), q[:self.count].copy())
         if len(pairs):
             pairs = pairs[self.dynamic[pairs[:, 0]] | self.dynamic[pairs[:, 1]]]
         j = self.model.joints
@@ -645,11 +648,11 @@ class RigidStepper:
 
     def end_frame(self, bodies: BodyState) -> None:
         """Groups of bodies quiet long enough fall asleep (``solver.sleeping``)."""
-        if not self.sleep.active:
+        if not self.sleep.active or self.frame_start is None:
             return
         buf = self.buffers
         contact_pairs = buf.ints[:self.contact_count, :2]
-        self.sleep.settle(bodies, contact_pairs, self.near_particles)
+        self.sleep.settle(bodies, contact_pairs, self.near_particles, self.frame_start)
 
     def _stack_depth(self, pairs: np.ndarray, most: int) -> int:
         """How many bodies deep the deepest stack is that ``pairs`` (touching bodies; the world is

@@ -166,6 +166,24 @@ def test_a_body_turned_by_a_motor_never_sleeps():
     assert abs(state.bodies.angular_velocity[0, 2]) > 1.0
 
 
+@pytest.mark.parametrize("turns_a_frame", [1.0, 2.0])
+def test_a_flywheel_spinning_whole_turns_a_frame_does_not_sleep(turns_a_frame):
+    """A body is quiet when it is slow at the frame's end or over the frame (a jitter of a few
+    substeps is rest). A free flywheel on a hinge spinning exactly one or two turns a frame ends
+    each frame where it began, yet it is not at rest: it keeps spinning."""
+    builder = engine.ModelBuilder()
+    omega = 2.0 * math.pi * turns_a_frame * FPS
+    wheel = builder.add_rigid_body(*box_mesh((0.4, 0.4, 0.05), (0, 0, 1.0)), shape="box",
+                                   angular_velocity=(0, 0, omega))
+    builder.add_joint("hinge", wheel, None, (0, 0, 1.0), frame=np.eye(3))
+    solver = engine.Solver(builder.finalize(), engine.SolverSettings(frame_rate=FPS, substeps=40,
+                                                                     energy_guard=False))
+    state = solver.make_state()
+    frames(solver, state, 2 * FPS)
+    assert not state.bodies.asleep[0]
+    assert abs(state.bodies.angular_velocity[0, 2]) > 0.9 * omega
+
+
 def test_cloth_dropped_onto_a_sleeping_box_wakes_it_and_drapes_over_it():
     builder = engine.ModelBuilder()
     builder.add_rigid_body(*box_mesh((0.4, 0.4, 0.4), (0, 0, 0.2)), shape="box", mass=0.5)
