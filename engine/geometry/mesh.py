@@ -77,16 +77,43 @@ def convex_hull(points: np.ndarray, where: str = "mesh", max_vertices: int = 256
 
     Incremental: start from a tetrahedron of extreme points, add the farthest point outside any
     face, replace the faces it sees by a fan to their horizon. Raises JakobsenError for points
-    that span no volume (all on a plane or line). Dense meshes are first reduced to their
-    extreme points along ``max_vertices`` directions, so the hull has at most that many
-    vertices, all of them true hull vertices (a collision shape needs no more).
+    that span no volume (all on a plane or line). A dense mesh's hull stops at ``max_vertices``
+    vertices (a collision shape needs no more), all of them true hull vertices, each added the
+    farthest outside the hull so far, so what it leaves out is as thin as that many allow. (Cut
+    down first to the extreme points along that many directions, a squashed UV sphere of 0.2 m
+    kept points 7.5 mm outside its hull, and rested that far in the ground; a round one 3.8 mm.)
+    Very dense meshes are first cut down to their extreme points along PRESELECT times that
+    many directions, spread evenly over the mesh made round (its principal spreads divided out).
     """
     pts = np.asarray(points, dtype=np.float64)
-    if len(pts) > max_vertices:
+    if len(pts) > PRESELECT * max_vertices:
         centre = pts.mean(axis=0)
-        support = np.unique(np.argmax((pts - centre) @ fibonacci_directions(max_vertices).T, axis=0))
-        hull_idx, faces = convex_hull(pts[support], where, max_vertices=len(support))
+        _, spread, axes = np.linalg.svd(pts - centre, full_matrices=False)
+        whiten = axes.T / np.maximum(spread, 1e-12 * max(float(spread[0]), 1e-300))  # (round: x @ whiten)
+        directions = whiten @ fibonacci_directions(PRESELECT * max_vertices).T
+        # The farthest point along each direction, a block of points at a time (a 200,000-vertex
+        # scan against every direction at once is a product of 1.6 GB).
+        best, most = np.zeros(directions.shape[1], np.int64), np.full(directions.shape[1], -np.inf)
+        for first in range(0, len(pts), HULL_BLOCK):
+            reach = (pts[first:first + HULL_BLOCK] - centre) @ directions
+            at = np.argmax(reach, axis=0)
+            far = reach[at, np.arange(len(at))]
+            better = far > most
+            best[better], most[better] = at[better] + first, far[better]
+        support = np.unique(best)
+        hull_idx, faces = _incremental_hull(pts[support], where, max_vertices)
         return support[hull_idx], support[faces]
+    return _incremental_hull(pts, where, max_vertices)
+
+
+# How many more directions than hull vertices a very dense mesh is first cut down along, and how
+# many of its points are measured along them at once.
+PRESELECT = 2
+HULL_BLOCK = 4096
+
+
+def _incremental_hull(pts: np.ndarray, where: str, max_vertices: int) -> tuple[np.ndarray, np.ndarray]:
+    """``convex_hull`` of pts, farthest point first, stopping at max_vertices vertices."""
     if len(pts) < 4:
         raise JakobsenError(f"{where}: a solid needs at least 4 vertices, got {len(pts)}")
     scale = max(float(np.ptp(pts, axis=0).max()), 1e-300)
@@ -129,4 +156,6 @@ def convex_hull(points: np.ndarray, where: str = "mesh", max_vertices: int = 256
         horizon = [e for e in edges.tolist() if (e[1], e[0]) not in keys]
         new = np.array([(e[0], e[1], p) for e in horizon], dtype=np.int64)
         faces = np.concatenate([faces[~visible], new])
+        if len(faces) >= 2 * max_vertices - 4 and len(np.unique(faces)) >= max_vertices:
+            break  # (a closed triangulated hull of v vertices has 2v - 4 faces)
     return np.unique(faces), faces
