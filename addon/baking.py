@@ -20,6 +20,7 @@ first one did.
 
 from __future__ import annotations
 
+import hashlib
 import os
 import struct
 from contextlib import contextmanager
@@ -278,7 +279,12 @@ def _free_shape_keys(obj, rec: dict) -> None:
 # -- PC2 point cache --------------------------------------------------------------------------------
 
 def pc2_path(obj, cache_directory: str) -> str:
-    return os.path.join(bpy.path.abspath(cache_directory), bpy.path.clean_name(obj.name) + ".pc2")
+    """The object's PC2 file: its name made safe for a file, and a tag of its exact name and the
+    .blend file's path. The safe name alone was not unique: 'Flag.001' and 'Flag_001' are both
+    'Flag_001', and two shots in one folder each baking a 'Cloth' wrote one file, the second
+    playing in the first, whose Free Bake then deleted the second's cache."""
+    tag = hashlib.sha1(f"{bpy.data.filepath}\0{obj.name}".encode("utf-8")).hexdigest()[:8]
+    return os.path.join(bpy.path.abspath(cache_directory), f"{bpy.path.clean_name(obj.name)}_{tag}.pc2")
 
 
 def write_pc2_file(path: str, frame_start: int, local: np.ndarray) -> None:
@@ -331,7 +337,7 @@ def write_pc2(obj, frame_start: int, local: np.ndarray, cache_directory: str, st
     mod.filepath = bpy.path.relpath(path) if cache_directory.startswith("//") else path
     mod.frame_start = float(frame_start)
     obj[RECORD] = {"output": 'PC2', "frame_start": int(frame_start), "frame_end": int(frame_start + len(local) - 1),
-                   "modifier": mod.name, "file": path}
+                   "modifier": mod.name, "file": path, "blend": bpy.data.filepath}
 
 
 def _free_pc2(obj, rec: dict) -> None:
@@ -343,7 +349,11 @@ def _free_pc2(obj, rec: dict) -> None:
                     and os.path.abspath(bpy.path.abspath(m.filepath)) == os.path.abspath(path)), None)
     if mod is not None:
         obj.modifiers.remove(mod)
-    if path and path.endswith(".pc2") and os.path.isfile(path):
+    # The file is this .blend's own unless the bake was made in another (saved as a copy since:
+    # the copy's record names the original's file, which the original still plays) or before
+    # the file was first saved.
+    own = rec.get("blend", "") in ("", bpy.data.filepath)
+    if own and path and path.endswith(".pc2") and os.path.isfile(path):
         os.remove(path)
 
 

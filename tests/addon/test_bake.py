@@ -3,6 +3,7 @@ trace, re-bake replaces, the result survives save and reload, bad scenes are ref
 
 from __future__ import annotations
 
+import os
 import re
 
 import numpy as np
@@ -206,7 +207,8 @@ def test_pc2_output_writes_a_point_cache_and_a_mesh_cache_modifier(pinned_cloth,
     assert bpy.ops.jakobsen.bake() == {'FINISHED'}
     assert bpy.ops.jakobsen.bake() == {'FINISHED'}  # again: replaces, no second modifier
 
-    path = tmp_path / "cache" / "Flag.pc2"
+    path = tmp_path / "cache" / os.path.basename(baking.pc2_path(cloth, props.cache_directory))
+    assert path.name.startswith("Flag_") and path.suffix == ".pc2"
     start, data = baking.read_pc2_file(str(path))
     assert start == 1 and data.shape == (8, 121, 3)
     np.testing.assert_allclose(data[4], to_local(cloth, reference[5][part]), atol=1e-5)
@@ -218,6 +220,69 @@ def test_pc2_output_writes_a_point_cache_and_a_mesh_cache_modifier(pinned_cloth,
     assert not path.exists()
     bpy.context.scene.frame_set(1)
     assert helpers.snapshot() == before
+
+
+def test_cloths_whose_names_clean_to_one_file_name_each_get_their_own_pc2(pinned_cloth, helpers, tmp_path):
+    """'Flag.001' and 'Flag_001' are both 'Flag_001' as a file name: they wrote one file (the bake
+    failed halfway, one cloth playing the other's frames)."""
+    first = pinned_cloth("Flag.001")
+    second = pinned_cloth("Flag_001")
+    second.location = (3.3, -0.2, 2.0)  # elsewhere and higher: another simulation
+    bpy.context.view_layer.update()
+    props = bpy.context.scene.jakobsen
+    props.output = 'PC2'
+    props.cache_directory = str(tmp_path / "cache")
+    sm, reference = engine_reference()
+    before = helpers.snapshot()
+    assert bpy.ops.jakobsen.bake() == {'FINISHED'}
+    paths = {baking.pc2_path(obj, props.cache_directory) for obj in (first, second)}
+    assert len(paths) == 2 and all(os.path.isfile(p) for p in paths)
+    bpy.context.scene.frame_set(5)
+    for d in sm.deformables:
+        np.testing.assert_allclose(helpers.evaluated_world(bpy.data.objects[d.object_name]),
+                                   reference[5][d.particles], atol=1e-5)
+    assert bpy.ops.jakobsen.free_bake() == {'FINISHED'}
+    assert not any(os.path.exists(p) for p in paths)
+    bpy.context.scene.frame_set(1)
+    assert helpers.snapshot() == before
+
+
+def test_two_blend_files_baking_a_cloth_of_one_name_into_one_folder_keep_their_own_caches(pinned_cloth, helpers,
+                                                                                           tmp_path):
+    """Two shots in one folder, each with a 'Flag' baked to the default //jakobsen_cache/: the
+    second overwrote the first's file, and freeing the first deleted the second's cache. Each
+    now plays its own, and a copy saved from a baked file does not delete the original's file."""
+    cloth = pinned_cloth()
+    props = bpy.context.scene.jakobsen
+    props.output = 'PC2'
+    shots = [str(tmp_path / "shot_010.blend"), str(tmp_path / "shot_020.blend")]
+    bpy.ops.wm.save_as_mainfile(filepath=shots[0])
+    props.cache_directory = "//jakobsen_cache/"
+    assert bpy.ops.jakobsen.bake() == {'FINISHED'}
+    bpy.context.scene.frame_set(6)
+    played = [helpers.evaluated_world(cloth)]
+    bpy.ops.wm.save_mainfile()
+    # The second shot starts as a copy of the first (its bake's record included), higher up.
+    bpy.context.scene.frame_set(1)
+    cloth.location.z += 1.0
+    bpy.ops.wm.save_as_mainfile(filepath=shots[1])
+    assert bpy.ops.jakobsen.bake() == {'FINISHED'}
+    bpy.context.scene.frame_set(6)
+    played.append(helpers.evaluated_world(cloth))
+    assert np.abs(played[1] - played[0]).max() > 0.5
+    bpy.ops.wm.save_mainfile()
+    files = sorted(os.listdir(tmp_path / "jakobsen_cache"))
+    assert len(files) == 2, files
+
+    bpy.ops.wm.open_mainfile(filepath=shots[0])
+    bpy.context.scene.frame_set(6)
+    np.testing.assert_allclose(helpers.evaluated_world(bpy.data.objects["Flag"]), played[0], atol=1e-6)
+    assert bpy.ops.jakobsen.free_bake() == {'FINISHED'}
+    assert len(os.listdir(tmp_path / "jakobsen_cache")) == 1
+
+    bpy.ops.wm.open_mainfile(filepath=shots[1])
+    bpy.context.scene.frame_set(6)
+    np.testing.assert_allclose(helpers.evaluated_world(bpy.data.objects["Flag"]), played[1], atol=1e-6)
 
 
 def test_pc2_into_a_directory_that_cannot_exist_is_refused_before_baking(pinned_cloth, helpers, tmp_path):
