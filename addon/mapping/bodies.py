@@ -16,6 +16,7 @@ from ..blender_io.reads import MeshData, pin_group, read_mesh, simulated_ancesto
 from ..translate.meshes import face_areas, face_list, fit_shape, mesh_warnings
 from ..translate.settings import FOLLOW_RATE, RIGID_MODES, RIGID_SHAPES, damping_rate
 from ..translate.transforms import affine_inverse, matrix, rigid, rotation_and_scale, world as into_world
+from .. import actions
 from .bindings import BodyBinding, ColliderBinding
 
 
@@ -23,21 +24,26 @@ def parent_warning(obj, warnings: list[str]) -> bool:
     """Warns (and returns True) when a parent of ``obj`` is a body the bake moves: on playback the
     object would be moved twice, by what the bake writes for it and by its parent's keys (or, if
     the bake writes nothing for it, simulated where it stood while its parent carries it away).
-    A rigid body the bake keys is keyed relative to that parent instead (no warning, True)."""
-    parent = simulated_ancestor(obj)
-    if parent is None:
-        return False
-    if obj.jakobsen.type == 'RIGID_BODY' and obj.jakobsen.rigid_body.dynamic != 'OFF':
-        # Keyed relative to its parent's frame: a frame scaled unevenly turns a child that turns
-        # in it into a sheared one (a lid hinged to a crate of scale (1, 0.6, 0.5) was drawn 9
-        # degrees off square and 4 cm off its hinge), which no keys can undo.
+    A rigid body the bake keys is keyed relative to that parent instead (no warning, True); it is
+    warned about when its parent, moved or not, is scaled unevenly."""
+    keyed = obj.jakobsen.type == 'RIGID_BODY' and obj.jakobsen.rigid_body.dynamic != 'OFF'
+    if keyed and obj.parent is not None:
+        # Keyed in its parent's frame, simulated or not (an imported model's empties often are
+        # scaled unevenly): a frame scaled unevenly turns a child that turns in it into a sheared
+        # one (a lid hinged to a crate of scale (1, 0.6, 0.5) was drawn 9 degrees off square and
+        # 4 cm off its hinge; a box under a still empty of scale (2, 0.5, 1) came to rest drawn a
+        # parallelogram 0.37 m off the simulation), which no keys can undo.
         frame = matrix(obj.parent.matrix_world) @ matrix(obj.matrix_parent_inverse)
         stretch = np.linalg.svd(frame[:3, :3], compute_uv=False)
         if stretch[0] > (1.0 + 1e-4) * stretch[-1]:
             warnings.append(f"{describe(obj)}: its parent '{obj.parent.name}' is scaled unevenly (its frame stretches "
                             f"{stretch[-1]:.3g} to {stretch[0]:.3g}), so where it turns against its parent Blender "
-                            "draws it sheared and off its connectors; apply the parent's scale (Object > Apply > "
-                            "Scale) or clear the parent (Clear and Keep Transformation)")
+                            "draws it sheared and off where it was simulated; apply the parent's scale (Object > "
+                            "Apply > Scale) or clear the parent (Clear and Keep Transformation)")
+    parent = simulated_ancestor(obj)
+    if parent is None:
+        return False
+    if keyed:
         return True
     where = describe(obj)
     role = obj.jakobsen.type
@@ -135,6 +141,13 @@ def add_deformable(builder: ModelBuilder, obj, depsgraph, track, warnings: list[
     if weights is not None and not np.any(weights > 0.0):
         warnings.append(f"{where}: its pin group '{group}' is empty (no vertex has a weight in it), so "
                         "nothing is pinned and the cloth falls free")
+    if obj.jakobsen.type == 'CLOTH' and not s.use_rigid_stretch and s.use_rigid_shear:
+        # Rigid diagonals under soft edges: what the edges would stretch the diagonals hold, as far
+        # as their solve converges, so the sag followed the substep count (a curtain at 100 N hung
+        # 0.54, 0.41 and 0.33 mm at 5, 10 and 20 substeps).
+        warnings.append(f"{where}: its Stretch is soft ({s.stretch_stiffness:g} N) but its Shear is rigid, so how "
+                        "far it stretches depends on the substep count; untick Rigid Shear and give Shear a "
+                        "stiffness (the presets give it the Stretch's or near it)")
     handle = builder.add_cloth(
         world, face_list(data.loop_total, data.corners, m), name=obj.name, density=density,
         thickness=s.thickness,
@@ -204,6 +217,13 @@ def mesh_collider(obj, data: MeshData, m: np.ndarray, track, frame_rate: float, 
             normal = axes[-1] if turn >= 0.0 else -axes[-1]
             if facing_what_moves(where, normal, centre, movers, warnings):
                 faces = [np.asarray(f)[::-1] for f in faces] if isinstance(faces, list) else faces[:, ::-1]
+        elif movers is not None and len(movers) and len(data.loop_total) \
+                and not is_closed(np.asarray(data.corners, dtype=np.int64), _face_starts(data.loop_total)):
+            # An open curved mesh (a bowl, a bumpy terrain) collides on the side its faces point to
+            # as well: with its normals away from what moves (a hemisphere cut from a sphere, an
+            # import's flipped terrain) a ball and a cloth fell through it, silently.
+            if _behind_nearest_faces(where, world, data, m, movers, warnings):
+                faces = [np.asarray(f)[::-1] for f in faces] if isinstance(faces, list) else faces[:, ::-1]
     return TriangleMesh.from_mesh(world, faces, where=where, friction=float(friction), restitution=float(bounce),
                                   motion=motion, name=obj.name)
 
@@ -253,6 +273,12 @@ def surface_off_fitted_shape(shape: str, size: dict, offset: np.ndarray, points:
         axis_point = np.clip(q[:, 2], -size["half_height"], size["half_height"])
         distance = np.abs(np.linalg.norm(q - np.outer(axis_point, [0.0, 0.0, 1.0]), axis=1) - size["radius"])
         thinnest = 2.0 * size["radius"]
+    elif shape == 'CYLINDER':
+        radial = np.hypot(q[:, 0], q[:, 1]) - size["radius"]
+        axial = np.abs(q[:, 2]) - size["half_height"]
+        distance = np.abs(np.hypot(np.maximum(radial, 0.0), np.maximum(axial, 0.0))
+                          + np.minimum(np.maximum(radial, axial), 0.0))
+        thinnest = 2.0 * min(size["radius"], size["half_height"])
     else:  # a plane: its normal is the frame's Z
         distance = np.abs(q[:, 2])
         thinnest = 0.0
@@ -294,6 +320,38 @@ def passing_through(objects, depsgraph) -> list[str]:
     return out
 
 
+def _face_starts(loop_total) -> np.ndarray:
+    loop_total = np.asarray(loop_total, dtype=np.int64)
+    return np.concatenate(([0], np.cumsum(loop_total)[:-1])).astype(np.int64)
+
+
+def _behind_nearest_faces(where: str, world: np.ndarray, data: MeshData, m: np.ndarray, movers: np.ndarray,
+                          warnings: list[str]) -> bool:
+    """Whether an open mesh should be turned round because more of what moves starts behind the
+    face nearest to it (by the faces' centres) than in front; warned when so (``facing_what_moves``)."""
+    loop_total = np.asarray(data.loop_total, dtype=np.int64)
+    starts = _face_starts(loop_total)
+    corners = np.asarray(data.corners, dtype=np.int64)
+    a, b, c = (world[corners[starts + k]] for k in range(3))
+    normals = np.cross(b - a, c - a) * np.sign(np.linalg.det(m[:3, :3]))  # (a mirroring matrix: ``face_list``)
+    centres = np.add.reduceat(world[corners], starts, axis=0) / loop_total[:, None]
+    side = np.empty(len(movers))
+    for k, p in enumerate(movers):  # (a mover at a time: faces x movers could be large)
+        nearest = int(np.argmin(np.einsum("fi,fi->f", centres - p, centres - p)))
+        side[k] = (p - centres[nearest]) @ normals[nearest]
+    behind, front = int(np.count_nonzero(side < 0.0)), int(np.count_nonzero(side > 0.0))
+    if behind <= front:
+        return False
+    _turned_round(where, behind, len(movers), warnings)
+    return True
+
+
+def _turned_round(where: str, behind: int, total: int, warnings: list[str]) -> None:
+    warnings.append(f"{where}: its faces point away from what moves ({behind} of {total} moving objects "
+                    "start behind it), so it collides on their side (Flip its normals in Edit Mode to make "
+                    "that its front)")
+
+
 def facing_what_moves(where: str, normal: np.ndarray, point: np.ndarray, movers: np.ndarray | None,
                       warnings: list[str]) -> bool:
     """Whether a flat collider (a plane, a flat mesh) through ``point`` should be turned round
@@ -307,9 +365,7 @@ def facing_what_moves(where: str, normal: np.ndarray, point: np.ndarray, movers:
     behind, front = int(np.count_nonzero(side < 0.0)), int(np.count_nonzero(side > 0.0))
     if behind <= front:
         return False
-    warnings.append(f"{where}: its faces point away from what moves ({behind} of {len(movers)} moving objects "
-                    "start behind it), so it collides on their side (Flip its normals in Edit Mode to make "
-                    "that its front)")
+    _turned_round(where, behind, len(movers), warnings)
     return True
 
 
@@ -388,6 +444,40 @@ def initial_velocities(obj, mode: str, warnings: list[str]) -> tuple[tuple, tupl
     return linear, angular
 
 
+def round_shape_warning(where: str, collision_shape: str, data: MeshData, scale: np.ndarray,
+                        warnings: list[str]) -> None:
+    """Warns when a rigid body's Sphere, Capsule or Cylinder, fitted to its mesh's bounds as the
+    engine fits it (a capsule or cylinder along the local Z axis, as Blender's), leaves out much of
+    the mesh: a log modelled along X made a Capsule was a sphere 2 m across that held it 0.85 m
+    above the ground, silently (a Collider's shape was already checked so)."""
+    if collision_shape not in ('SPHERE', 'CAPSULE', 'CYLINDER') or not len(data.loop_total):
+        return
+    points = data.local * scale  # the object's rotated but unscaled frame
+    lo, hi = points.min(axis=0), points.max(axis=0)
+    dims = hi - lo
+    if dims.max() <= 1e-9:
+        return
+    radius = float(max(dims[0], dims[1])) / 2
+    size = {'SPHERE': {"radius": float(dims.max()) / 2},
+            'CAPSULE': {"radius": radius, "half_height": max(float(dims[2]) / 2 - radius, 0.0)},
+            'CYLINDER': {"radius": radius, "half_height": float(dims[2]) / 2}}[collision_shape]
+    name = collision_shape.lower()
+    left_out, tolerance = surface_off_fitted_shape(collision_shape, size, rigid(np.eye(3), (lo + hi) / 2), points,
+                                                   data.loop_total, data.corners)
+    if left_out <= FIT_LEFT_OUT:
+        return
+    # The axis the mesh is round about: the one across which its other two sizes agree best.
+    spread = [abs(dims[(k + 1) % 3] - dims[(k + 2) % 3]) / max(dims[(k + 1) % 3], dims[(k + 2) % 3], 1e-300)
+              for k in range(3)]
+    axis = "XYZ"[int(np.argmin(spread))]
+    turn = (f"a {name} runs along the object's local Z axis and this mesh is round about its local {axis}: rotate the "
+            f"mesh (Edit Mode) so that its axis is local Z, or " if collision_shape != 'SPHERE' and axis != "Z"
+            and spread[2] > min(spread) + 0.05 else "")
+    warnings.append(f"{where}: its {name} leaves out much of its mesh ({left_out:.0%} of its surface lies more than "
+                    f"{tolerance:.3g} m from the {name}'s), so it collides as that {name}, not as what is seen; "
+                    f"{turn}choose Convex Hull (Physics > Jakobsen Physics > Rigid Body > Shape)")
+
+
 def add_rigid_body(builder: ModelBuilder, obj, depsgraph, track, frame_rate: float,
                     warnings: list[str], basis_track: np.ndarray | None = None,
                     movers: np.ndarray | None = None) -> BodyBinding | ColliderBinding:
@@ -418,6 +508,7 @@ def add_rigid_body(builder: ModelBuilder, obj, depsgraph, track, frame_rate: flo
                                                    warnings, movers))
         return ColliderBinding(object_name=obj.name, role='RIGID_BODY', shape='STATIC_MESH', index=index,
                                animated=moves)
+    round_shape_warning(where, rb.collision_shape, data, scale, warnings)
     if rb.collision_shape == 'STATIC_MESH' and mode == "dynamic":
         warnings.append(f"{where}: a moving body cannot collide with its faces (Static Mesh is for bodies with "
                         "Dynamic Off); it collides with its convex hull")
@@ -430,9 +521,18 @@ def add_rigid_body(builder: ModelBuilder, obj, depsgraph, track, frame_rate: flo
         motion = rigid_track(obj, track, scale, frame_rate, np.linalg.inv(rigid(rotation, m[:3, 3])), warnings)
     elif moves and (basis_track is None or not np.allclose(basis_track, basis_track[:1], atol=1e-9)):
         # (moved only by its parent's animation, it is not animated itself: keyed relative to it)
+        fcurves = actions.assigned_fcurves(obj)
+        scaled = fcurves is not None and any(fc.data_path in ("scale", "delta_scale") and not fc.mute
+                                             for fc in fcurves)
+        # (The bake keys location and rotation: keyed scale still plays over them, on a body the
+        # solver kept at its first frame's size; a box keyed to grow half again sank 0.1 m into
+        # the ground on playback while the warning said its animation was replaced.)
         warnings.append(f"{where}: it is animated, but the solver moves it (Dynamic {rb.dynamic.title()}); it "
-                        "starts at rest from its pose on the first frame and the bake replaces its animation "
-                        "(Free Bake puts it back; Follow Position and Rotation pull it along the animation)")
+                        "starts at rest from its pose on the first frame and the bake replaces its location and "
+                        "rotation keys (Free Bake puts them back; Follow Position and Rotation pull it along the "
+                        "animation)" + ("; its scale keys still play over the bake, but the solver keeps the size "
+                                        "it has on the first frame: remove them, or scale it with Dynamic Off"
+                                        if scaled else ""))
     if mode != "kinematic":
         deltas = np.r_[obj.delta_location, obj.delta_rotation_euler, np.subtract(obj.delta_rotation_quaternion,
                                                                                   (1, 0, 0, 0))]

@@ -430,3 +430,24 @@ def test_a_plane_floor_made_a_static_box_holds_a_crate_at_its_drawn_height(blend
     assert bpy.ops.jakobsen.bake() == {'FINISHED'}
     bpy.context.scene.frame_set(48)
     assert bpy.data.objects["Crate"].matrix_world.translation.z == pytest.approx(0.5, abs=2e-3)
+
+
+@pytest.mark.parametrize("keyed", ["location", "scale"])
+def test_an_animated_dynamic_body_s_warning_says_which_keys_the_bake_replaces(blender, keyed):
+    """The bake replaces a dynamic body's location and rotation keys; keyed scale still plays over
+    them, on a body the solver kept at its first frame's size (a box keyed to grow half again sank
+    0.1 m into the ground on playback, while the warning said its animation was replaced)."""
+    from jakobsen_physics import scene_to_model
+
+    box = _enable(_cube("Box", location=(0.0, 0.0, 2.0)))
+    box.keyframe_insert(keyed, frame=1)
+    setattr(box, keyed, (1.0, 0.0, 2.0) if keyed == "location" else (1.5, 1.5, 1.5))
+    box.keyframe_insert(keyed, frame=10)
+    _ground()
+    scene = bpy.context.scene
+    scene.frame_start, scene.frame_end = 1, 10
+    scene.frame_set(1)
+    named = [w for w in scene_to_model.build(bpy.context).warnings if "'Box': it is animated" in w]
+    assert len(named) == 1, named
+    assert "replaces its location and rotation keys" in named[0]
+    assert ("scale keys still play" in named[0]) == (keyed == "scale")
