@@ -260,7 +260,11 @@ class ModelBuilder:
         shape) changes: a dent that stays (inf = elastic); plastic_rate: 1/s, how fast (inf = at
         once). tear_factor: stretch and shear sticks break beyond this times their rest length.
         """
-        where = self._where("cloth", name)
+        try:  # (a soft body's messages name it so; a bad value is refused below, naming a cloth)
+            soft = float(np.ravel(np.asarray(shape_stiffness, dtype=float))[0]) > 0.0
+        except (TypeError, ValueError, IndexError):
+            soft = False
+        where = self._where("soft body" if soft else "cloth", name)
         soft_body = float(_per_item(shape_stiffness, 1, "shape stiffness", where)[0]) > 0.0
         if shear_stiffness is None:
             # Given a stretch and no shear, the diagonals stretch as the edges do (an even sheet,
