@@ -74,12 +74,13 @@ def test_stick_to_itself():
         two_particles().add_sticks([2], [2])
 
 
-def test_face_with_repeated_vertex():
+@pytest.mark.parametrize("kind, settings", [("cloth", {}), ("soft body", dict(shape_stiffness=100.0))])
+def test_face_with_repeated_vertex(kind, settings):
     v, f = grid(3, 3, 1.0)
     faces = f.tolist()
     faces[2] = [faces[2][0], faces[2][1], faces[2][0], faces[2][3]]
-    with pytest.raises(JakobsenError, match=rf"cloth 'flag': face 2 repeats vertex {faces[2][0]}"):
-        engine.ModelBuilder().add_cloth(v, faces, name="flag")
+    with pytest.raises(JakobsenError, match=rf"{kind} 'flag': face 2 repeats vertex {faces[2][0]}"):
+        engine.ModelBuilder().add_cloth(v, faces, name="flag", **settings)
 
 
 def test_face_index_out_of_range():
