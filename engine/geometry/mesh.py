@@ -80,8 +80,8 @@ def convex_hull(points: np.ndarray, where: str = "mesh", max_vertices: int = 256
     that span no volume (all on a plane or line). A dense mesh's hull stops at ``max_vertices``
     vertices (a collision shape needs no more), all of them true hull vertices, each added the
     farthest outside the hull so far, so what it leaves out is as thin as that many allow. (Cut
-    down first to the extreme points along that many directions, a squashed UV sphere of 0.2 m
-    kept points 7.5 mm outside its hull, and rested that far in the ground; a round one 3.8 mm.)
+    down first to the extreme points along that many directions, a UV sphere of 0.2 m squashed to
+    half its height kept points 7.5 mm outside its hull, and rested 6.6 mm in the ground; 2.4 now.)
     Very dense meshes are first cut down to their extreme points along PRESELECT times that
     many directions, spread evenly over the mesh made round (its principal spreads divided out).
     """
