@@ -161,10 +161,11 @@ def render_differs(obj) -> list[str]:
 # -- hiding a previous bake while the scene is read -------------------------------------------------
 
 @contextmanager
-def previous_bakes_hidden(object_names):
+def previous_bakes_hidden(object_names, warnings: list[str] | None = None):
     """While inside, the meshes read as they would without their bake (baked shape keys muted, the
-    cache modifier off, the baked action swapped for the previous one); restored on the way out."""
-    undo = []
+    cache modifier off, the baked action swapped for the previous one); restored on the way out.
+    warnings: told of a keyed body moved since its bake without a key (``_moved_off_its_keys``)."""
+    undo: list = []
     try:
         for name in object_names:
             obj = bpy.data.objects.get(name)
@@ -195,6 +196,12 @@ def previous_bakes_hidden(object_names):
             elif rec["output"] == 'TRANSFORM':
                 ours = obj.animation_data.action if obj.animation_data else None
                 if ours is not None and ours == _our_action(rec.get("action")):
+                    if warnings is not None and _moved_off_its_keys(obj):
+                        # (Blender shows an unkeyed move until the frame changes; the bake starts
+                        # from the pose before the first bake, which Free Bake puts back.)
+                        warnings.append(f"object '{obj.name}' was moved since its bake without a key: the bake "
+                                        "starts it where it stood before it was first baked, not where it is "
+                                        "shown; to start it from there, Free Bake, move it again and bake")
                     shown = transform_values(obj)
                     mixing = (obj.animation_data.action_blend_type, obj.animation_data.action_influence)
                     actions.restore_assignment(obj, rec["animation"])
@@ -205,6 +212,23 @@ def previous_bakes_hidden(object_names):
     finally:
         for step in reversed(undo):
             step()
+
+
+def _moved_off_its_keys(obj) -> bool:
+    """Whether the object's location or rotation is not what its assigned action gives on the
+    current frame (moved by hand since, without a key)."""
+    fcurves = actions.assigned_fcurves(obj)
+    if fcurves is None:
+        return False
+    scene = bpy.context.scene
+    if scene is None:
+        return False
+    frame = scene.frame_current + scene.frame_subframe
+    for fc in fcurves:
+        if fc.data_path in _TRANSFORM_PROPERTIES and not fc.mute:
+            if abs(fc.evaluate(frame) - getattr(obj, fc.data_path)[fc.array_index]) > 1e-5:
+                return True
+    return False
 
 
 def _reassign(id_data, action, mixing) -> None:

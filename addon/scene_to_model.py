@@ -222,7 +222,7 @@ def build(context, *, frame_range: tuple[int, int] | None = None) -> SceneModel:
     frames = range(start, end + 1)
     original = (scene.frame_current, scene.frame_subframe)
     try:
-        with baking.previous_bakes_hidden([o.name for o in meshes]):
+        with baking.previous_bakes_hidden([o.name for o in meshes], warnings):
             off = viewport_disabled_collections()
             # A Collider disabled in viewports is left out, as Blender's Collision leaves it out
             # (what an artist turns off with the screen icon; it went on colliding).

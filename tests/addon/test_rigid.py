@@ -451,3 +451,23 @@ def test_an_animated_dynamic_body_s_warning_says_which_keys_the_bake_replaces(bl
     assert len(named) == 1, named
     assert "replaces its location and rotation keys" in named[0]
     assert ("scale keys still play" in named[0]) == (keyed == "scale")
+
+
+@pytest.mark.parametrize("moved", [False, True])
+def test_a_baked_body_moved_by_hand_without_a_key_is_named_when_baked_again(blender, moved):
+    """After a bake, a box moved on the first frame without a key shows where it was moved (until
+    the frame changes), but the next bake starts it where it stood before its first bake, as Free
+    Bake puts it back: the bake says so, naming it."""
+    from jakobsen_physics import scene_to_model
+
+    box = _enable(_cube("Box", location=(0.0, 0.0, 1.0)))
+    _ground()
+    scene = bpy.context.scene
+    scene.frame_start, scene.frame_end = 1, 6
+    scene.frame_set(1)
+    assert bpy.ops.jakobsen.bake() == {'FINISHED'}
+    scene.frame_set(1)
+    if moved:
+        box.location = (2.0, 0.0, 1.5)
+    named = [w for w in scene_to_model.build(bpy.context).warnings if "'Box' was moved since its bake" in w]
+    assert bool(named) == moved, named
