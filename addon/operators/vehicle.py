@@ -317,7 +317,32 @@ def plan_vehicle(context, chassis, wheel_objects, *, forward_axis: str | None = 
                                "(select the wheels, then Ctrl+click the body last)")
     _check_editable([chassis, *wheel_objects])
     _check_copying_modifiers(wheel_objects)
-    wheels = [p for obj in wheel_objects for p in _wheels_of(obj, f"wheel '{obj.name}'")[0]]
+    parts = [(obj, *_wheels_of(obj, f"wheel '{obj.name}'")) for obj in wheel_objects]
+    # Selected, as among the chassis' children, a wheel is round about its axle (a cube selected
+    # with the wheels was rigged as a fifth wheel, a cylinder the size of the cube).
+    not_round = [obj for obj, plans, world in parts
+                 if not all(covers_circle(world[p.indices], p.wheel) for p in plans)]
+    if not_round:
+        one = len(not_round) == 1
+        raise RigError(f"{_names(not_round)} {'is' if one else 'are'} not round about an axle (the outermost "
+                       f"vertices of a wheel go all the way round it), so {'it' if one else 'they'} cannot roll "
+                       f"as {'a wheel' if one else 'wheels'}; deselect {'it' if one else 'them'}")
+    wheels = [p for _, plans, _ in parts for p in plans]
+    # A wheel another vehicle holds (its Wheel Suspension): rigged again it hung from both cars.
+    held = {}
+    for obj in bpy.data.objects:
+        if obj.type != 'EMPTY' or not takes_part(obj) or object_settings(obj).type != 'CONNECTOR':
+            continue
+        c = object_settings(obj).connector
+        if c.connector_type == 'WHEEL_SUSPENSION' and c.object_b is not None and c.object_a is not None \
+                and c.object_a != chassis:
+            held.setdefault(c.object_b.name, (c.object_a.name, obj.name))
+    taken = [f"'{obj.name}' (of vehicle '{held[obj.name][0]}', by '{held[obj.name][1]}')"
+             for obj in wheel_objects if obj.name in held]
+    if taken:
+        raise RigError(f"{', '.join(taken)} {'is' if len(taken) == 1 else 'are'} already a wheel of another "
+                       "vehicle; duplicate the wheels for this one (Shift+D), or delete that vehicle's "
+                       "suspension connectors first")
     # A wheel lying flat (its axle upright) rolls on nothing: its suspension's up cannot be made
     # square to its axle, and the rig would be refused only at the bake, blaming the connector.
     upright = [(p, abs(float(p.wheel.axle @ UP))) for p in wheels]

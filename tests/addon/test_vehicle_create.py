@@ -781,7 +781,25 @@ def _baked(chassis, wheels):
     return {}, "'Chassis' has a bake, which moves it on playback; free it first"
 
 
-BAD_SELECTIONS = [_no_active, _empty_active, _no_wheels, _flat_wheel, _single_vertex_wheel, _far_wheel,
+def _box_as_wheel(chassis, wheels):
+    bpy.ops.mesh.primitive_cube_add(size=0.5, location=(0.0, 0.0, 3.0))
+    bpy.context.object.name = "Box"
+    va.select(bpy, chassis, *wheels, bpy.context.object)
+    return {}, "'Box' is not round about an axle"
+
+
+def _wheels_of_another_vehicle(chassis, wheels):
+    va.select(bpy, chassis, *wheels)
+    assert bpy.ops.jakobsen.vehicle_create() == {'FINISHED'}
+    other = bpy.data.objects.new("Chassis2", chassis.data.copy())
+    bpy.context.scene.collection.objects.link(other)
+    other.matrix_world = chassis.matrix_world
+    bpy.context.view_layer.update()
+    va.select(bpy, other, *wheels)
+    return {}, "'Wheel.FL' \\(of vehicle 'Chassis', by '.*'\\).*already a wheel of another vehicle"
+
+
+BAD_SELECTIONS = [_box_as_wheel, _wheels_of_another_vehicle, _no_active, _empty_active, _no_wheels, _flat_wheel, _single_vertex_wheel, _far_wheel,
                   _chassis_as_wheel, _wheel_twice, _chassis_copy_as_wheel, _two_wheels, _crooked_axle,
                   _hidden_wheel, _not_a_mesh, _children_that_are_not_wheels, _baked, _flat_wheels, _flat_wheel_tipped,
                   _copying_modifier('MIRROR'), _copying_modifier('ARRAY'), _wheels_on_one_side, _wheel_active,
