@@ -329,7 +329,7 @@ def plan_vehicle(context, chassis, wheel_objects, *, forward_axis: str | None = 
                        f"as {'a wheel' if one else 'wheels'}; deselect {'it' if one else 'them'}")
     wheels = [p for _, plans, _ in parts for p in plans]
     # A wheel another vehicle holds (its Wheel Suspension): rigged again it hung from both cars.
-    held = {}
+    held: dict[str, tuple[str, str]] = {}
     for obj in bpy.data.objects:
         if obj.type != 'EMPTY' or not takes_part(obj) or object_settings(obj).type != 'CONNECTOR':
             continue

@@ -799,7 +799,8 @@ def _wheels_of_another_vehicle(chassis, wheels):
     return {}, "'Wheel.FL' \\(of vehicle 'Chassis', by '.*'\\).*already a wheel of another vehicle"
 
 
-BAD_SELECTIONS = [_box_as_wheel, _wheels_of_another_vehicle, _no_active, _empty_active, _no_wheels, _flat_wheel, _single_vertex_wheel, _far_wheel,
+BAD_SELECTIONS = [_box_as_wheel, _wheels_of_another_vehicle,
+                  _no_active, _empty_active, _no_wheels, _flat_wheel, _single_vertex_wheel, _far_wheel,
                   _chassis_as_wheel, _wheel_twice, _chassis_copy_as_wheel, _two_wheels, _crooked_axle,
                   _hidden_wheel, _not_a_mesh, _children_that_are_not_wheels, _baked, _flat_wheels, _flat_wheel_tipped,
                   _copying_modifier('MIRROR'), _copying_modifier('ARRAY'), _wheels_on_one_side, _wheel_active,
