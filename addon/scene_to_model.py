@@ -186,6 +186,31 @@ _PANEL_PROPERTY = {"air_velocity": "wind", "gravity": "gravity", "damping": "dam
                    "sleep_time": "deactivate_time"}
 
 
+
+def moved_unseen(objects, scene, off: set[str], depsgraph) -> list[str]:
+    """Warnings for objects disabled in viewports (the screen icon) moved since Blender last drew
+    them: Blender does not update such an object, so it is read where it was drawn. (A hinge's
+    Empty moved so, in the N panel or the Outliner, was read where it had been and held its door
+    still; a body started where it had been and its keys pulled it back there.) Its own matrix
+    is its parent's (an object) times its parent inverse times its basis; one with constraints or
+    another kind of parent is not judged."""
+    out = []
+    for o in objects:
+        if not disabled_in_viewports(o, scene, off) or len(o.constraints):
+            continue
+        own = np.array(o.matrix_basis)
+        if o.parent is not None:
+            if o.parent_type != 'OBJECT':
+                continue
+            own = np.array(o.parent.evaluated_get(depsgraph).matrix_world) @ np.array(o.matrix_parent_inverse) @ own
+        drawn = np.array(o.evaluated_get(depsgraph).matrix_world)
+        if np.abs(drawn - own).max() > 1e-6 * max(1.0, float(np.abs(own).max())):
+            out.append(f"{describe(o)}: it is disabled in viewports (the screen icon, on it or on its collection) and "
+                       "was moved since Blender last drew it, which Blender does not update, so it is read where it "
+                       "was drawn; enable it in viewports (the eye can still hide it)")
+    return out
+
+
 def build(context, *, frame_range: tuple[int, int] | None = None) -> SceneModel:
     """Read the enabled objects of ``context.view_layer`` into a ``SceneModel``."""
     scene = context.scene
@@ -259,6 +284,7 @@ def build(context, *, frame_range: tuple[int, int] | None = None) -> SceneModel:
             scene.frame_set(start)
             depsgraph = context.evaluated_depsgraph_get()
             builder = ModelBuilder()
+            warnings += moved_unseen([o for o in objects if o not in left_out], scene, off, depsgraph)
             deformables: list[DeformableBinding] = []
             colliders: list[ColliderBinding] = []
             bodies: list[BodyBinding] = []

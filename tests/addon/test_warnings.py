@@ -849,3 +849,28 @@ def test_a_cloth_with_a_soft_stretch_and_a_rigid_shear_is_named(blender, rigid_s
     bpy.context.view_layer.update()
     named = [w for w in scene_to_model.build(bpy.context).warnings if "'Curtain'" in w and "Shear is rigid" in w]
     assert bool(named) == warned, named
+
+
+@pytest.mark.parametrize("hidden, moved", [("joint", True), ("body", True), ("joint", False), ("none", True)])
+def test_an_object_moved_while_disabled_in_viewports_is_named(blender, hidden, moved):
+    """Blender does not update an object disabled in viewports (the screen icon): a hinge's Empty,
+    or a body, moved since (in the N panel, the Outliner, a script) was read where it had been
+    drawn, silently (the hinge held its door still). Named; not when it was not moved, nor when
+    nothing is disabled."""
+    _frames(1, 3)
+    left = _cube("Left", size=0.5, location=(-1.0, 0.0, 2.0))
+    left.jakobsen.rigid_body.dynamic = 'OFF'
+    right = _cube("Right", size=0.5, location=(1.0, 0.0, 2.0))
+    joint = _enable(_empty("Joint", (0.0, 0.0, 1.0)), 'CONNECTOR', connector_type='HINGE', object_a=left,
+                    object_b=right)
+    bpy.context.view_layer.update()
+    target = {"joint": joint, "body": right, "none": None}[hidden]
+    if target is not None:
+        target.hide_viewport = True
+    if moved:
+        (target or joint).location.z += 1.0
+    bpy.context.view_layer.update()
+    named = [w for w in scene_to_model.build(bpy.context).warnings if "moved since Blender last drew it" in w]
+    assert len(named) == (1 if moved and target is not None else 0), named
+    if named:
+        assert f"'{target.name}'" in named[0]
