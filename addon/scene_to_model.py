@@ -60,7 +60,8 @@ from . import baking
 from .blender_io.checks import (ROLE_NAMES, check_no_blender_physics, check_not_linked, check_numbers, describe, label,
                                 role_settings)
 from .blender_io.reads import (deforms, disabled_in_viewports, enabled_objects, field_objects, may_move,
-                                sample_matrices, simulated_ancestor, takes_part, viewport_disabled_collections)
+                                moved_unseen, sample_matrices, simulated_ancestor, takes_part,
+                                viewport_disabled_collections)
 from .mapping.bindings import BodyBinding, ColliderBinding, DeformableBinding
 from .mapping.bodies import add_collider, add_deformable, add_rigid_body, centres, passing_through
 from .mapping.connectors import add_empties, animated_settings, check_pairs, idle_pairs
@@ -184,31 +185,6 @@ def solver_settings(scene) -> SolverSettings:
 _PANEL_PROPERTY = {"air_velocity": "wind", "gravity": "gravity", "damping": "damping", "substeps": "substeps",
                    "iterations": "iterations", "frame_rate": None, "sleep_speed": "deactivate_speed",
                    "sleep_time": "deactivate_time"}
-
-
-
-def moved_unseen(objects, scene, off: set[str], depsgraph) -> list[str]:
-    """Warnings for objects disabled in viewports (the screen icon) moved since Blender last drew
-    them: Blender does not update such an object, so it is read where it was drawn. (A hinge's
-    Empty moved so, in the N panel or the Outliner, was read where it had been and held its door
-    still; a body started where it had been and its keys pulled it back there.) Its own matrix
-    is its parent's (an object) times its parent inverse times its basis; one with constraints or
-    another kind of parent is not judged."""
-    out = []
-    for o in objects:
-        if not disabled_in_viewports(o, scene, off) or len(o.constraints):
-            continue
-        own = np.array(o.matrix_basis)
-        if o.parent is not None:
-            if o.parent_type != 'OBJECT':
-                continue
-            own = np.array(o.parent.evaluated_get(depsgraph).matrix_world) @ np.array(o.matrix_parent_inverse) @ own
-        drawn = np.array(o.evaluated_get(depsgraph).matrix_world)
-        if np.abs(drawn - own).max() > 1e-6 * max(1.0, float(np.abs(own).max())):
-            out.append(f"{describe(o)}: it is disabled in viewports (the screen icon, on it or on its collection) and "
-                       "was moved since Blender last drew it, which Blender does not update, so it is read where it "
-                       "was drawn; enable it in viewports (the eye can still hide it)")
-    return out
 
 
 def build(context, *, frame_range: tuple[int, int] | None = None) -> SceneModel:

@@ -17,6 +17,7 @@ from jakobsen_engine import JakobsenError
 
 from .. import actions
 from ..translate.transforms import matrix
+from .checks import describe
 
 
 def may_move(obj) -> bool:
@@ -52,6 +53,31 @@ def disabled_in_viewports(obj, scene, off: set[str]) -> bool:
         return True
     mine = [c for c in obj.users_collection if c != scene.collection]
     return bool(mine) and obj.name not in scene.collection.objects and all(c.name in off for c in mine)
+
+
+def moved_unseen(objects, scene, off: set[str], depsgraph) -> list[str]:
+    """Warnings for objects disabled in viewports (the screen icon) moved since Blender last drew
+    them: Blender does not update such an object, so it is read where it was drawn. (A hinge's
+    Empty moved so, in the N panel or the Outliner, was read where it had been and held its door
+    still; a body started where it had been and its keys pulled it back there.) Its own matrix
+    is its parent's (an object) times its parent inverse times its basis; one with constraints or
+    another kind of parent is not judged."""
+    out = []
+    for o in objects:
+        if not disabled_in_viewports(o, scene, off) or len(o.constraints):
+            continue
+        own = np.array(o.matrix_basis)
+        if o.parent is not None:
+            if o.parent_type != 'OBJECT':
+                continue
+            own = np.array(o.parent.evaluated_get(depsgraph).matrix_world) @ np.array(o.matrix_parent_inverse) @ own
+        drawn = np.array(o.evaluated_get(depsgraph).matrix_world)
+        if np.abs(drawn - own).max() > 1e-6 * max(1.0, float(np.abs(own).max())):
+            out.append(f"{describe(o)}: it is disabled in viewports (the screen icon, on it or on its collection) and "
+                       "was moved since Blender last drew it, which Blender does not update, so it is read where it "
+                       "was drawn; enable it in viewports (the eye can still hide it)")
+    return out
+
 
 
 TRANSFORM_PATHS = {"location", "rotation_euler", "rotation_quaternion", "rotation_axis_angle", "scale",
