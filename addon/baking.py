@@ -30,6 +30,7 @@ import numpy as np
 from mathutils import Matrix
 
 from . import actions, tearing
+from .blender_io.checks import describe
 from jakobsen_engine import JakobsenError
 from jakobsen_engine.geometry import quaternions as quat
 from jakobsen_engine.geometry.reproducible import rotation_polar
@@ -199,7 +200,7 @@ def previous_bakes_hidden(object_names, warnings: list[str] | None = None):
                     if warnings is not None and _moved_off_its_keys(obj):
                         # (Blender shows an unkeyed move until the frame changes; the bake starts
                         # from the pose before the first bake, which Free Bake puts back.)
-                        warnings.append(f"object '{obj.name}' was moved since its bake without a key: the bake "
+                        warnings.append(f"{describe(obj)} was moved since its bake without a key: the bake "
                                         "starts it where it stood before it was first baked, not where it is "
                                         "shown; to start it from there, Free Bake, move it again and bake")
                     shown = transform_values(obj)

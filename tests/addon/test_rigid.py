@@ -469,5 +469,5 @@ def test_a_baked_body_moved_by_hand_without_a_key_is_named_when_baked_again(blen
     scene.frame_set(1)
     if moved:
         box.location = (2.0, 0.0, 1.5)
-    named = [w for w in scene_to_model.build(bpy.context).warnings if "'Box' was moved since its bake" in w]
+    named = [w for w in scene_to_model.build(bpy.context).warnings if "rigid body 'Box' was moved since its bake" in w]
     assert bool(named) == moved, named
