@@ -13,7 +13,7 @@ from jakobsen_engine.particles.surfaces import is_closed
 
 from ..blender_io.checks import ROLE_NAMES, check_invertible, check_matrix, check_numbers, describe, written_by_bake
 from ..blender_io.reads import MeshData, pin_group, read_mesh, simulated_ancestor
-from ..translate.meshes import face_areas, face_list, fit_shape, mesh_warnings
+from ..translate.meshes import face_areas, face_list, face_starts, fit_shape, mesh_warnings
 from ..translate.settings import FOLLOW_RATE, RIGID_MODES, RIGID_SHAPES, damping_rate
 from ..translate.transforms import affine_inverse, matrix, rigid, rotation_and_scale, world as into_world
 from .. import actions
@@ -67,7 +67,7 @@ def shape_stiffness(frequency: float) -> float:
 def is_closed_mesh(data: MeshData) -> bool:
     """Every edge shared by exactly two faces: the mesh encloses a volume pressure can keep."""
     loop_total = np.asarray(data.loop_total, dtype=np.int64)
-    starts = np.concatenate(([0], np.cumsum(loop_total)[:-1])).astype(np.int64)
+    starts = face_starts(loop_total)
     return is_closed(np.asarray(data.corners, dtype=np.int64), starts)
 
 
@@ -211,14 +211,13 @@ def mesh_collider(obj, data: MeshData, m: np.ndarray, track, frame_rate: float, 
         if spread[-1] <= 1e-6 * size * math.sqrt(len(world)):  # flat: a plane's worth of faces
             # The side its faces point to: the sum of their first corners' turns, as Blender shows
             # them (a mirroring matrix reverses the turn in the world: ``face_list``).
-            starts = np.concatenate(([0], np.cumsum(data.loop_total)[:-1])).astype(np.int64)
+            starts = face_starts(data.loop_total)
             a, b, c = (world[data.corners[starts + k]] for k in range(3))
             turn = float(np.sum(np.cross(b - a, c - a) @ axes[-1])) * np.sign(np.linalg.det(m[:3, :3]))
             normal = axes[-1] if turn >= 0.0 else -axes[-1]
             if facing_what_moves(where, normal, centre, movers, warnings):
                 faces = [np.asarray(f)[::-1] for f in faces] if isinstance(faces, list) else faces[:, ::-1]
-        elif movers is not None and len(movers) and len(data.loop_total) \
-                and not is_closed(np.asarray(data.corners, dtype=np.int64), _face_starts(data.loop_total)):
+        elif movers is not None and len(movers) and len(data.loop_total) and not is_closed_mesh(data):
             # An open curved mesh (a bowl, a bumpy terrain) collides on the side its faces point to
             # as well: with its normals away from what moves (a hemisphere cut from a sphere, an
             # import's flipped terrain) a ball and a cloth fell through it, silently.
@@ -243,7 +242,7 @@ def surface_samples(points: np.ndarray, loop_total, corners) -> tuple[np.ndarray
     """Points spread over a mesh's faces (each face fanned into triangles, four points a
     triangle) and the area each stands for: (s, 3), (s,)."""
     loop_total = np.asarray(loop_total, dtype=np.int64)
-    starts = np.concatenate(([0], np.cumsum(loop_total)[:-1])).astype(np.int64)
+    starts = face_starts(loop_total)
     face_of = np.repeat(np.arange(len(loop_total)), loop_total)
     within = np.arange(len(corners)) - starts[face_of]
     fan = np.flatnonzero((within >= 1) & (within <= loop_total[face_of] - 2))  # corner j: triangle (0, j, j + 1)
@@ -320,17 +319,12 @@ def passing_through(objects, depsgraph) -> list[str]:
     return out
 
 
-def _face_starts(loop_total) -> np.ndarray:
-    loop_total = np.asarray(loop_total, dtype=np.int64)
-    return np.concatenate(([0], np.cumsum(loop_total)[:-1])).astype(np.int64)
-
-
 def _behind_nearest_faces(where: str, world: np.ndarray, data: MeshData, m: np.ndarray, movers: np.ndarray,
                           warnings: list[str]) -> bool:
     """Whether an open mesh should be turned round because more of what moves starts behind the
     face nearest to it (by the faces' centres) than in front; warned when so (``facing_what_moves``)."""
     loop_total = np.asarray(data.loop_total, dtype=np.int64)
-    starts = _face_starts(loop_total)
+    starts = face_starts(loop_total)
     corners = np.asarray(data.corners, dtype=np.int64)
     a, b, c = (world[corners[starts + k]] for k in range(3))
     normals = np.cross(b - a, c - a) * np.sign(np.linalg.det(m[:3, :3]))  # (a mirroring matrix: ``face_list``)

@@ -330,12 +330,8 @@ def plan_vehicle(context, chassis, wheel_objects, *, forward_axis: str | None = 
     wheels = [p for _, plans, _ in parts for p in plans]
     # A wheel another vehicle holds (its Wheel Suspension): rigged again it hung from both cars.
     held: dict[str, tuple[str, str]] = {}
-    for obj in bpy.data.objects:
-        if obj.type != 'EMPTY' or not takes_part(obj) or object_settings(obj).type != 'CONNECTOR':
-            continue
-        c = object_settings(obj).connector
-        if c.connector_type == 'WHEEL_SUSPENSION' and c.object_b is not None and c.object_a is not None \
-                and c.object_a != chassis:
+    for obj, c in _wheel_suspensions():
+        if c.object_a is not None and c.object_a != chassis:
             held.setdefault(c.object_b.name, (c.object_a.name, obj.name))
     taken = [f"'{obj.name}' (of vehicle '{held[obj.name][0]}', by '{held[obj.name][1]}')"
              for obj in wheel_objects if obj.name in held]
@@ -627,14 +623,21 @@ def _user_mass(rb) -> bool:
     return rb.use_density or abs(rb.mass - DEFAULT_MASS) > 1e-9
 
 
-def _wheel_connectors(chassis) -> dict[str, bpy.types.Object]:
-    """The chassis' Wheel Suspension connectors, by the name of their Object B."""
-    out: dict[str, bpy.types.Object] = {}
+def _wheel_suspensions():
+    """(Empty, its connector settings) of every Wheel Suspension in the file that holds a wheel."""
     for obj in bpy.data.objects:
         if obj.type != 'EMPTY' or not takes_part(obj) or object_settings(obj).type != 'CONNECTOR':
             continue
         c = object_settings(obj).connector
-        if c.connector_type == 'WHEEL_SUSPENSION' and c.object_a == chassis and c.object_b is not None:
+        if c.connector_type == 'WHEEL_SUSPENSION' and c.object_b is not None:
+            yield obj, c
+
+
+def _wheel_connectors(chassis) -> dict[str, bpy.types.Object]:
+    """The chassis' Wheel Suspension connectors, by the name of their Object B."""
+    out: dict[str, bpy.types.Object] = {}
+    for obj, c in _wheel_suspensions():
+        if c.object_a == chassis:
             out.setdefault(c.object_b.name, obj)
     return out
 

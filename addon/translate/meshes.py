@@ -20,7 +20,7 @@ def face_list(loop_total: np.ndarray, corners: np.ndarray, matrix: np.ndarray | 
     inside out: a cloth fell into the table top and a flat ground let everything through.)"""
     if matrix is not None and np.linalg.det(np.asarray(matrix)[:3, :3]) < 0.0:
         loop_total = np.asarray(loop_total, dtype=np.int64)
-        starts = np.concatenate(([0], np.cumsum(loop_total)[:-1])).astype(np.int64)
+        starts = face_starts(loop_total)
         face_of = np.repeat(np.arange(len(loop_total)), loop_total)
         within = np.arange(len(corners)) - starts[face_of]
         corners = corners[starts[face_of] + loop_total[face_of] - 1 - within]
@@ -29,8 +29,14 @@ def face_list(loop_total: np.ndarray, corners: np.ndarray, matrix: np.ndarray | 
     return np.split(corners, np.cumsum(loop_total)[:-1])
 
 
+def face_starts(loop_total) -> np.ndarray:
+    """(f,) where each face's corners start in the corner array (Blender's loop_start)."""
+    loop_total = np.asarray(loop_total, dtype=np.int64)
+    return np.concatenate(([0], np.cumsum(loop_total)[:-1])).astype(np.int64)
+
+
 def face_areas(world: np.ndarray, loop_total: np.ndarray, corners: np.ndarray) -> np.ndarray:
-    starts = np.concatenate(([0], np.cumsum(loop_total)[:-1])).astype(np.int64)
+    starts = face_starts(loop_total)
     face_of = np.repeat(np.arange(len(loop_total)), loop_total)
     nxt = np.arange(len(corners)) + 1
     ends = starts + loop_total
@@ -60,7 +66,7 @@ def mesh_warnings(where: str, world: np.ndarray, loop_total: np.ndarray, corners
     flat = int(np.count_nonzero(areas <= max(scale, 1e-12) * 1e-9))
     if flat:
         out.append(f"{where}: {flat} faces have zero area; they add no mass and may fold unpredictably")
-    starts = np.concatenate(([0], np.cumsum(loop_total)[:-1])).astype(np.int64)
+    starts = face_starts(loop_total)
     nxt = np.arange(len(corners)) + 1
     nxt[starts + loop_total - 1] = starts
     a, b = corners, corners[nxt]
