@@ -613,7 +613,8 @@ class ModelBuilder:
             surfaces=join_surfaces(self._surfaces),
             goals=Goals(_frozen(goals.index), _frozen(goals.target), _frozen(goals.compliance)),
             colliders=tuple(self._colliders),
-            shapes=table.finalize(),
+            # (a mesh reaches at least a quarter beyond the thickest particle's radius)
+            shapes=table.finalize(1.25 * float(np.max(joined(self._radius), initial=0.0))),
             labels=tuple(self._labels),
             bodies=bodies,
             joints=finalize_joints(self._joints, bodies, bodies.count),

@@ -29,6 +29,11 @@ from .sleeping import Sleep
 MARGIN = 5e-3
 # A body starting deeper than this fraction of its thickness inside another is warned about.
 OVERLAP = 0.02
+# A cloth or soft body vertex starting more than this nearer to a collider than its Thickness (m),
+# or this far inside it, is warned about (``surfaces_starting_inside``): the first substep moves it
+# out at once.
+SURFACE_JUMP = 0.01
+SURFACE_INSIDE = 2e-3
 # Two boxes or hulls whose edges' directions make more crossings than this are tried for a
 # starting overlap along their faces' normals alone (``_convex_overlaps``).
 EDGE_CROSSINGS = 4096
@@ -356,6 +361,54 @@ class RigidStepper:
                 self.started_inside.setdefault(body, f"'{names[a]}' started {_length(d)} inside {other}")
             if b < self.count and self._convex(a) and self._convex(b):
                 self.started_pairs.add((min(a, b), max(a, b)))
+        return out
+
+    def surfaces_starting_inside(self, bodies: BodyState, positions: np.ndarray, radii: np.ndarray,
+                                 movable: np.ndarray) -> list[str]:
+        """Cloths and soft bodies that start inside a collider or a body, or nearer to one than
+        their Thickness by more than ``SURFACE_JUMP``, as warnings naming both and the distance
+        (the deepest vertex's): the first substep moves those vertices out at once, a jump the
+        render shows (a cloth of 10 cm Thickness modelled 1 cm over a table leapt 9 cm on the
+        first frame). A cloth modelled touching the table moves out by its Thickness (5 mm by
+        default): no message."""
+        surfaces = self.model.surfaces
+        if not surfaces.count or not len(positions):
+            return []
+        x, q, _, _ = bodies.arrays()
+        owned = np.zeros(len(positions), bool)
+        for start, stop in zip(surfaces.start, surfaces.stop):
+            owned[start:stop] = True
+        cand = self._particle_candidates(x, self.bodies.bound_radius, positions, radii, movable * owned)
+        if not len(cand):
+            return []
+        n = len(cand)
+        k, shape = np.empty(n, np.int64), np.empty(n, np.int64)
+        corr, depth, surface = np.empty((n, 3)), np.empty(n), np.empty((n, 3))
+        found = self.backend.contacts.particle_contacts(self.geo, x, q, x, q, positions, positions, radii, cand,
+                                                        len(self.geo[0]), k, corr, depth, surface, shape)
+        which = np.searchsorted(surfaces.stop, k[:found], side="right")
+        deepest: dict[tuple[int, int], tuple[float, float]] = {}  # (surface, shape) -> (depth, inside)
+        for c in range(found):
+            d, r = float(depth[c]), float(radii[k[c]])
+            inside = d - r  # how far past the collider's surface (negative: outside, within the Thickness)
+            if (d > SURFACE_JUMP or inside > SURFACE_INSIDE) and d > deepest.get((which[c], shape[c]), (0.0, 0.0))[0]:
+                deepest[(int(which[c]), int(shape[c]))] = (d, inside)
+        out = []
+        for (s, sh), (d, inside) in sorted(deepest.items()):
+            owner = int(self.geo[4][sh])
+            other = f"rigid body '{self.bodies.names[owner]}'" if owner >= 0 \
+                else f"'{self.model.shapes.names[sh] or f'collider {sh}'}'"
+            # (the builder's label: "cloth 'Flag'", "soft body 'Blob'")
+            name = surfaces.names[s] if s < len(surfaces.names) and surfaces.names[s] else "a cloth"
+            if inside > SURFACE_INSIDE:
+                out.append(f"{name} starts {_length(inside)} inside {other}: the first substep moves its vertices "
+                           f"out of it at once, a jump, or leaves them on the wrong side (move it out)")
+            else:
+                gap = max(-inside, 0.0)
+                at = f"touching {other}" if gap < 1e-4 else f"{_length(gap)} from {other}"
+                out.append(f"{name} starts {at}, within its Thickness of "
+                           f"{_length(d - inside)}: the first substep moves it {_length(d)} out at once, a jump "
+                           "(move it away, or lower its Thickness)")
         return out
 
     def _contacts_at_rest(self, x, q, margin) -> int:

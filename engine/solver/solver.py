@@ -305,6 +305,9 @@ class Solver:
             self._rigid.air_velocity = self._air  # the still air that body drag and winds act against
         if self._rigid and model.bodies.count:
             self.warnings += self._rigid.starting_overlaps(self._rigid.initial_state())
+        if self._rigid and model.surfaces.count:
+            self.warnings += self._rigid.surfaces_starting_inside(self._rigid.initial_state(), model.rest_positions,
+                                                                  model.radii, self._movable)
         # Pressure, soft bodies, plasticity, tearing (``particles.surface_solve``).
         surfaces = SurfaceSolver(model, h, self.backend)
         self._surfaces = surfaces if surfaces.active else None

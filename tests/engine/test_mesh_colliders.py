@@ -440,3 +440,26 @@ def test_particle_contact_kernels_agree(seed, kernel_backend):
     still = dict(zip(out[0][:count], out[2][:count]))
     swept = [i for i, p in enumerate(a[1]) if p not in still or not np.allclose(still[p], a[3][i])]
     assert len(swept) >= 20
+
+
+@pytest.mark.parametrize("thickness", [0.12, 0.2, 0.35])
+@pytest.mark.parametrize("margin", [0.02, 0.1])
+def test_a_cloth_thicker_than_a_mesh_s_margin_rests_at_its_thickness(thickness, margin):
+    """The mesh's lookup reaches as far as the thickest cloth's Thickness, whatever margin it was
+    built with: before, a cloth of 20 cm Thickness on a table of 10 cm margin fell to the margin
+    and was thrown back out, bobbing 3 cm for ever."""
+    top = 0.75
+    v, f = box_mesh((-1.0, -1.0, top - 0.1), (1.0, 1.0, top))
+    builder = engine.ModelBuilder()
+    builder.add_collider(engine.TriangleMesh.from_mesh(v, f, margin=margin, name="Table"))
+    cv, cf = grid(7, 7, 1.0)
+    cv[:, 2] = top + thickness + 0.05
+    builder.add_cloth(cv, cf, thickness=thickness)
+    solver = engine.Solver(builder.finalize(), engine.SolverSettings())
+    state = solver.make_state()
+    heights = []
+    for _ in range(36):
+        solver.step_frame(state)
+        heights.append(state.positions[:, 2] - top)
+    late = np.array(heights[12:])
+    assert np.all(np.abs(late - thickness) < 1e-3), (late.min(), late.max())
