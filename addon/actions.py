@@ -176,3 +176,78 @@ def _copy_modifier(source, target) -> None:
             setattr(target, prop.identifier, value)
         except (AttributeError, TypeError, ValueError):
             pass  # a setting that cannot be set on its own (an active flag of another modifier)
+
+
+
+def _bag_of(action, slot_identifier: str, id_data, *, ensure: bool = False):
+    """(F-curve collection, slot identifier) of ``action`` for the slot ``slot_identifier`` (on
+    4.4+; its first slot if that is empty), or on 4.2 the action's own (and ""); with ensure, the
+    slot (for ``id_data``) and its channel bag are made where missing. (None, "") if there is none."""
+    if not SLOTTED:
+        return getattr(action, "fcurves"), ""
+    slot = next((s for s in action.slots if s.identifier == slot_identifier), None) if slot_identifier else None
+    if slot is None and not slot_identifier and len(action.slots):
+        slot = action.slots[0]
+    if slot is None:
+        if not ensure:
+            return None, ""
+        slot = action.slots.new(id_type=id_data.id_type, name=id_data.name)
+    bag = _channelbag(action, slot, ensure=ensure)
+    return (None, "") if bag is None else (bag.fcurves, slot.identifier)
+
+
+def _key_arrays(fcurve) -> list[np.ndarray]:
+    count = len(fcurve.keyframe_points)
+    out = []
+    for attr, size, dtype in _KEY_ARRAYS:
+        buf = np.empty(count * size, dtype=dtype)
+        fcurve.keyframe_points.foreach_get(attr, buf)
+        out.append(buf)
+    return out
+
+
+def same_fcurve(a, b) -> bool:
+    """Whether two F-curves animate alike: the same keys (positions, handles, interpolation and
+    the rest), extrapolation, mute and modifier types."""
+    if len(a.keyframe_points) != len(b.keyframe_points) or a.extrapolation != b.extrapolation or a.mute != b.mute:
+        return False
+    if [m.type for m in a.modifiers] != [m.type for m in b.modifiers]:
+        return False
+    return all(np.array_equal(x, y) for x, y in zip(_key_arrays(a), _key_arrays(b), strict=True))
+
+
+def keep_new_keys(id_data, ours, record: dict, baked_paths: set[str]) -> dict:
+    """Carry the F-curves of the bake's action ``ours`` that the bake did not write (data paths
+    not in ``baked_paths``) and that are not as in the user's action (``record``, from
+    ``assignment``) into the user's action: the keys the user set while the bake was shown (a
+    scale, a custom property, a vehicle's Steering keyed with I go into the assigned action, the
+    bake's; Free Bake and a new bake deleted them with it). A curve the user changed replaces
+    theirs; where they had no action, one is made (``<name>Action``, as Blender names them).
+    Returns the record, pointing at that new action (and slot) where one was made."""
+    theirs = recorded_action(record.get("action"))
+    source, _ = _bag_of(ours, "", id_data)
+    if source is None:
+        return record
+    target, _ = _bag_of(theirs, record.get("slot", ""), id_data) if theirs is not None else (None, "")
+    carry = []
+    for fc in source:
+        if fc.data_path in baked_paths:
+            continue
+        match = target.find(fc.data_path, index=fc.array_index) if target is not None else None
+        if match is None or not same_fcurve(fc, match):
+            carry.append((fc, match))
+    if not carry:
+        return record
+    record = dict(record)
+    if theirs is None:
+        theirs = bpy.data.actions.new(f"{id_data.name}Action")
+        if not SLOTTED:
+            setattr(theirs, "id_root", id_data.id_type)
+        record["action"], record["animation_data"] = theirs, True
+    if target is None:
+        target, record["slot"] = _bag_of(theirs, record.get("slot", ""), id_data, ensure=True)
+    for fc, match in carry:
+        if match is not None:
+            target.remove(match)
+        copy_fcurves((fc,), target, skip=set())
+    return record

@@ -453,6 +453,8 @@ class BakeJob:
             baking.free_bake(obj)
             baking.write_transform_keys(obj, sm.frame_start, basis, rest=rest, scale=b.scale, spins=spins)
             written.append(f"{obj.name} (rigid body)")
+        stale = self._free_stale_bakes({obj for obj, *_ in deformables} | {obj for obj, *_ in bodies}) \
+            if only is None else []
         keyed = len(bodies)
         # Solver time (the frames' own computing) and wall time (everything from the start, a modal
         # bake's redraws included) are told apart: the second says what the first costs the user.
@@ -467,7 +469,25 @@ class BakeJob:
                    f"in {self.step_seconds:.2f} s of solver time{wall} ({self.frame_count} frames, "
                    f"{self.ms_per_frame:.1f} ms/frame, {self._solver.backend.name} kernels)")
         note = [f"solver: {self._solver.backend.note}"] if self._solver.backend.note else []
-        return "; ".join([summary] + note + self.broken())
+        return "; ".join([summary] + note + stale + self.broken())
+
+    def _free_stale_bakes(self, written: set) -> list[str]:
+        """Free the previous bakes of the scene's objects that this bake does not write (a body
+        since made Dynamic Off or a Collider, or with Jakobsen Physics unticked), as Blender's
+        own physics drops the cache of what it no longer simulates: this bake had them where
+        they stood before their bake, or not at all, so their old motion would play through
+        what was simulated around them (a box that fell on a body switched to Dynamic Off hung
+        2.5 m in the air). Returns what it says about them."""
+        freed = []
+        for obj in baking.baked_objects(self.scene):
+            if obj in written:
+                continue
+            if baking.free_bake(obj):
+                freed.append(obj.name)
+        if not freed:
+            return []
+        return [f"freed the previous bake of {', '.join(freed)}: no longer simulated (Dynamic Off, another role, "
+                "or Jakobsen Physics off), so it stands where it stood before that bake, as this bake had it"]
 
     def _torn_meshes(self, deformables) -> dict:
         """{object name: (its mesh split where it tore, the positions for it)} of the cloths that

@@ -30,7 +30,7 @@ import numpy as np
 from mathutils import Matrix
 
 from . import actions, tearing
-from .blender_io.checks import describe
+from .blender_io.checks import TWEAK_MODE, describe
 from jakobsen_engine import JakobsenError
 from jakobsen_engine.geometry import quaternions as quat
 from jakobsen_engine.geometry.reproducible import rotation_polar
@@ -205,7 +205,12 @@ def previous_bakes_hidden(object_names, warnings: list[str] | None = None):
                                         "shown; to start it from there, Free Bake, move it again and bake")
                     shown = transform_values(obj)
                     mixing = (obj.animation_data.action_blend_type, obj.animation_data.action_influence)
-                    actions.restore_assignment(obj, rec["animation"])
+                    # Keys set since the bake (a Steering, a scale) went into the bake's action:
+                    # into the user's now, so this bake reads them and the next one keeps them.
+                    animation = actions.keep_new_keys(obj, ours, rec["animation"], baked_transform_paths(rec))
+                    if animation is not rec["animation"]:
+                        add_to_record(obj, {"animation": animation})
+                    actions.restore_assignment(obj, animation)
                     set_transform_values(obj, rec.get("rest"))
                     undo.append(lambda obj=obj, ours=ours, shown=shown, mixing=mixing: (
                         _reassign(obj, ours, mixing), set_transform_values(obj, shown)))
@@ -287,7 +292,12 @@ def _free_shape_keys(obj, rec: dict) -> None:
         anim_data = key.animation_data
         # An action the user assigned since the bake is theirs: leave it.
         if anim_data is None or anim_data.action is None or anim_data.action == ours:
-            actions.restore_assignment(key, rec["animation"])
+            animation = rec["animation"]
+            if ours is not None and anim_data is not None and anim_data.action == ours:
+                # (a shape key's value keyed while the bake was shown went into the bake's action)
+                baked = {f'key_blocks["{name}"].value' for name in rec.get("shape_keys", ())}
+                animation = actions.keep_new_keys(key, ours, animation, baked)
+            actions.restore_assignment(key, animation)
         if ours is not None:
             bpy.data.actions.remove(ours)
         baked = set(rec.get("shape_keys", ()))
@@ -578,6 +588,7 @@ def write_transform_keys(obj, frame_start: int, matrices: np.ndarray, rest: dict
     action[RECORD] = ACTION_MARK
     rec["action"] = action
     actions.copy_fcurves(users_curves, fcurves, skip={"location", path})
+    rec["baked_paths"] = ["location", path]
     for channel, data in (("location", matrices[:, :3, 3]), (path, values)):
         for index in range(data.shape[1]):
             fc = fcurves.new(channel, index=index)
@@ -590,7 +601,10 @@ def _free_transform(obj, rec: dict) -> None:
     anim_data = obj.animation_data
     # An action the user assigned since the bake is theirs: leave it.
     if anim_data is None or anim_data.action is None or anim_data.action == ours:
-        actions.restore_assignment(obj, rec["animation"])
+        animation = rec["animation"]
+        if ours is not None and anim_data is not None and anim_data.action == ours:
+            animation = actions.keep_new_keys(obj, ours, animation, baked_transform_paths(rec))
+        actions.restore_assignment(obj, animation)
         # The keys left the pose of the last frame shown in the properties: put back the object's own.
         set_transform_values(obj, rec.get("rest"))
     if ours is not None:
@@ -598,6 +612,29 @@ def _free_transform(obj, rec: dict) -> None:
 
 
 # -- free ---------------------------------------------------------------------------------------------
+
+# The channels a transform bake writes (``write_transform_keys``: location and the rotation of
+# the object's mode then, kept in its record; any rotation for records from before).
+_ROTATION_PATHS = ["rotation_euler", "rotation_quaternion", "rotation_axis_angle"]
+
+
+def baked_transform_paths(rec: dict) -> set[str]:
+    return set(rec.get("baked_paths") or ["location", *_ROTATION_PATHS])
+
+
+def free_blocker(obj, then: str = "free its bake again") -> str | None:
+    """Why the object's bake cannot be freed (or hidden for a new bake) now (its NLA in tweak
+    mode: Blender then refuses the action being put back), or None; ``then``: what to do after."""
+    rec = record_of(obj)
+    if rec is None:
+        return None
+    holder = obj.animation_data if rec.get("output") == 'TRANSFORM' else \
+        (obj.data.shape_keys.animation_data if rec.get("output") == 'SHAPE_KEYS' and obj.type == 'MESH'
+         and obj.data.shape_keys is not None else None)
+    if holder is not None and holder.use_tweak_mode:
+        return f"{describe(obj)}: " + TWEAK_MODE.format(then)
+    return None
+
 
 def free_bake(obj) -> bool:
     """Remove what the bake added to ``obj`` and put back what it replaced; False if it had no bake."""
@@ -622,7 +659,12 @@ def free_bake(obj) -> bool:
 # cape twice). Others (normals, Smooth by Angle, materials) are left as they are.
 DEFORMING_MODIFIERS = {'ARMATURE', 'HOOK', 'LATTICE', 'CURVE', 'MESH_DEFORM', 'SURFACE_DEFORM',
                        'LAPLACIANDEFORM', 'CAST', 'DISPLACE', 'SIMPLE_DEFORM', 'SMOOTH', 'CORRECTIVE_SMOOTH',
-                       'LAPLACIANSMOOTH', 'WAVE', 'WARP', 'SHRINKWRAP', 'MESH_CACHE', 'VOLUME_DISPLACE'}
+                       'LAPLACIANSMOOTH', 'WAVE', 'WARP', 'SHRINKWRAP', 'MESH_CACHE', 'VOLUME_DISPLACE',
+                       'MESH_SEQUENCE_CACHE'}
+# Modifiers that may move vertices or not, by their settings (Geometry Nodes: a Set Position, or a
+# Smooth by Angle that moves none): muted when turning them off moves the evaluated vertices. A
+# Set Position node group was applied twice on playback, over keys that already held it.
+MAYBE_DEFORMING = {'NODES', 'OCEAN', 'DYNAMIC_PAINT'}
 
 
 def mute_modifiers(obj) -> list[dict]:
@@ -630,10 +672,41 @@ def mute_modifiers(obj) -> list[dict]:
     returns what they were, for the record (Free Bake turns them on again)."""
     muted = []
     for m in obj.modifiers:
-        if m.name != MODIFIER_NAME and m.type in DEFORMING_MODIFIERS and (m.show_viewport or m.show_render):
+        if m.name == MODIFIER_NAME or not (m.show_viewport or m.show_render):
+            continue
+        if m.type in DEFORMING_MODIFIERS or (m.type in MAYBE_DEFORMING and _moves_vertices(obj, m)):
             muted.append({"name": m.name, "viewport": int(m.show_viewport), "render": int(m.show_render)})
             m.show_viewport = m.show_render = False
     return muted
+
+
+def _evaluated_co(obj) -> np.ndarray:
+    depsgraph = bpy.context.evaluated_depsgraph_get()
+    evaluated = obj.evaluated_get(depsgraph)
+    mesh = evaluated.to_mesh()
+    try:
+        co = np.empty(3 * len(mesh.vertices), np.float32)
+        mesh.vertices.foreach_get("co", co)
+        return co
+    finally:
+        evaluated.to_mesh_clear()
+
+
+def _moves_vertices(obj, modifier) -> bool:
+    """Whether turning ``modifier`` off (in the viewport) moves the object's evaluated vertices
+    now (or changes how many there are); it is left as it was."""
+    if not modifier.show_viewport:
+        return False  # (the bake read the mesh without it)
+    with_it = _evaluated_co(obj)
+    modifier.show_viewport = False
+    try:
+        bpy.context.evaluated_depsgraph_get().update()
+        without = _evaluated_co(obj)
+    finally:
+        modifier.show_viewport = True
+        bpy.context.evaluated_depsgraph_get().update()
+    size = float(np.ptp(with_it.reshape(-1, 3), axis=0).max()) if len(with_it) else 0.0
+    return with_it.shape != without.shape or bool(np.any(np.abs(with_it - without) > 1e-6 * max(size, 1e-3)))
 
 
 def mute_shape_keys(obj) -> list[str]:

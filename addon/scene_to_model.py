@@ -57,8 +57,8 @@ from jakobsen_engine.geometry.reproducible import matmul
 from jakobsen_engine.geometry import quaternions as quat
 
 from . import baking
-from .blender_io.checks import (ROLE_NAMES, check_no_blender_physics, check_not_linked, check_numbers, describe, label,
-                                role_settings)
+from .blender_io.checks import (ROLE_NAMES, check_no_blender_physics, check_not_in_tweak_mode, check_not_linked,
+                                check_numbers, describe, label, role_settings)
 from .blender_io.reads import (deforms, disabled_in_viewports, enabled_objects, field_objects, may_move,
                                 moved_unseen, sample_matrices, simulated_ancestor, takes_part,
                                 viewport_disabled_collections)
@@ -208,6 +208,10 @@ def build(context, *, frame_range: tuple[int, int] | None = None) -> SceneModel:
         check_numbers(role_settings(obj), describe(obj))
         check_no_blender_physics(obj, scene)
         check_not_linked(obj, scene.jakobsen.output)
+        check_not_in_tweak_mode(obj, scene.jakobsen.output)
+        blocker = baking.free_blocker(obj, "bake again")  # (its previous bake is hidden while the scene is read)
+        if blocker is not None:
+            raise JakobsenError(blocker)
     warnings: list[str] = []
     check_pairs(objects)
     warnings += idle_pairs(objects)

@@ -121,3 +121,26 @@ def check_not_linked(obj, output: str) -> None:
                             f"'{mesh.library.filepath}', so it cannot keep baked shape keys; make the mesh "
                             "local (Object > Relations > Make Local > Object and Data) or bake to PC2 "
                             "(Scene > Jakobsen Physics > Bake > Output)")
+
+
+def tweaked_animation(obj, output: str):
+    """The animation data a bake of ``obj`` writes (the object's for a rigid body's keys, its
+    mesh's shape keys' for a cloth's shape keys) when it is in the NLA's tweak mode, else None."""
+    if obj.jakobsen.type == 'RIGID_BODY':
+        anim = obj.animation_data
+    elif output == 'SHAPE_KEYS' and obj.type == 'MESH' and obj.data is not None and obj.data.shape_keys is not None:
+        anim = obj.data.shape_keys.animation_data
+    else:
+        return None
+    return anim if anim is not None and anim.use_tweak_mode else None
+
+
+TWEAK_MODE = ("its NLA is in tweak mode (a strip's action open for editing), where Blender does not let "
+              "its action be replaced; leave tweak mode (Tab in the NLA Editor) and {}")
+
+
+def check_not_in_tweak_mode(obj, output: str) -> None:
+    """The bake assigns its own action to what it writes; in tweak mode Blender refuses that, and
+    the bake stopped half written with an internal error (found by the add-on probe)."""
+    if written_by_bake(obj) and tweaked_animation(obj, output) is not None:
+        raise JakobsenError(f"{describe(obj)}: " + TWEAK_MODE.format("bake again"))

@@ -203,8 +203,23 @@ def mesh_collider(obj, data: MeshData, m: np.ndarray, track, frame_rate: float, 
     motion = None
     if track is not None:
         motion = rigid_track(obj, track, scale, frame_rate, np.linalg.inv(rigid(rotation, m[:3, 3])), warnings)
+    faces = facing_faces(where, world, data, m, movers, warnings)
+    return TriangleMesh.from_mesh(world, faces, where=where, friction=float(friction), restitution=float(bounce),
+                                  motion=motion, name=obj.name)
+
+
+def facing_faces(where: str, world: np.ndarray, data: MeshData, m: np.ndarray, movers: np.ndarray | None,
+                 warnings: list[str]):
+    """The mesh's faces (``face_list``) as a triangle-mesh collider takes them, turned round where
+    they point away from what moves (``movers``; warned): a flat mesh (a ground) as a plane is
+    (``facing_what_moves``); an open curved one (a bowl, a terrain) by the face nearest each
+    mover; a closed one whose faces point inwards (its volume negative: flipped normals, as
+    imports leave them) likewise, unless what moves starts inside it (a container): a cloth
+    dropped on such a ball sank into it, silently. world: its vertices in the world (a deforming
+    mesh's on the first frame), m: its matrix (a mirroring one reverses the faces' turn)."""
     faces = face_list(data.loop_total, data.corners, m)
     size = float(np.ptp(world, axis=0).max()) if len(world) else 0.0
+    flip = False
     if len(world) >= 3 and size > 0.0:
         centre = world.mean(axis=0)
         _, spread, axes = np.linalg.svd(world - centre, full_matrices=False)
@@ -215,16 +230,24 @@ def mesh_collider(obj, data: MeshData, m: np.ndarray, track, frame_rate: float, 
             a, b, c = (world[data.corners[starts + k]] for k in range(3))
             turn = float(np.sum(np.cross(b - a, c - a) @ axes[-1])) * np.sign(np.linalg.det(m[:3, :3]))
             normal = axes[-1] if turn >= 0.0 else -axes[-1]
-            if facing_what_moves(where, normal, centre, movers, warnings):
-                faces = [np.asarray(f)[::-1] for f in faces] if isinstance(faces, list) else faces[:, ::-1]
-        elif movers is not None and len(movers) and len(data.loop_total) and not is_closed_mesh(data):
-            # An open curved mesh (a bowl, a bumpy terrain) collides on the side its faces point to
-            # as well: with its normals away from what moves (a hemisphere cut from a sphere, an
-            # import's flipped terrain) a ball and a cloth fell through it, silently.
-            if _behind_nearest_faces(where, world, data, m, movers, warnings):
-                faces = [np.asarray(f)[::-1] for f in faces] if isinstance(faces, list) else faces[:, ::-1]
-    return TriangleMesh.from_mesh(world, faces, where=where, friction=float(friction), restitution=float(bounce),
-                                  motion=motion, name=obj.name)
+            flip = facing_what_moves(where, normal, centre, movers, warnings)
+        elif movers is not None and len(movers) and len(data.loop_total):
+            # An open curved mesh collides on the side its faces point to as well: with its normals
+            # away from what moves (a hemisphere cut from a sphere, an import's flipped terrain) a
+            # ball and a cloth fell through it, silently. A closed one is turned only when its
+            # faces point inwards.
+            if not is_closed_mesh(data) or _enclosed_volume(world, data, m) < 0.0:
+                flip = _behind_nearest_faces(where, world, data, m, movers, warnings)
+    if flip:
+        faces = [np.asarray(f)[::-1] for f in faces] if isinstance(faces, list) else faces[:, ::-1]
+    return faces
+
+
+def _enclosed_volume(world: np.ndarray, data: MeshData, m: np.ndarray) -> float:
+    """The signed volume a closed mesh's faces enclose, m^3: negative when they point inwards."""
+    centre = world.mean(axis=0)
+    a, b, c = (world[k] - centre for k in fan_triangles(data.loop_total, data.corners))
+    return float(np.einsum("ij,ij->", a, np.cross(b, c)) / 6.0) * float(np.sign(np.linalg.det(m[:3, :3])))
 
 
 # How far a mesh's surface may lie from the shape fitted to it: a tenth of the shape's thinnest
@@ -238,15 +261,22 @@ FIT_LEFT_OUT = 0.25  # warn when more of the mesh's surface area than this is of
 _SAMPLES = np.array([[1 / 3, 1 / 3, 1 / 3], [2 / 3, 1 / 6, 1 / 6], [1 / 6, 2 / 3, 1 / 6], [1 / 6, 1 / 6, 2 / 3]])
 
 
-def surface_samples(points: np.ndarray, loop_total, corners) -> tuple[np.ndarray, np.ndarray]:
-    """Points spread over a mesh's faces (each face fanned into triangles, four points a
-    triangle) and the area each stands for: (s, 3), (s,)."""
+def fan_triangles(loop_total, corners) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The vertex indices (a, b, c) of every face fanned into triangles from its first corner
+    (corner j of a face: the triangle of corners 0, j, j + 1)."""
     loop_total = np.asarray(loop_total, dtype=np.int64)
+    corners = np.asarray(corners, dtype=np.int64)
     starts = face_starts(loop_total)
     face_of = np.repeat(np.arange(len(loop_total)), loop_total)
     within = np.arange(len(corners)) - starts[face_of]
-    fan = np.flatnonzero((within >= 1) & (within <= loop_total[face_of] - 2))  # corner j: triangle (0, j, j + 1)
-    a, b, c = points[corners[starts[face_of[fan]]]], points[corners[fan]], points[corners[fan + 1]]
+    fan = np.flatnonzero((within >= 1) & (within <= loop_total[face_of] - 2))
+    return corners[starts[face_of[fan]]], corners[fan], corners[fan + 1]
+
+
+def surface_samples(points: np.ndarray, loop_total, corners) -> tuple[np.ndarray, np.ndarray]:
+    """Points spread over a mesh's faces (each face fanned into triangles, four points a
+    triangle) and the area each stands for: (s, 3), (s,)."""
+    a, b, c = (points[k] for k in fan_triangles(loop_total, corners))
     area = 0.5 * np.linalg.norm(np.cross(b - a, c - a), axis=1)
     samples = np.einsum("sk,tkd->tsd", _SAMPLES, np.stack([a, b, c], axis=1)).reshape(-1, 3)
     return samples, np.repeat(area / len(_SAMPLES), len(_SAMPLES))
@@ -385,7 +415,9 @@ def add_collider(builder: ModelBuilder, obj, depsgraph, track, frame_rate: float
                                 "or choose another Shape")
         if deformed is not None and deformed.shape[1] == len(data.local) and np.ptp(deformed, axis=0).max() > 1e-7:
             # Its own matrix's motion is in the world positions too: no motion of its own.
-            collider = TriangleMesh.from_mesh(deformed[0], face_list(data.loop_total, data.corners, m), where=where,
+            # (turned round as a still mesh is, by where it and what moves start)
+            faces = facing_faces(where, deformed[0], data, m, movers, warnings)
+            collider = TriangleMesh.from_mesh(deformed[0], faces, where=where,
                                               deformation=deformed, deformation_rate=frame_rate,
                                               friction=float(c.friction), restitution=float(c.bounce), name=obj.name)
             index = builder.add_collider(collider)

@@ -76,7 +76,11 @@ def _finish(op, context, job: BakeJob, elapsed: float, only: str | None = None) 
     except Exception as error:
         op.report({'ERROR'}, f"Could not write the bake: {describe_failure(error)}")
         return {'CANCELLED'}
-    op.report({'INFO'}, summary)
+    # The status bar shows the last report alone: it says that the warnings given when the bake
+    # started (the Info editor lists them) are there to be read.
+    count = len(job.warnings)
+    told = f"; {count} warning{'s' * (count != 1)} (Info editor)" if count else ""
+    op.report({'WARNING'} if count else {'INFO'}, summary + told)
     op._summary = summary
     if only is None:
         # The bake replaces what simulate on playback had cached (as Blender's point cache does).
@@ -317,6 +321,10 @@ class JAKOBSEN_OT_free_bake(Operator):
             if obj is None:
                 self.report({'ERROR'}, f"No object '{self.object_name}' to free the bake of")
                 return {'CANCELLED'}
+            blocker = baking.free_blocker(obj)
+            if blocker is not None:
+                self.report({'ERROR'}, blocker)
+                return {'CANCELLED'}
             if playback.cache_of(scene) is not None:  # (an edit made before this is still an edit)
                 playback.check_edits(scene, context.view_layer, scene.frame_current)
             if not baking.free_bake(obj):
@@ -329,6 +337,11 @@ class JAKOBSEN_OT_free_bake(Operator):
                 cache.redraw_without(context, unwritten={name})
             self.report({'INFO'}, f"Freed the bake of {obj.name}")
             return {'FINISHED'}
+        # All or nothing: one that cannot be freed (its NLA in tweak mode) stops the others too.
+        blockers = [b for b in map(baking.free_blocker, baking.baked_objects(scene)) if b is not None]
+        if blockers:
+            self.report({'ERROR'}, "; ".join(blockers) + "; nothing was freed")
+            return {'CANCELLED'}
         if playback.cache_of(scene) is not None:
             playback.check_edits(scene, context.view_layer, scene.frame_current)
         freed = [obj.name for obj in baking.baked_objects(scene) if baking.free_bake(obj)]

@@ -1453,4 +1453,5 @@ def _normalize(q):
 
 
 def _length(metres: float) -> str:
-    return f"{metres * 100:.1f} cm" if metres >= 0.01 else f"{metres * 1000:.1f} mm"
+    # (by the figure shown: 0.00999... m is "1.0 cm", not "10.0 mm")
+    return f"{metres * 100:.1f} cm" if round(metres * 1000, 1) >= 10.0 else f"{metres * 1000:.1f} mm"

@@ -152,3 +152,22 @@ def test_a_renamed_pin_group_is_followed_in_the_gui_as_blender_s_cloth_follows_i
     assert not result["errors"], result["errors"]
     assert result["blenders"] == "shoulders"
     assert result["ours"] == "shoulders"
+
+
+def test_the_bake_s_warnings_reach_the_info_editor_and_the_status_bar_says_so():
+    """``tests/gui/bake_warnings.py``: a bake started by a key press over the 3D View (as a user
+    starts it; an operator called from Python hands its reports to Python instead) lists its
+    warnings in the Info editor, each naming its object, and the last report, the one the status
+    bar shows, counts them."""
+    out = REPO / "gui-out" / "warnings"
+    result_file = out / "result.json"
+    result_file.unlink(missing_ok=True)
+    run_in_gui("tests/gui/bake_warnings.py", out, 300, 600)
+    result = json.loads(result_file.read_text())
+    assert "watchdog" not in result, result
+    log = result["info_log"]
+    assert any(line.startswith("cloth 'Sheet' starts 1.0 cm from 'Table'") for line in log), log
+    assert any(line.startswith("rigid body 'Plank': its sphere leaves out") for line in log), log
+    last = log[-1]
+    assert last.startswith("Baked 2 objects") and re.search(r"\d+ warnings \(Info editor\)$", last), last
+    assert (out / "bake_warnings_info.png").stat().st_size > 10_000

@@ -319,6 +319,151 @@ def test_rebake_and_free_of_a_rigid_body(blender, helpers):
     assert helpers.snapshot() == before
 
 
+def _fcurve_values(obj, path, index, frames):
+    from jakobsen_physics import actions
+
+    fcurves = actions.assigned_fcurves(obj)
+    fc = fcurves.find(path, index=index) if fcurves is not None else None
+    return None if fc is None else [round(fc.evaluate(f), 5) for f in frames]
+
+
+@pytest.mark.parametrize("then", ["free", "rebake", "rebake then free"])
+@pytest.mark.parametrize("had_action", [False, True])
+def test_keys_set_while_a_bake_is_shown_are_kept_by_free_bake_and_a_new_bake(blender, then, had_action):
+    """While baked, the bake's action is the object's: keys the user sets then (a scale, a custom
+    property, I over a setting) go into it. Free Bake and a new bake deleted them with it, without
+    a word (found by the add-on probe). They are carried into the user's own action (one is made
+    if they had none); a curve of theirs the user keyed anew is theirs as keyed."""
+    box = _enable(_cube("Box", location=(0.0, 0.0, 2.0)))
+    _ground()
+    box["glow"] = 0.0
+    if had_action:  # their own animation of the property, before any bake
+        box.keyframe_insert('["glow"]', frame=1)
+        box["glow"] = 1.0
+        box.keyframe_insert('["glow"]', frame=6)
+        users = box.animation_data.action
+    scene = bpy.context.scene
+    scene.frame_start, scene.frame_end = 1, 8
+    assert bpy.ops.jakobsen.bake() == {'FINISHED'}
+    # Now, with the bake shown, they key the scale and the property anew.
+    box.scale = (1.0, 1.0, 1.0)
+    box.keyframe_insert("scale", frame=2)
+    box.scale = (1.5, 1.5, 1.5)
+    box.keyframe_insert("scale", frame=7)
+    box["glow"] = 0.0
+    box.keyframe_insert('["glow"]', frame=2)
+    box["glow"] = 5.0
+    box.keyframe_insert('["glow"]', frame=7)
+    frames = (1, 2, 5, 7, 8)
+    keyed = {("scale", i): _fcurve_values(box, "scale", i, frames) for i in range(3)}
+    keyed[('["glow"]', 0)] = _fcurve_values(box, '["glow"]', 0, frames)
+    for step in then.split(" then "):
+        scene.frame_set(1)
+        assert (bpy.ops.jakobsen.free_bake() if step == "free" else bpy.ops.jakobsen.bake()) == {'FINISHED'}
+    for (path, index), values in keyed.items():
+        assert _fcurve_values(box, path, index, frames) == values, (then, path, index)
+    scene.frame_set(7)
+    assert tuple(round(s, 4) for s in box.scale) == (1.5, 1.5, 1.5) and box["glow"] == pytest.approx(5.0)
+    if had_action:
+        assert then.endswith("rebake") or box.animation_data.action == users
+    if then.endswith("rebake"):  # the new bake plays the keys too, and Free Bake keeps them after it
+        assert box.animation_data.action.name == "JK_Bake Box"
+        assert bpy.ops.jakobsen.free_bake() == {'FINISHED'}
+        for (path, index), values in keyed.items():
+            assert _fcurve_values(box, path, index, frames) == values, (then, path, index)
+
+
+@pytest.mark.parametrize("switch", ["Dynamic Off", "Collider", "unticked"])
+def test_a_baked_body_no_longer_simulated_loses_its_old_bake_at_the_next_bake(blender, switch):
+    """A box falls onto a crate that itself fell. Switched to Dynamic Off (or made a Collider),
+    the crate is read where it stood before its bake, so the box lands on it there; its old
+    bake, still playing, left the box hanging 2.5 m in the air (found by the add-on probe). The
+    new bake frees it and says so; unticked, it is left out of the bake and freed too."""
+    crate = _enable(_cube("Crate", location=(0.0, 0.0, 3.0)))
+    box = _enable(_cube("Box", location=(0.0, 0.0, 4.5), size=0.5))
+    _ground()
+    scene = bpy.context.scene
+    scene.frame_start, scene.frame_end = 1, 40
+    assert bpy.ops.jakobsen.bake() == {'FINISHED'}
+    scene.frame_set(40)
+    assert crate.matrix_world.translation.z == pytest.approx(0.5, abs=0.02)  # it fell
+    if switch == "Dynamic Off":
+        crate.jakobsen.rigid_body.dynamic = 'OFF'
+    elif switch == "Collider":
+        crate.jakobsen.type = 'COLLIDER'
+    else:
+        crate.jakobsen.enabled = False
+    scene.frame_set(1)
+    summary = BakeJob(scene.name).run(bpy.context)
+    assert "freed the previous bake of Crate" in summary, summary
+    assert baking.record_of(crate) is None and crate.animation_data is None
+    for frame in (1, 20, 40):
+        scene.frame_set(frame)
+        assert tuple(crate.matrix_world.translation) == pytest.approx((0.0, 0.0, 3.0), abs=1e-6)
+    scene.frame_set(40)
+    z = box.matrix_world.translation.z
+    if switch == "unticked":  # left out: the box falls through where it stands, to the ground
+        assert z == pytest.approx(0.25, abs=0.02)
+    else:  # on the crate's top, where the bake had it
+        assert z == pytest.approx(3.75, abs=0.02)
+
+
+@pytest.mark.parametrize("what", ["bake", "free all", "free one"])
+def test_a_baked_body_whose_nla_is_in_tweak_mode_is_named_and_nothing_changes(blender, helpers, what):
+    """In the NLA's tweak mode Blender refuses another action: the bake stopped half written with
+    an internal error, another body's bake rewritten and this one's record lost (found by the
+    add-on probe). Now it is refused before anything changes, naming the body and tweak mode."""
+    a = _enable(_cube("A", location=(0.0, 0.0, 3.0)))
+    z = _enable(_cube("Z", location=(3.0, 0.0, 3.0)))
+    _ground()
+    z.keyframe_insert("location", frame=1)
+    strip_action = z.animation_data.action
+    z.animation_data.action = None
+    track = z.animation_data.nla_tracks.new()
+    track.strips.new("Strip", 1, strip_action)
+    scene = bpy.context.scene
+    scene.frame_start, scene.frame_end = 1, 12
+    assert bpy.ops.jakobsen.bake() == {'FINISHED'}
+    a.jakobsen.rigid_body.mass = 5.0
+    z.animation_data.use_tweak_mode = True
+    before = helpers.snapshot()
+    with pytest.raises(RuntimeError, match=r"rigid body 'Z'.*tweak mode"):
+        if what == "bake":
+            bpy.ops.jakobsen.bake()
+        elif what == "free all":
+            bpy.ops.jakobsen.free_bake()
+        else:
+            bpy.ops.jakobsen.free_bake(object_name="Z")
+    assert helpers.snapshot() == before
+    z.animation_data.use_tweak_mode = False
+    assert baking.record_of(z) is not None and baking.record_of(a) is not None
+    assert bpy.ops.jakobsen.free_bake() == {'FINISHED'}
+    assert z.animation_data.action is None and len(z.animation_data.nla_tracks) == 1
+
+
+def test_a_shape_key_value_keyed_while_a_cloth_bake_is_shown_is_kept_by_free_bake(blender):
+    bpy.ops.mesh.primitive_grid_add(x_subdivisions=4, y_subdivisions=4, size=1.0, location=(0.0, 0.0, 1.0))
+    sheet = bpy.context.object
+    sheet.name = "Sheet"
+    sheet.shape_key_add(name="Basis")
+    bump = sheet.shape_key_add(name="Bump")
+    sheet.jakobsen.enabled, sheet.jakobsen.type = True, 'CLOTH'
+    scene = bpy.context.scene
+    scene.frame_start, scene.frame_end = 1, 4
+    assert bpy.ops.jakobsen.bake() == {'FINISHED'}
+    key = sheet.data.shape_keys
+    bump.value = 0.0
+    bump.keyframe_insert("value", frame=1)
+    bump.value = 0.8
+    bump.keyframe_insert("value", frame=4)
+    assert bpy.ops.jakobsen.free_bake() == {'FINISHED'}
+    assert key.animation_data is not None and key.animation_data.action is not None
+    scene.frame_set(4)
+    assert key.key_blocks["Bump"].value == pytest.approx(0.8)
+    scene.frame_set(1)
+    assert key.key_blocks["Bump"].value == pytest.approx(0.0)
+
+
 def test_a_dynamic_body_on_a_line_is_refused_by_name(blender, helpers):
     """A mesh whose vertices lie on one line has no area to make a plate of (a flat one is a
     plate: ``test_a_plane_made_a_rigid_body_falls_as_a_plate_and_is_named``): refused by name,

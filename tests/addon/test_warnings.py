@@ -580,6 +580,66 @@ def test_an_open_curved_mesh_whose_faces_point_away_still_holds_what_falls_on_it
         assert 0.1 < z < 0.3, z  # on the bumps (0.2 above a ground within 5 cm of z = 0)
 
 
+@pytest.mark.parametrize("what, flipped", [("ball falls on it", False), ("ball falls on it", True),
+                                           ("cloth falls on it", False), ("cloth falls on it", True),
+                                           ("ball inside it", False)])
+@pytest.mark.parametrize("deforming", [False, True])
+def test_a_closed_mesh_collider_with_its_faces_inwards_holds_what_starts_outside_and_inside(blender, what,
+                                                                                            flipped, deforming):
+    """A closed Mesh collider is solid behind its faces. With its normals flipped (as imports
+    leave them) a cloth dropped on such a ball sank into it, silently; and a deforming one (a
+    Wave, an armature) was never turned round at all: a cloth fell through a flipped ground to
+    z = -2 m (both found by the add-on probe). Turned round, named, when what moves starts
+    outside it; left as it is when what moves starts inside (a container whose faces point in).
+    A closed mesh whose faces point out is never turned: a cape starts around a character's body
+    (its centre inside it), which must stay solid."""
+    _frames(1, 36)
+    bpy.ops.mesh.primitive_cube_add(size=2.0, location=(0.0, 0.0, 1.0))
+    block = bpy.context.object
+    block.name = "Block"
+    inside = what == "ball inside it"
+    # The block's faces point out unless flipped; a container's point in unless flipped.
+    if flipped != inside:
+        block.data.flip_normals()
+    if deforming:  # a slow swell: its vertices move every frame (a shape key keyed to grow 1%)
+        block.shape_key_add(name="Basis")
+        swell = block.shape_key_add(name="Swell")
+        co = np.array([tuple(v.co) for v in swell.data]) * 1.01
+        swell.data.foreach_set("co", co.ravel())
+        swell.value = 0.0
+        swell.keyframe_insert("value", frame=1)
+        swell.value = 1.0
+        swell.keyframe_insert("value", frame=36)
+    _enable(block, 'COLLIDER', shape='MESH')
+    if what == "cloth falls on it":
+        bpy.ops.mesh.primitive_grid_add(x_subdivisions=8, y_subdivisions=8, size=1.0, location=(0.0, 0.0, 2.3))
+        mover = bpy.context.object
+        mover.name = "Sheet"
+        _enable(mover, 'CLOTH')
+    else:
+        bpy.ops.mesh.primitive_uv_sphere_add(radius=0.2, location=(0.0, 0.0, 1.0 if inside else 2.5))
+        mover = bpy.context.object
+        mover.name = "Ball"
+        _enable(mover, 'RIGID_BODY', collision_shape='SPHERE', mass=1.0)
+    bpy.context.view_layer.update()
+    named = [w for w in scene_to_model.build(bpy.context).warnings if "'Block'" in w and "point away" in w]
+    assert bool(named) == flipped, named
+    assert bpy.ops.jakobsen.bake() == {'FINISHED'}
+    bpy.context.scene.frame_set(36)
+    if inside:  # on the container's floor (z 0 to 0.01 as it swells), a radius above it
+        z = mover.matrix_world.translation.z
+        assert abs(z - 0.2) < 0.03, z
+    elif what == "ball falls on it":  # on the top (z 2 to 2.02)
+        z = mover.matrix_world.translation.z
+        assert abs(z - 2.2) < 0.03, z
+    else:  # the cloth on the top, none of it inside
+        ev = mover.evaluated_get(bpy.context.evaluated_depsgraph_get())
+        co = np.array([tuple(ev.matrix_world @ v.co) for v in ev.data.vertices])
+        within = np.all(np.abs(co[:, :2]) < 0.99, axis=1) & (co[:, 2] < 1.99) & (co[:, 2] > 0.01)
+        assert not np.any(within), co[within][:3]
+        assert co[:, 2].max() > 2.0
+
+
 # -- partial pins on a moving cloth ----------------------------------------------------------------
 
 @pytest.mark.parametrize("weights, output", [((0.8, 0.4), 'SHAPE_KEYS'), ((1.0, 0.5), 'SHAPE_KEYS'),
