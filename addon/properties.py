@@ -192,12 +192,16 @@ class JakobsenRigidBodySettings(PropertyGroup):
 
 
 def _pin_group_set(self, _context) -> None:
-    from .blender_io.reads import GROUP_NAMES_SEPARATOR
+    from .blender_io.reads import GROUP_NAMES_SEPARATOR, group_print
 
     obj = self.id_data
-    names = GROUP_NAMES_SEPARATOR.join(g.name for g in obj.vertex_groups) if isinstance(obj, bpy.types.Object) else ""
+    is_object = isinstance(obj, bpy.types.Object)
+    names = GROUP_NAMES_SEPARATOR.join(g.name for g in obj.vertex_groups) if is_object else ""
     if self.pin_group_names != names:
         self.pin_group_names = names
+    weights = group_print(obj, self.pin_group) if is_object else ""
+    if self.pin_group_print != weights:
+        self.pin_group_print = weights
 
 
 class JakobsenClothSettings(PropertyGroup):
@@ -256,6 +260,13 @@ class JakobsenClothSettings(PropertyGroup):
     pin_group_names: StringProperty(
         name="Vertex Groups When Pinned",
         description="The object's vertex group names when the Pin Group was set (kept to follow a renamed group)",
+        default="", options={'HIDDEN'},
+    )
+    # And its weights in short (``blender_io.reads.group_print``): a group deleted and another
+    # added in its place is not a rename.
+    pin_group_print: StringProperty(
+        name="Pin Group Weights When Pinned",
+        description="How many vertices the Pin Group held and their weights' sum when it was set",
         default="", options={'HIDDEN'},
     )
     pin_stiffness: FloatProperty(

@@ -193,6 +193,13 @@ def build(context, *, frame_range: tuple[int, int] | None = None) -> SceneModel:
     start, end = frame_range if frame_range is not None else scene.jakobsen.frame_range()
     if end <= start:
         raise JakobsenError(f"bake frame range: the end frame ({end}) must come after the start frame ({start})")
+    if scene.render.frame_map_old != scene.render.frame_map_new:
+        # Blender samples the animation at stretched times while the bake keys scene frames, which
+        # playback stretches again: an animated paddle ran ahead of the box it pushed, 1 m inside it.
+        raise JakobsenError(f"scene '{scene.name}': its Time Stretching (Output Properties > Frame Range > Time "
+                            f"Stretching: Old {scene.render.frame_map_old}, New {scene.render.frame_map_new}) "
+                            "retimes the animation on playback, which a bake cannot follow; set Old and New "
+                            "equal to bake (and retime the baked result after)")
     settings = solver_settings(scene)
     objects = enabled_objects(context)
     if not objects:

@@ -235,8 +235,9 @@ def pin_group(obj) -> tuple[str, str]:
 
     Blender's Cloth follows a renamed pin group; ours keeps the name, so the group is found by
     its place among the object's vertex groups when the Pin Group was set
-    (``pin_group_names``): the group there now, if it has a name none had then. A group deleted
-    or moved is not followed (its place holds another group, or none)."""
+    (``pin_group_names``): the group there now, if it has a name none had then and the weights
+    the pin group had (``pin_group_print``). A group deleted or moved is not followed (its place
+    holds another group, or none)."""
     s = obj.jakobsen.cloth
     name = s.pin_group
     if not name or obj.vertex_groups.get(name) is not None or not s.pin_group_names:
@@ -246,8 +247,22 @@ def pin_group(obj) -> tuple[str, str]:
         return name, ""
     place = known.index(name)
     if place < len(obj.vertex_groups) and obj.vertex_groups[place].name not in known:
-        return obj.vertex_groups[place].name, name
+        candidate = obj.vertex_groups[place].name
+        # Its weights as they were (a group deleted and another added in its place is not a
+        # rename: a cloth was pinned whole by a new 'Mask' group, found by the add-on probe).
+        if not s.pin_group_print or group_print(obj, candidate) == s.pin_group_print:
+            return candidate, name
     return name, ""
+
+
+def group_print(obj, name: str) -> str:
+    """A vertex group's weights in short (how many vertices, their sum), to tell a renamed group
+    from another one; "" without such a group or mesh."""
+    group = obj.vertex_groups.get(name) if obj.type == 'MESH' and obj.data is not None else None
+    if group is None:
+        return ""
+    weights = vertex_group_weights(obj.data, group.index)
+    return f"{int(np.count_nonzero(weights > 0.0))}:{float(weights.sum()):.6g}"
 
 
 def takes_part(obj) -> bool:

@@ -133,7 +133,10 @@ def add_deformable(builder: ModelBuilder, obj, depsgraph, track, warnings: list[
     size = float(np.ptp(world, axis=0).max()) if len(world) else 0.0
     # Relative to the mesh's own size: a 1 micrometre cloth has faces of 1e-12 m^2 that are not flat.
     if size <= 0.0 or areas.sum() <= 1e-9 * size * size:
-        raise JakobsenError(f"{where}: all its faces have zero area (its vertices lie on one line or point)")
+        spread = np.linalg.svd(world - world.mean(axis=0), compute_uv=False) if len(world) >= 2 else np.zeros(2)
+        why = ("its vertices lie on one line or point" if size <= 0.0 or spread[1] <= 1e-6 * spread[0]
+               else "each face crosses itself, its corners out of order like a bow tie, so its halves cancel")
+        raise JakobsenError(f"{where}: all its faces have zero area ({why})")
     warnings.extend(mesh_warnings(where, world, data.loop_total, data.corners, areas))
     surface = surface_settings(obj, data, warnings)
     density = (s.vertex_mass * len(world) / float(areas.sum())) if s.use_vertex_mass else s.density

@@ -333,12 +333,19 @@ def _bad_scene_nan():
     cloth.data.shape_keys.key_blocks["Basis"].data[3].co = (float("nan"), 0.0, 0.0)
 
 
+def _bad_scene_time_stretching():
+    # Old 100, New 200: playback retimes the keys that the bake wrote at times it sampled retimed.
+    bpy.context.scene.render.frame_map_old, bpy.context.scene.render.frame_map_new = 100, 200
+
+
 @pytest.mark.parametrize("make, message", [
     (_bad_scene_connector, r"connector 'Hinge' has neither Object A nor Object B"),
+    (_bad_scene_time_stretching, r"Time Stretching .*Old 100, New 200"),
     (_bad_scene_edges_only('RIGID_BODY'), r"rigid body 'Stick': the mesh has no faces"),
     (_bad_scene_edges_only('CLOTH'), r"cloth 'Stick': the mesh has no faces"),
     (_bad_scene_nan, r"cloth 'Flag': vertex 3 has a coordinate that is not a number"),
-], ids=["connector-without-objects", "rigid-body-without-faces", "cloth-without-faces", "nan-coordinates"])
+], ids=["connector-without-objects", "time-stretching", "rigid-body-without-faces", "cloth-without-faces",
+        "nan-coordinates"])
 def test_bad_scenes_are_refused_with_a_message_naming_the_object(pinned_cloth, helpers, make, message):
     pinned_cloth()
     bpy.ops.jakobsen.bake()  # a previous bake, which a refused bake must leave alone
