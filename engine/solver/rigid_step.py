@@ -1332,13 +1332,16 @@ class RigidStepper:
         return int(np.count_nonzero(moved & self.dynamic))
 
     def collide_particles(self, bodies: BodyState, px, pp, accel, friction, restitution, radii,
-                          inverse_masses=None) -> None:
+                          inverse_masses=None, only=None) -> None:
         """Particles against every shape (the world's and the bodies'). The deepest contact of
         each particle is answered. Static shapes and kinematic bodies are moving colliders of
         infinite mass (one way); with the particles' ``inverse_masses`` (n,) a dynamic body is
         pushed back (two ways, ``contacts.share_particle_contacts``): a heavy cloth pushes a light
-        box, a box on a pinned sheet sags it and bounces on it."""
+        box, a box on a pinned sheet sags it and bounces on it. only: (n,) bool, the particles
+        to answer (the others are left as they are), or None for all."""
         cand = self.particle_candidates
+        if only is not None and len(cand):
+            cand = np.ascontiguousarray(cand[only[cand[:, 0]]])
         self.touched_particles = np.zeros(0, np.int64)
         if not len(cand):
             return
