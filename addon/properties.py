@@ -191,6 +191,11 @@ class JakobsenRigidBodySettings(PropertyGroup):
     )
 
 
+# A path property that takes "//" (relative to the .blend): Blender 5.x warns when such a path is
+# set on one that does not say so. Blender 4.5 knows the option; 4.2 refuses it.
+_RELATIVE_PATH: set = {'PATH_SUPPORTS_BLEND_RELATIVE'} if bpy.app.version >= (4, 5, 0) else set()
+
+
 def _pin_group_set(self, _context) -> None:
     from .blender_io.reads import GROUP_NAMES_SEPARATOR, group_print
 
@@ -1000,7 +1005,8 @@ class JakobsenSceneSettings(PropertyGroup):
     )
     cache_directory: StringProperty(
         name="Cache Directory", description="Folder for the .pc2 files (// is the .blend file's folder)",
-        subtype='DIR_PATH', default="//jakobsen_cache/",
+        # (relative to the .blend: see _RELATIVE_PATH)
+        subtype='DIR_PATH', default="//jakobsen_cache/", options=_RELATIVE_PATH,
     )
 
     use_simulate_on_playback: BoolProperty(

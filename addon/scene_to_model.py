@@ -59,8 +59,8 @@ from jakobsen_engine.geometry import quaternions as quat
 from . import baking
 from .blender_io.checks import (ROLE_NAMES, check_no_blender_physics, check_not_in_tweak_mode, check_not_linked,
                                 check_numbers, describe, label, role_settings)
-from .blender_io.reads import (deforms, disabled_in_viewports, enabled_objects, field_objects, may_move,
-                                moved_unseen, sample_matrices, simulated_ancestor, takes_part,
+from .blender_io.reads import (deforms, disabled_in_viewports, enabled_objects, field_objects, instanced_only,
+                                may_move, moved_unseen, sample_matrices, simulated_ancestor, takes_part,
                                 viewport_disabled_collections)
 from .mapping.bindings import BodyBinding, ColliderBinding, DeformableBinding
 from .mapping.bodies import add_collider, add_deformable, add_rigid_body, centres, passing_through
@@ -202,9 +202,10 @@ def build(context, *, frame_range: tuple[int, int] | None = None) -> SceneModel:
                             "equal to bake (and retime the baked result after)")
     settings = solver_settings(scene)
     objects = enabled_objects(context)
+    instanced = instanced_only(context)
     if not objects:
-        raise JakobsenError("nothing to bake: no object has Jakobsen Physics enabled "
-                            "(Properties > Physics > Jakobsen Physics)")
+        raise JakobsenError("; ".join(["nothing to bake: no object has Jakobsen Physics enabled "
+                                       "(Properties > Physics > Jakobsen Physics)"] + instanced))
     for obj in objects:
         if obj.jakobsen.type not in types_for(obj):
             raise JakobsenError(f"object '{obj.name}' ({obj.type.title()}) cannot be a "
@@ -219,7 +220,7 @@ def build(context, *, frame_range: tuple[int, int] | None = None) -> SceneModel:
         blocker = baking.free_blocker(obj, "bake again")  # (its previous bake is hidden while the scene is read)
         if blocker is not None:
             raise JakobsenError(blocker)
-    warnings: list[str] = []
+    warnings: list[str] = list(instanced)
     check_pairs(objects)
     warnings += idle_pairs(objects)
     fields = field_objects(context)
@@ -306,8 +307,9 @@ def build(context, *, frame_range: tuple[int, int] | None = None) -> SceneModel:
         scene.frame_set(original[0], subframe=original[1])
 
     if not pending and not any(b.keyed for b in bodies):
-        raise JakobsenError("nothing to simulate: enable Jakobsen Physics on a cloth, a soft body or a rigid "
-                            "body with Dynamic On or Ghost (Properties > Physics > Jakobsen Physics)")
+        raise JakobsenError("; ".join(["nothing to simulate: enable Jakobsen Physics on a cloth, a soft body or a "
+                                       "rigid body with Dynamic On or Ghost (Properties > Physics > Jakobsen "
+                                       "Physics)"] + instanced))
     warnings.extend(builder.warnings)
     model = builder.finalize()
     for name, role, handle, to_world, local in pending:

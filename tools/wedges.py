@@ -110,8 +110,9 @@ def _resolve(bpy, target: str, value: str, where: str):
             break
     if owner is None:
         objects = ", ".join(sorted(o.name for o in bpy.data.objects)[:12])
+        scenes = ", ".join(repr(s.name) for s in bpy.data.scenes)
         raise WedgeError(f"--wedge {target}: {where} has no object or scene named {parts[0]!r} "
-                         f"(its objects: {objects or 'none'})")
+                         f"(its scenes: {scenes}; its objects: {objects or 'none'})")
     for k, attr in enumerate(rest[:-1]):
         child = getattr(owner, attr, None)
         if child is None or not hasattr(child, "bl_rna"):

@@ -290,6 +290,26 @@ def enabled_objects(context) -> list:
     return sorted((o for o in context.view_layer.objects if takes_part(o)), key=lambda o: o.name)
 
 
+def instanced_only(context) -> list[str]:
+    """Messages for objects with Jakobsen Physics on that the view layer shows only through a
+    collection instance (an Empty instancing their collection): a bake simulates the scene's own
+    objects, and an instance's copies are drawn, not simulated (the bake said to enable Jakobsen
+    Physics, which was on)."""
+    in_layer = set(context.view_layer.objects)
+    seen: dict[str, str] = {}
+    for empty in sorted(in_layer, key=lambda o: o.name):
+        collection = empty.instance_collection if empty.instance_type == 'COLLECTION' else None
+        if collection is None:
+            continue
+        for obj in sorted(collection.all_objects, key=lambda o: o.name):
+            if obj not in in_layer and obj.name not in seen and takes_part(obj):
+                seen[obj.name] = (f"object '{obj.name}' has Jakobsen Physics on but is shown only through the "
+                                  f"collection instance '{empty.name}' (of the collection '{collection.name}'), "
+                                  "which is drawn, not simulated; make it real (Object > Apply > Make Instances "
+                                  "Real) or link the collection into the scene to simulate it")
+    return list(seen.values())
+
+
 def field_objects(context) -> list:
     """The objects of the view layer with a Blender force field, by name (as Blender, a field
     outside the view layer does nothing)."""

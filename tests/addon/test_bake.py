@@ -597,3 +597,14 @@ def test_bake_all_after_the_bake_of_one_object_bakes_all(pinned_cloth):
     assert bpy.ops.jakobsen.free_bake(object_name="Box") == {'FINISHED'}
     assert bpy.ops.jakobsen.free_bake() == {'FINISHED'}
     assert baking.record_of(cloth) is None
+
+
+def test_the_cache_directory_takes_a_path_relative_to_the_blend_file_without_a_warning(blender):
+    """Its default is "//jakobsen_cache/"; Blender 5.x warned ("does not support blend relative")
+    when a script set such a path, the property not saying it takes one (found by the add-on probe)."""
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        bpy.context.scene.jakobsen.cache_directory = "//cache/"
+    assert bpy.context.scene.jakobsen.cache_directory == "//cache/"

@@ -226,6 +226,9 @@ def test_a_wedge_that_names_nothing_fails_every_job_with_its_name(serial, tmp_pa
                      "--workers", "1", "-o", str(tmp_path / "farm"))
     assert done.returncode == 2
     assert done.stderr.count("no object or scene named 'Flga'") == 2
+    # (and it lists the file's scenes too: 'Scene.jakobsen...' in a file whose scene is named
+    # otherwise listed its objects alone, found by the add-on probe)
+    assert "its scenes: '" in done.stderr, done.stderr
 
 
 def test_jobs_run_on_an_existing_cluster_named_by_its_scheduler(serial, tmp_path):

@@ -967,3 +967,31 @@ def test_an_object_moved_while_disabled_in_viewports_is_named(blender, hidden, m
     assert len(named) == (1 if moved and target is not None else 0), named
     if named:
         assert f"'{target.name}'" in named[0]
+
+
+@pytest.mark.parametrize("alone", [True, False])
+def test_a_body_shown_only_through_a_collection_instance_is_named(blender, alone):
+    """An instance's copies are drawn, not simulated: the bake said "enable Jakobsen Physics" of
+    a crate that had it on (found by the add-on probe). It names the crate and its instance, in
+    the refusal when nothing else moves, in the warnings when something does."""
+    props = bpy.data.collections.new("Props")
+    crate = _cube("Crate", location=(0.0, 0.0, 3.0))
+    for c in list(crate.users_collection):
+        c.objects.unlink(crate)
+    props.objects.link(crate)
+    instance = bpy.data.objects.new("PropsInstance", None)
+    instance.instance_type, instance.instance_collection = 'COLLECTION', props
+    bpy.context.scene.collection.objects.link(instance)
+    bpy.ops.mesh.primitive_plane_add(size=10.0)
+    _enable(bpy.context.object, 'COLLIDER')
+    if not alone:
+        _cube("Box", location=(2.0, 0.0, 1.0))
+    _frames(1, 4)
+    bpy.context.view_layer.update()
+    said = "object 'Crate' has Jakobsen Physics on but is shown only through the collection instance 'PropsInstance'"
+    if alone:
+        with pytest.raises(JakobsenError, match="nothing to simulate") as info:
+            scene_to_model.build(bpy.context)
+        assert said in str(info.value)
+    else:
+        assert any(said in w for w in scene_to_model.build(bpy.context).warnings)
