@@ -92,6 +92,7 @@ class BakeJob:
         self.frame: int | None = None  # the last frame computed
         self.warnings: list[str] = []
         self.step_seconds = 0.0
+        self.first_frame_seconds: float | None = None  # the first frame's step, when this job made it
         self.output = 'SHAPE_KEYS'
         self.cache_directory = ""
         self._results: dict[str, list[np.ndarray]] = {}
@@ -154,9 +155,22 @@ class BakeJob:
         return self.frame is not None and self.frame >= self._sm.frame_end
 
     @property
+    def compile_seconds(self) -> float:
+        """The first frame's time when it was spent mostly compiling numba's kernels (more than a
+        second and ten times the other frames' mean: the first bake of a kind of scene compiles
+        what it uses, once), else 0."""
+        first, steps = self.first_frame_seconds, self.frames_done - 1
+        if first is None or steps < 3:
+            return 0.0
+        rest = (self.step_seconds - first) / (steps - 1)
+        return first if first > 1.0 and first > 10.0 * rest else 0.0
+
+    @property
     def ms_per_frame(self) -> float:
-        steps = max(self.frames_done - 1, 1)
-        return 1e3 * self.step_seconds / steps
+        """The solver's time a frame, the kernels' compiling left out (``compile_seconds``)."""
+        compiled = self.compile_seconds
+        steps = max(self.frames_done - 1 - (compiled > 0.0), 1)
+        return 1e3 * (self.step_seconds - compiled) / steps
 
     # -- life cycle -----------------------------------------------------------------------------------
 
@@ -215,7 +229,10 @@ class BakeJob:
         frame = self._frame + 1
         t0 = time.perf_counter()
         self._solver.step_frame(self._state, pinned_positions=sm.pinned_positions(frame))
-        self.step_seconds += time.perf_counter() - t0
+        spent = time.perf_counter() - t0
+        self.step_seconds += spent
+        if frame == sm.frame_start + 1:
+            self.first_frame_seconds = spent
         local = {d.object_name: self._local_positions(d, frame) for d in sm.deformables}
         poses = self._body_matrices(frame)
         spins = self._body_spins()
@@ -469,6 +486,9 @@ class BakeJob:
                    f"in {self.step_seconds:.2f} s of solver time{wall} ({self.frame_count} frames, "
                    f"{self.ms_per_frame:.1f} ms/frame, {self._solver.backend.name} kernels)")
         note = [f"solver: {self._solver.backend.note}"] if self._solver.backend.note else []
+        if self.compile_seconds:  # (the ms/frame above leaves it out)
+            note.append(f"the first frame took {self.compile_seconds:.0f} s compiling the solver's kernels for "
+                        "this kind of scene, once (they are kept for the next bakes)")
         return "; ".join([summary] + note + stale + self.broken())
 
     def _free_stale_bakes(self, written: set) -> list[str]:
