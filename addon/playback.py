@@ -65,65 +65,151 @@ def _nbytes(value, seen: set) -> int:
 
 # -- what takes part, as a fingerprint -----------------------------------------------------------
 
-def _values(struct, out: list, depth: int = 0) -> None:
-    """Every plain property value of ``struct`` (and of its nested property groups), in order."""
+def _values(struct, out: list, depth: int = 0, path: str = "", animated: frozenset = frozenset()) -> None:
+    """Every plain property value of ``struct`` (and of its nested property groups), in order.
+    path: the struct's data path from its ID ("jakobsen.motor"); values at an ``animated`` path
+    (an F-curve or a driver drives them) are left out: they change with the frame, and their
+    animation is hashed instead (a motor's keyed Target Speed outdated the cache at every frame)."""
     for prop in struct.bl_rna.properties:
         key = prop.identifier
         if key == "rna_type":
             continue
+        here = f"{path}.{key}" if path else key
         if prop.type == 'POINTER':
             value = getattr(struct, key)
             if isinstance(value, bpy.types.ID):
-                out.append((key, value.name))
+                # (by session_uid, not name: renaming the body a connector holds changes nothing)
+                out.append((key, value.session_uid))
             elif value is not None and depth < 3 and isinstance(value, bpy.types.PropertyGroup):
-                _values(value, out, depth + 1)
+                _values(value, out, depth + 1, here, animated)
             continue
-        if prop.type == 'COLLECTION':
+        if prop.type == 'COLLECTION' or here in animated:
             continue
         value = getattr(struct, key)
         out.append((key, tuple(value) if getattr(prop, "is_array", False) else value))
 
 
-def _animation(id_data, digest) -> None:
+def _fcurve_keys(fcurves, digest) -> None:
+    for fc in fcurves or ():
+        co = np.empty(len(fc.keyframe_points) * 2, np.float32)
+        fc.keyframe_points.foreach_get("co", co)
+        digest.update(f"{fc.data_path}[{fc.array_index}]{fc.mute}".encode())
+        digest.update(co.tobytes())
+
+
+def _action_fcurves(action) -> list:
+    """Every F-curve of an action (all its slots' on 4.4+)."""
+    from . import actions
+
+    if not actions.SLOTTED:
+        return list(getattr(action, "fcurves"))
+    return [fc for layer in action.layers for strip in layer.strips for bag in strip.channelbags
+            for fc in bag.fcurves]
+
+
+# Force-field settings that share one stored value (Blender's RNA names it several ways): keying
+# one animates the others (a keyed Strength changed Linear Drag with it, which outdated the cache at
+# every frame). Found by setting each and reading the rest, on 4.2 and 5.3 alike.
+_FIELD_ALIASES = ({"strength", "linear_drag", "guide_minimum"}, {"quadratic_drag", "harmonic_damping"},
+                  {"flow", "inflow"}, {"size", "rest_length"})
+
+
+def animated_paths(id_data) -> frozenset:
+    """The data paths an ID's animation drives: its action's F-curves, its NLA strips' and its
+    drivers'."""
     from . import actions
 
     ad = getattr(id_data, "animation_data", None)
-    if ad is None or ad.action is None:
+    if ad is None:
+        return frozenset()
+    paths = {fc.data_path for fc in (actions.assigned_fcurves(id_data) or ())}
+    paths |= {fc.data_path for track in ad.nla_tracks for strip in track.strips if strip.action is not None
+              for fc in _action_fcurves(strip.action)}
+    paths |= {fc.data_path for fc in ad.drivers}
+    for group in _FIELD_ALIASES:
+        if any(f"field.{name}" in paths for name in group):
+            paths |= {f"field.{name}" for name in group}
+    return frozenset(paths)
+
+
+def _animation(id_data, digest) -> bool:
+    """Hash what animates ``id_data``: its action's keys, its NLA strips (their actions' keys,
+    frames, blending, mute) and its drivers (expressions and targets); returns whether anything
+    does. (The values they drive change with the frame and are left out: an object animated by
+    NLA strips or a driver alone has no action, and its matrix outdated the cache at every frame.)"""
+    from . import actions
+
+    ad = getattr(id_data, "animation_data", None)
+    if ad is None:
         digest.update(b"-")
-        return
-    for fc in actions.assigned_fcurves(id_data):
-        co = np.empty(len(fc.keyframe_points) * 2, np.float32)
-        fc.keyframe_points.foreach_get("co", co)
-        digest.update(f"{fc.data_path}[{fc.array_index}]".encode())
-        digest.update(co.tobytes())
+        return False
+    animated = False
+    if ad.action is not None:
+        _fcurve_keys(actions.assigned_fcurves(id_data), digest)
+        animated = True
+    for track in ad.nla_tracks:
+        digest.update(repr((track.mute, track.is_solo)).encode())
+        for strip in track.strips:
+            digest.update(repr((strip.frame_start, strip.frame_end, strip.blend_type, strip.influence, strip.mute,
+                                strip.repeat, strip.scale, strip.extrapolation)).encode())
+            if strip.action is not None and not strip.mute and not track.mute:
+                _fcurve_keys(_action_fcurves(strip.action), digest)
+                animated = True
+    for fc in ad.drivers:
+        driver = fc.driver
+        targets = [(v.type, [(t.id.session_uid if t.id is not None else None, t.data_path, t.transform_type,
+                              t.bone_target) for t in v.targets]) for v in driver.variables]
+        digest.update(repr((fc.data_path, fc.array_index, fc.mute, driver.type, driver.expression,
+                            targets)).encode())
+        animated = animated or not fc.mute
+    return animated
+
+
+_TRANSFORM_CHANNELS = ("location", "rotation_euler", "rotation_quaternion", "rotation_axis_angle", "scale",
+                       "delta_location", "delta_rotation_euler", "delta_rotation_quaternion", "delta_scale")
+
+
+def _transform(obj, digest) -> None:
+    """Hash where the object is: its animation if it is animated, else its matrix; then its
+    constraints, and its parent's the same way up the chain (a crate under a layout Empty moved
+    2 m played its old fall from the cache)."""
+    depth = 0
+    while obj is not None and depth < 64:
+        _animation(obj, digest)
+        # The channels no animation drives (a shelf keyed to turn, moved by hand: its location).
+        animated = animated_paths(obj)
+        digest.update(repr([(name, tuple(getattr(obj, name))) for name in _TRANSFORM_CHANNELS
+                            if name not in animated] + [obj.rotation_mode]).encode())
+        digest.update(repr([(c.type, c.mute, c.influence, getattr(getattr(c, "target", None), "session_uid", None))
+                            for c in obj.constraints]).encode())
+        digest.update(repr((obj.parent_type, obj.parent_bone)).encode())
+        digest.update(np.array(obj.matrix_parent_inverse, np.float64).tobytes())
+        obj, depth = obj.parent, depth + 1
 
 
 def fingerprint(scene, view_layer) -> str:
     """A digest of everything the simulation reads that the user can edit: the scene's settings,
     and of each object taking part (and each force field) its settings, its transform or its
-    animation, and its mesh. Values that change with the frame (an animated object's matrix) are
-    left out; their animation is in."""
+    animation, its parents' the same way, and its mesh. Values that change with the frame (an
+    animated object's matrix, a keyed setting) are left out; their animation is in."""
     digest = hashlib.sha1()
     values: list = [scene.render.fps, scene.render.fps_base, tuple(scene.gravity), scene.use_gravity,
                     scene.jakobsen.frame_range()]
-    _values(scene.jakobsen, values)
+    _values(scene.jakobsen, values, 0, "jakobsen", animated_paths(scene))
     digest.update(repr(values).encode())
     # (By session_uid, not name: a rename changes nothing the simulation reads.)
     for obj in sorted(view_layer.objects, key=lambda o: o.session_uid):
         field = obj.field is not None and obj.field.type != 'NONE'
         if not (takes_part(obj) or field):
             continue
+        animated = animated_paths(obj)
         values = [obj.session_uid, obj.type, obj.parent.session_uid if obj.parent else None]
         if takes_part(obj):
-            _values(obj.jakobsen, values)
+            _values(obj.jakobsen, values, 0, "jakobsen", animated)
         if field:
-            _values(obj.field, values)
+            _values(obj.field, values, 0, "field", animated)
         digest.update(repr(values).encode())
-        ad = obj.animation_data
-        if ad is not None and ad.action is not None:
-            _animation(obj, digest)
-        else:
-            digest.update(np.array(obj.matrix_basis, np.float64).tobytes())
+        _transform(obj, digest)
         if obj.type == 'MESH':
             mesh = obj.data
             co = np.empty(len(mesh.vertices) * 3, np.float32)

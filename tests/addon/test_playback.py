@@ -244,6 +244,92 @@ def test_a_bake_replaces_the_cache_and_playback_does_not_simulate_over_a_bake(fl
     assert previews.geometry() == {} and not bpy.data.objects["Flag"].hide_get()
 
 
+@pytest.mark.parametrize("edit", ["parent moved", "unkeyed channel moved", "parent's constraint"])
+def test_moving_what_places_a_body_outdates_the_cache(flag, edit):
+    """A body under a layout Empty moved 2 m, or an object keyed to turn moved by hand (its
+    location not keyed): the cache did not see it, and Bake from Cache wrote the old simulation
+    (a crate resting 2 m in mid-air; found by the add-on probe)."""
+    scene = bpy.context.scene
+    flag_obj = bpy.data.objects["Flag"]
+    rig = bpy.data.objects.new("Rig", None)
+    scene.collection.objects.link(rig)
+    if edit == "parent moved":
+        world = flag_obj.matrix_world.copy()
+        flag_obj.parent = rig
+        flag_obj.matrix_world = world
+    elif edit == "unkeyed channel moved":
+        flag_obj.keyframe_insert("rotation_euler", frame=1)
+    else:
+        flag_obj.parent = rig
+        rig.constraints.new('COPY_LOCATION').target = bpy.data.objects["Ground"]
+        rig.constraints[0].mute = True
+    bpy.context.view_layer.update()
+    scene.frame_set(1)
+    play(scene, range(1, 5))
+    cache = playback.cache_of(scene)
+    assert not cache.outdated
+    if edit == "parent moved":
+        rig.location.z += 2.0
+    elif edit == "unkeyed channel moved":
+        flag_obj.location.x += 0.5
+    else:
+        rig.constraints[0].mute = False
+    scene.frame_set(5)
+    assert cache.outdated and cache.outdated_at == 4
+
+
+@pytest.mark.parametrize("how", ["nla strip", "driver", "keyed motor speed", "keyed field strength", "renamed"])
+def test_what_animates_itself_or_a_rename_leaves_the_cache_up_to_date_and_bakeable(blender, how):
+    """A pusher animated by an NLA strip or a driver (no action), a motor's keyed Target Speed,
+    a field's keyed Strength (which Blender also shows as its Linear Drag): their values change
+    every frame, and the cache was outdated at every frame, so Bake from Cache was always refused;
+    so was it after renaming a body a connector holds (found by the add-on probe)."""
+    from .test_connectors import _cube, _empty, _enable
+
+    scene = bpy.context.scene
+    scene.frame_start, scene.frame_end = 1, 12
+    bpy.ops.mesh.primitive_plane_add(size=10.0)
+    _enable(bpy.context.object, 'COLLIDER')
+    crate = _cube("Crate", size=0.5, location=(0.0, 0.0, 1.0))
+    if how in ("nla strip", "driver"):
+        pusher = _cube("Pusher", size=0.5, location=(-2.0, 0.0, 0.25), dynamic='OFF')
+        if how == "nla strip":
+            pusher.keyframe_insert("location", frame=1)
+            pusher.location.x = 0.0
+            pusher.keyframe_insert("location", frame=12)
+            action = pusher.animation_data.action
+            pusher.animation_data.action = None
+            pusher.animation_data.nla_tracks.new().strips.new("Push", 1, action)
+        else:
+            driver = pusher.driver_add("location", 0).driver
+            driver.expression = "-2 + frame / 6"
+    elif how == "keyed motor speed":
+        hinge = _enable(_empty("Axle", (0.0, 0.0, 1.0)), 'CONNECTOR', connector_type='HINGE', object_b=crate)
+        motor = _enable(_empty("Drive", (0.0, 0.0, 1.0)), 'MOTOR', object_a=crate)
+        assert hinge and motor
+        for frame, speed in ((1, 0.0), (12, 6.0)):
+            motor.jakobsen.motor.target_angular_speed = speed
+            motor.keyframe_insert("jakobsen.motor.target_angular_speed", frame=frame)
+    elif how == "keyed field strength":
+        bpy.ops.object.effector_add(type='FORCE', location=(0.0, 0.0, 0.0))
+        field = bpy.context.object
+        for frame, strength in ((1, 0.0), (12, 20.0)):
+            field.field.strength = strength
+            field.field.keyframe_insert("strength", frame=frame)
+    else:
+        _enable(_empty("Hinge", (0.0, 0.0, 1.0)), 'CONNECTOR', connector_type='HINGE', object_b=crate)
+    scene.jakobsen.use_simulate_on_playback = True
+    scene.frame_set(1)
+    play(scene, range(1, 7))
+    if how == "renamed":
+        crate.name = "Door"
+    play(scene, range(7, 13))
+    cache = playback.cache_of(scene)
+    assert not cache.outdated and cache.last_frame == 12
+    assert bpy.ops.jakobsen.bake_from_cache() == {'FINISHED'}
+    assert baking.record_of(crate) is not None
+
+
 def test_the_fingerprint_sees_force_fields_and_ignores_what_does_not_take_part(flag):
     scene, view_layer = bpy.context.scene, bpy.context.view_layer
     wind = bpy.data.objects.new("Wind", None)
