@@ -322,6 +322,12 @@ class BakeJob:
             # An edit (friction, a motor, Deactivation itself) may concern bodies asleep in the
             # old state: the new settings wake them all, and they fall asleep again if still at rest.
             state.bodies.wake_all()
+            # A spring's rest length lives in the state (it yields when stretched past its elastic
+            # limit): an edited Rest Length moves it by as much (it was ignored: a weight hung on
+            # at the old length, found by the add-on probe).
+            old_rest, new_rest = other._solver.model.springs.rest, self._solver.model.springs.rest
+            if len(old_rest) == len(new_rest) == len(state.bodies.spring_rest):
+                state.bodies.spring_rest = state.bodies.spring_rest + (np.asarray(new_rest) - np.asarray(old_rest))
         self.state, self.frame, self.step_seconds = state, frame, other.step_seconds
 
     def results(self, object_name: str) -> np.ndarray:

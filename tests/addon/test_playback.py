@@ -472,3 +472,29 @@ def test_the_bake_of_one_object_leaves_the_others_cached_and_drawn(pinned_cloth,
     assert cache.written == set() and sorted(previews.geometry()) == ["Box", "Flag"]
     assert bpy.ops.jakobsen.bake_from_cache(object_name="Flag") == {'FINISHED'}
     assert shape_keys(cloth) == baked
+
+
+@pytest.mark.parametrize("rest, stiffness", [(0.5, 100.0), (1.4, 60.0)])
+def test_a_spring_s_rest_length_edited_during_playback_is_followed(blender, rest, stiffness):
+    """A weight on a spring from a still ceiling, played to frame 12; then the Rest Length is
+    edited and playback goes on: the weight settles at the new rest plus m g / k below the
+    ceiling, as a bake of the edited scene has it (the old rest length was kept in the solver's
+    state and the weight hung on at 1 m: found by the add-on probe)."""
+    from .test_connectors import _cube, _empty, _enable
+
+    scene = bpy.context.scene
+    scene.frame_start, scene.frame_end = 1, 96
+    ceiling = _cube("Ceiling", size=0.3, location=(0.0, 0.0, 3.0), dynamic='OFF', collision_shape='BOX')
+    weight = _cube("Weight", size=0.3, location=(0.0, 0.0, 2.0), collision_shape='BOX', mass=1.0)
+    coil = _enable(_empty("Coil", (0.0, 0.0, 2.5)), 'SPRING', object_a=ceiling, object_b=weight,
+                   stiffness=stiffness, damping=20.0)
+    scene.jakobsen.use_simulate_on_playback = True
+    scene.frame_set(1)
+    play(scene, range(1, 13))
+    coil.jakobsen.spring.use_current_length = False
+    coil.jakobsen.spring.rest_length = rest
+    play(scene, range(12, 97))
+    cache = playback.cache_of(scene)
+    assert cache.last_frame == 96
+    hanging = 3.0 - rest - 9.81 / stiffness
+    assert cache.job.body_results("Weight")[-1, 2, 3] == pytest.approx(hanging, abs=0.01)
