@@ -214,27 +214,49 @@ _PANEL_READERS = {
 MOTOR_AXLE_DEGREES = 10.0  # a motor further than this from its wheel's axle is warned about
 
 
-def wheel_connectors(wheel, objects) -> list:
-    """The Wheel Suspension connectors among ``objects`` that hold ``wheel`` (their Object B)."""
+# The axis each connector leaves free, as a column of its Empty's frame, for a motor that turns
+# (about it) or pushes (along it): a Wheel Suspension spins about X, a Hinge, Twist Slider or
+# Planar turns about Z, a Slider or Twist Slider slides along Z.
+FREE_AXES = {'ANGULAR': {'WHEEL_SUSPENSION': 0, 'HINGE': 2, 'TWIST_SLIDER': 2, 'PLANAR': 2},
+             'LINEAR': {'SLIDER': 2, 'TWIST_SLIDER': 2}}
+_FREE_AXIS_NAMES = {'WHEEL_SUSPENSION': "X", 'HINGE': "Z", 'TWIST_SLIDER': "Z", 'PLANAR': "Z", 'SLIDER': "Z"}
+
+
+def freeing_connectors(body, objects, motor_type: str) -> list:
+    """The connectors among ``objects`` that hold ``body`` (as Object A or B) and leave it free to
+    turn (``motor_type`` 'ANGULAR') or slide ('LINEAR') about or along one axis."""
+    kinds = FREE_AXES[motor_type]
     return [o for o in objects if o.type == 'EMPTY' and o.jakobsen.type == 'CONNECTOR'
-            and o.jakobsen.connector.connector_type == 'WHEEL_SUSPENSION' and o.jakobsen.connector.object_b == wheel]
+            and o.jakobsen.connector.connector_type in kinds
+            and body is not None and body in (o.jakobsen.connector.object_a, o.jakobsen.connector.object_b)]
+
+
+def free_axis(connector, depsgraph, motor_type: str) -> np.ndarray:
+    """(3,) the world axis ``connector`` leaves free for a motor of ``motor_type``."""
+    return empty_frame(connector, depsgraph)[:3, FREE_AXES[motor_type][connector.jakobsen.connector.connector_type]]
 
 
 def motor_axle_warnings(motor, axis: np.ndarray, objects, depsgraph) -> list[str]:
-    """Warnings for an angular motor whose Object A is the wheel of a Wheel Suspension connector:
-    the motor turns about its Empty's Z, the wheel spins only about the connector's X (its axle),
-    so a motor more than a few degrees off the axle pushes against the connector."""
-    wheel = motor.jakobsen.motor.object_a
+    """Warnings for a motor whose Object A a connector holds free about (or along) one axis only:
+    the motor turns about (or pushes along) its Empty's Z, so a motor more than a few degrees off
+    that axis pushes against the connector (a door on a vertical hinge with its motor across the
+    slab stood still, silently; at 90 degrees nothing moves)."""
+    m = motor.jakobsen.motor
+    body = m.object_a
+    turns = m.motor_type == 'ANGULAR'
     out = []
-    for connector in wheel_connectors(wheel, objects) if wheel is not None else ():
-        axle = empty_frame(connector, depsgraph)[:3, 0]
-        angle = math.degrees(math.acos(min(1.0, abs(float(np.dot(axis, axle))))))
+    for connector in freeing_connectors(body, objects, m.motor_type):
+        free = free_axis(connector, depsgraph, m.motor_type)
+        angle = math.degrees(math.acos(min(1.0, abs(float(np.dot(axis, free))))))
         if angle > MOTOR_AXLE_DEGREES:
-            out.append(f"{describe(motor)}: its axis (the Empty's Z) is {angle:.0f} degrees from the axle of the "
-                       f"wheel '{wheel.name}' it drives (the X axis of the Wheel Suspension '{connector.name}'), "
-                       "so only the part of its torque along the axle turns the wheel and the connector takes the "
-                       "rest (at 90 degrees the wheel does not turn at all); turn the Empty so that its Z lies "
-                       "along the axle (Add Motor with the wheel active does)")
+            kind = connector.jakobsen.connector.connector_type.replace("_", " ").title()
+            out.append(f"{describe(motor)}: its axis (the Empty's Z) is {angle:.0f} degrees from the axis "
+                       f"'{body.name}' {'turns about' if turns else 'slides along'} (the "
+                       f"{_FREE_AXIS_NAMES[connector.jakobsen.connector.connector_type]} axis of the {kind} "
+                       f"'{connector.name}'), so only the part of its {'torque' if turns else 'force'} along "
+                       "it moves the body and the connector takes the rest (at 90 degrees nothing moves); "
+                       f"turn the Empty so that its Z lies along that axis (Add Motor with '{body.name}' active "
+                       "does)")
     return out
 
 
@@ -299,8 +321,7 @@ def add_empties(builder: ModelBuilder, objects, depsgraph, bodies: list[BodyBind
             elif not enabled:
                 settings["enabled"] = 0.0
             # (A motor that is on throughout leaves ``enabled`` at the engine's default.)
-            if m.motor_type == 'ANGULAR':
-                warnings.extend(motor_axle_warnings(obj, frame[:3, 2], objects, depsgraph))
+            warnings.extend(motor_axle_warnings(obj, frame[:3, 2], objects, depsgraph))
             assert ends[0] is not None  # check_pairs has refused a motor without Object A
             builder.add_motor(ends[0], ends[1], frame[:3, 2], name=obj.name, kind=m.motor_type.lower(),
                               mode=MOTOR_MODES[m.mode],

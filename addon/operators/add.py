@@ -27,7 +27,7 @@ from jakobsen_engine import JakobsenError
 
 from ..blender_io.checks import describe
 from ..blender_io.reads import read_mesh, takes_part
-from ..mapping.connectors import empty_frame, wheel_connectors
+from ..mapping.connectors import empty_frame, free_axis, freeing_connectors
 from ..properties import CONNECTOR_TYPE_ITEMS, MOTOR_TYPE_ITEMS, TYPE_ITEMS
 from ..registered import ObjectEmptyDrawtypeItems, OperatorTypeFlagItems, object_settings
 from ..translate.transforms import matrix, world
@@ -116,19 +116,25 @@ def _frame(x=None, z=None, location=(0.0, 0.0, 0.0)) -> Matrix:
     return Matrix(m.tolist())
 
 
-def _motor_frame(context, driven, reference):
-    """Where an angular motor driving ``driven`` goes and how it is turned (a Blender matrix),
-    and its display size; None when ``driven`` has no axle to find."""
-    held = wheel_connectors(driven, [o for o in context.scene.objects if takes_part(o)])
-    found = _wheel(context, driven)
-    if held:  # the axle the Wheel Suspension lets it spin about
+def _motor_frame(context, driven, reference, motor_type: str):
+    """Where a motor driving ``driven`` goes and how it is turned (a Blender matrix), and its
+    display size; None when there is no axis to find. Its Z is the axis the connector holding
+    ``driven`` leaves free (a Wheel Suspension's axle, a Hinge's or Slider's Z: Add Motor put a
+    door's motor across the slab, and it stood still), else for an angular motor the axle found
+    in the mesh (a wheel)."""
+    held = freeing_connectors(driven, [o for o in context.scene.objects if takes_part(o)], motor_type)
+    found = _wheel(context, driven) if motor_type == 'ANGULAR' else None
+    if held:
         m = empty_frame(held[0], context.evaluated_depsgraph_get())
-        hub, axle = m[:3, 3], m[:3, 0]
+        hub, axle = m[:3, 3], free_axis(held[0], context.evaluated_depsgraph_get(), motor_type)
     elif found is not None:
         hub, axle = found[0], found[1]
     else:
         return None
-    z = axle if np.cross(UP, _forward(reference, axle)) @ axle >= 0.0 else -axle
+    if motor_type == 'ANGULAR':
+        z = axle if np.cross(UP, _forward(reference, axle)) @ axle >= 0.0 else -axle
+    else:
+        z = axle
     size = 1.5 * found[2] if found is not None else 0.5
     return _frame(z=z, location=hub), size
 
@@ -254,14 +260,13 @@ class JAKOBSEN_OT_add_motor(_FromSelection, Operator):
         reference, driven, settings = made
         settings.motor_type = self.motor_type
         settings.object_a, settings.object_b = driven, reference
-        if self.motor_type == 'ANGULAR':
-            placed = _motor_frame(context, driven, reference)
-            if placed is None:
-                self.report({'WARNING'}, f"'{driven.name}' has no axle to find (it is flat); the motor turns "
-                                         "about the Empty's Z: turn the Empty so that its Z is the axle")
-            else:
-                empty = context.view_layer.objects.active
-                empty.matrix_world, empty.empty_display_size = placed
+        placed = _motor_frame(context, driven, reference, self.motor_type)
+        if placed is not None:
+            empty = context.view_layer.objects.active
+            empty.matrix_world, empty.empty_display_size = placed
+        elif self.motor_type == 'ANGULAR':
+            self.report({'WARNING'}, f"'{driven.name}' has no axle to find (it is flat); the motor turns "
+                                     "about the Empty's Z: turn the Empty so that its Z is the axle")
         return {'FINISHED'}
 
 

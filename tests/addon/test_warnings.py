@@ -284,8 +284,8 @@ def test_a_motor_off_its_wheels_axle_is_named_with_the_angle(blender, degrees):
     print(warnings)
     assert len(warnings) == (off > 10.0)
     if warnings:
-        assert f"is {off:.0f} degrees from the axle of the wheel 'Wheel'" in warnings[0]
-        assert "Wheel Suspension 'Suspension'" in warnings[0]
+        assert f"is {off:.0f} degrees from the axis 'Wheel' turns about" in warnings[0]
+        assert "the X axis of the Wheel Suspension 'Suspension'" in warnings[0]
 
 
 @pytest.mark.parametrize("degrees, drives", [(0.0, True), (90.0, False)])
@@ -305,6 +305,91 @@ def test_a_motor_along_the_axle_spins_the_wheel_and_one_across_it_does_not(blend
         assert rate == pytest.approx(10.0, rel=0.02)
     else:
         assert abs(rate) < 0.1
+
+
+def _slab_on_connector(kind: str):
+    """A 0.6 x 0.05 x 1 m slab of 15 kg held to the world by a ``kind`` connector at its edge,
+    whose Empty is tilted off the world's axes; no gravity (the motor alone moves it). Returns
+    (slab, connector, the axis the connector leaves free in the world)."""
+    bpy.context.scene.gravity = (0.0, 0.0, 0.0)
+    bpy.ops.mesh.primitive_cube_add(size=1.0, location=(0.3, 0.0, 1.0), scale=(0.6, 0.05, 1.0))
+    slab = bpy.context.object
+    slab.name = "Slab"
+    bpy.ops.object.transform_apply(scale=True)
+    _enable(slab, 'RIGID_BODY', collision_shape='BOX', mass=15.0)
+    connector = _enable(_empty("Joint", (0.0, 0.0, 1.0), rotation=(0.3, 0.2, 0.4)), 'CONNECTOR',
+                        connector_type=kind, object_b=slab)
+    bpy.context.view_layer.update()
+    return slab, connector, np.array(connector.matrix_world.to_3x3().col[2])
+
+
+@pytest.mark.parametrize("kind, motor_type", [('HINGE', 'ANGULAR'), ('TWIST_SLIDER', 'ANGULAR'),
+                                              ('SLIDER', 'LINEAR'), ('TWIST_SLIDER', 'LINEAR')])
+def test_add_motor_lines_the_motor_up_with_what_its_connector_leaves_free_and_it_drives_the_body(blender, kind,
+                                                                                                 motor_type):
+    """Add Motor with a hinged door or a drawer on a slider active: its Empty's Z lies along the
+    hinge's (or slider's) Z, and the body turns (or slides) at the motor's target speed. Before,
+    only a Wheel Suspension was looked at: a door's motor was put across the slab and a drawer's
+    pushed up, and neither moved, silently (found by the add-on probe)."""
+    slab, connector, free = _slab_on_connector(kind)
+    bpy.ops.object.select_all(action='DESELECT')
+    slab.select_set(True)
+    bpy.context.view_layer.objects.active = slab
+    assert bpy.ops.jakobsen.add_motor(motor_type=motor_type) == {'FINISHED'}
+    motor = bpy.context.view_layer.objects.active
+    bpy.context.view_layer.update()
+    axis = np.array(motor.matrix_world.to_3x3().col[2])
+    assert abs(float(axis @ free)) > 0.9999, (axis, free)
+    m = motor.jakobsen.motor
+    m.mode, m.target_angular_speed, m.target_linear_speed = 'REGULATE_SPEED', 2.0, 0.5
+    _frames(1, 25)
+    job = BakeJob(bpy.context.scene.name)
+    job.run()
+    assert not _motor_warnings_of(job.warnings, motor.name), job.warnings
+    poses = job.body_results("Slab")
+    fps = bpy.context.scene.render.fps
+    if motor_type == 'ANGULAR':  # the turn about the free axis over the last 4 frames
+        a, b = poses[-5][:3, :3], poses[-1][:3, :3]
+        turn = _rotation_vector(b @ a.T)
+        assert float(abs(turn @ free)) * fps / 4 == pytest.approx(2.0, rel=0.03)
+    else:
+        slide = (poses[-1][:3, 3] - poses[-5][:3, 3]) @ free
+        assert float(abs(slide)) * fps / 4 == pytest.approx(0.5, rel=0.03)
+
+
+def _rotation_vector(r: np.ndarray) -> np.ndarray:
+    """The rotation vector (axis times angle) of a 3 x 3 rotation matrix."""
+    angle = math.acos(max(-1.0, min(1.0, (float(np.trace(r)) - 1.0) / 2.0)))
+    if angle < 1e-12:
+        return np.zeros(3)
+    w = np.array([r[2, 1] - r[1, 2], r[0, 2] - r[2, 0], r[1, 0] - r[0, 1]])
+    return w / (2.0 * math.sin(angle)) * angle
+
+
+def _motor_warnings_of(warnings, name):
+    return [w for w in warnings if w.startswith(f"motor '{name}': its axis")]
+
+
+@pytest.mark.parametrize("degrees", [0.0, 25.0, 90.0])
+@pytest.mark.parametrize("kind, motor_type", [('HINGE', 'ANGULAR'), ('SLIDER', 'LINEAR')])
+def test_a_motor_off_the_axis_its_hinge_or_slider_leaves_free_is_named_with_the_angle(blender, kind, motor_type,
+                                                                                      degrees):
+    slab, connector, free = _slab_on_connector(kind)
+    from mathutils import Matrix
+
+    motor = _empty("Drive", (0.0, 0.0, 1.0))
+    frame = connector.matrix_world.to_3x3() @ Matrix.Rotation(math.radians(degrees), 3, 'X')
+    motor.matrix_world = frame.to_4x4()
+    motor.location = (0.0, 0.0, 1.0)
+    _enable(motor, 'MOTOR', object_a=slab, motor_type=motor_type)
+    _frames(1, 4)
+    bpy.context.view_layer.update()
+    warnings = _motor_warnings_of(scene_to_model.build(bpy.context).warnings, "Drive")
+    assert len(warnings) == (degrees > 10.0), warnings
+    if warnings:
+        moves = 'turns about' if motor_type == 'ANGULAR' else 'slides along'
+        assert f"is {degrees:.0f} degrees from the axis 'Slab' {moves}" in warnings[0]
+        assert f"the Z axis of the {kind.title()} 'Joint'" in warnings[0]
 
 
 # -- a body set spinning faster than a substep resolves -------------------------------------------
