@@ -64,7 +64,7 @@ from .blender_io.reads import (deforms, disabled_in_viewports, enabled_objects, 
                                 viewport_disabled_collections)
 from .mapping.bindings import BodyBinding, ColliderBinding, DeformableBinding
 from .mapping.bodies import add_collider, add_deformable, add_rigid_body, centres, passing_through
-from .mapping.connectors import add_empties, animated_settings, check_pairs, idle_pairs
+from .mapping.connectors import add_empties, animated_settings, check_pairs, idle_pairs, sheared_empties
 from .mapping.fields import add_force_field
 from .mapping.vehicles import add_vehicles
 from .mapping.vehicles import animated_settings as vehicle_settings
@@ -223,6 +223,7 @@ def build(context, *, frame_range: tuple[int, int] | None = None) -> SceneModel:
     warnings: list[str] = list(instanced)
     check_pairs(objects)
     warnings += idle_pairs(objects)
+    warnings += sheared_empties(objects, context.evaluated_depsgraph_get())
     fields = field_objects(context)
     # Blender's own Collision modifier on an object that does not take part: what makes it a
     # collider for Blender's Cloth does nothing here (a cloth fell through such a table, silently).

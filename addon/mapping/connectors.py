@@ -120,8 +120,8 @@ def check_pairs(objects) -> None:
 
 def idle_pairs(objects) -> list[str]:
     """Warnings for connectors, springs and motors that cannot act: both their bodies follow
-    their animation (Dynamic Off, or the world), or a motor's driven body does (they baked
-    without a word)."""
+    their animation (Dynamic Off, or the world; they baked without a word). A motor whose driven
+    body (Object A) has Dynamic Off still drives its Object B, the other way, by the reaction."""
     def fixed(body) -> bool:
         return body is None or body.jakobsen.rigid_body.dynamic == 'OFF'
 
@@ -130,12 +130,39 @@ def idle_pairs(objects) -> list[str]:
         if obj.jakobsen.type not in EMPTY_TYPES:
             continue
         a, b = obj.jakobsen.pair()
-        if obj.jakobsen.type == 'MOTOR' and a is not None and fixed(a):
-            out.append(f"{describe(obj)}: the body it drives, '{a.name}', has Dynamic Off (it follows its "
-                       "animation), so the motor does nothing; set Dynamic On to drive it")
-        elif fixed(a) and fixed(b):
+        if fixed(a) and fixed(b):
             out.append(f"{describe(obj)}: both its bodies follow their animation (Dynamic Off, or the world), so "
                        "it does nothing; set Dynamic On on the one it should move")
+    return out
+
+
+# An Empty whose axes are further than this from square is warned about (its axis is then about
+# half that from the one the solver takes).
+SHEAR_DEGREES = 1.0
+
+
+def sheared_empties(objects, depsgraph) -> list[str]:
+    """Warnings for connectors, springs and motors whose Empty is sheared (its axes not square
+    to each other: a rotated Empty under an unevenly scaled parent, as imports make): Blender
+    draws the sheared axes, and the solver takes the rotation nearest to them (a hinge tilted 45
+    degrees under a parent scaled (3, 1, 1) was drawn 26.6 degrees from the axis it turned about,
+    silently; found by the add-on probe)."""
+    out = []
+    for obj in objects:
+        if obj.jakobsen.type not in EMPTY_TYPES:
+            continue
+        m = matrix(obj.evaluated_get(depsgraph).matrix_world)[:3, :3]
+        lengths = np.linalg.norm(m, axis=0)
+        if not np.all(np.isfinite(m)) or np.any(lengths < 1e-12):
+            continue  # (refused by empty_frame, naming it)
+        axes = m / lengths
+        off = max(abs(90.0 - math.degrees(math.acos(max(-1.0, min(1.0, float(axes[:, i] @ axes[:, j]))))))
+                  for i, j in ((0, 1), (0, 2), (1, 2)))
+        if off > SHEAR_DEGREES:
+            out.append(f"{describe(obj)}: its axes are sheared ({off:.1f} degrees from square) by the uneven scale "
+                       f"of its parent '{obj.parent.name if obj.parent else ''}', so {what_it_is(obj)} takes the "
+                       "rotation nearest to them, not the axes drawn; give the parent an even scale (or apply "
+                       "it), or unparent the Empty keeping its transform")
     return out
 
 
