@@ -505,8 +505,12 @@ class BakeJob:
         what was simulated around them (a box that fell on a body switched to Dynamic Off hung
         2.5 m in the air). Returns what it says about them."""
         freed = []
+        # (Objects out of the view layer, in an excluded collection, were not read: their bakes
+        # are left alone, as one excludes a collection to bake the rest faster.)
+        layer = bpy.context.view_layer
+        shown = set(layer.objects) if layer is not None and bpy.context.scene == self.scene else set()
         for obj in baking.baked_objects(self.scene):
-            if obj in written:
+            if obj in written or obj not in shown:
                 continue
             if baking.free_bake(obj):
                 freed.append(obj.name)

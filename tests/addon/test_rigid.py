@@ -381,10 +381,17 @@ def test_a_baked_body_no_longer_simulated_loses_its_old_bake_at_the_next_bake(bl
     new bake frees it and says so; unticked, it is left out of the bake and freed too."""
     crate = _enable(_cube("Crate", location=(0.0, 0.0, 3.0)))
     box = _enable(_cube("Box", location=(0.0, 0.0, 4.5), size=0.5))
+    aside = _enable(_cube("Aside", location=(5.0, 0.0, 2.0)))
+    collection = bpy.data.collections.new("Aside")
+    bpy.context.scene.collection.children.link(collection)
+    for c in list(aside.users_collection):
+        c.objects.unlink(aside)
+    collection.objects.link(aside)
     _ground()
     scene = bpy.context.scene
     scene.frame_start, scene.frame_end = 1, 40
     assert bpy.ops.jakobsen.bake() == {'FINISHED'}
+    assert baking.record_of(aside) is not None
     scene.frame_set(40)
     assert crate.matrix_world.translation.z == pytest.approx(0.5, abs=0.02)  # it fell
     if switch == "Dynamic Off":
@@ -393,9 +400,15 @@ def test_a_baked_body_no_longer_simulated_loses_its_old_bake_at_the_next_bake(bl
         crate.jakobsen.type = 'COLLIDER'
     else:
         crate.jakobsen.enabled = False
+    # A baked body in a collection excluded from the view layer keeps its bake: it is not read
+    # (one excludes a collection to bake the rest faster).
+    aside_collection = bpy.data.collections["Aside"]
+    bpy.context.view_layer.layer_collection.children["Aside"].exclude = True
+    assert aside_collection.objects["Aside"].name == "Aside"
     scene.frame_set(1)
     summary = BakeJob(scene.name).run(bpy.context)
-    assert "freed the previous bake of Crate" in summary, summary
+    assert "freed the previous bake of Crate:" in summary, summary
+    assert baking.record_of(aside) is not None  # (excluded: left alone)
     assert baking.record_of(crate) is None and crate.animation_data is None
     for frame in (1, 20, 40):
         scene.frame_set(frame)
