@@ -178,7 +178,6 @@ def _copy_modifier(source, target) -> None:
             pass  # a setting that cannot be set on its own (an active flag of another modifier)
 
 
-
 def _bag_of(action, slot_identifier: str, id_data, *, ensure: bool = False):
     """(F-curve collection, slot identifier) of ``action`` for the slot ``slot_identifier`` (on
     4.4+; its first slot if that is empty), or on 4.2 the action's own (and ""); with ensure, the

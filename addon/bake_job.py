@@ -510,8 +510,8 @@ class BakeJob:
         layer = bpy.context.view_layer
         shown = set(layer.objects) if layer is not None and bpy.context.scene == self.scene else set()
         for obj in baking.baked_objects(self.scene):
-            if obj in written or obj not in shown:
-                continue
+            if obj in written or obj not in shown or baking.free_blocker(obj) is not None:
+                continue  # (one whose NLA is in tweak mode cannot be freed now: left as it is)
             if baking.free_bake(obj):
                 freed.append(obj.name)
         if not freed:
