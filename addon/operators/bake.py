@@ -76,11 +76,11 @@ def _finish(op, context, job: BakeJob, elapsed: float, only: str | None = None) 
     except Exception as error:
         op.report({'ERROR'}, f"Could not write the bake: {describe_failure(error)}")
         return {'CANCELLED'}
-    # The status bar shows the last report alone: it says that the warnings given when the bake
-    # started (the Info editor lists them) are there to be read.
+    # The status bar shows the last report alone, cut to its width: it starts by saying that the
+    # warnings given when the bake started (the Info editor lists them) are there to be read.
     count = len(job.warnings)
-    told = f"; {count} warning{'s' * (count != 1)} (Info editor)" if count else ""
-    op.report({'WARNING'} if count else {'INFO'}, summary + told)
+    told = f"{count} warning{'s' * (count != 1)} (Info editor). " if count else ""
+    op.report({'WARNING'} if count else {'INFO'}, told + summary)
     op._summary = summary
     if only is None:
         # The bake replaces what simulate on playback had cached (as Blender's point cache does).
