@@ -117,6 +117,12 @@ def sample_matrices(scene, context, names: list[str], frames: range, settings: d
     hooks, shape keys: what moves the vertices besides the object's matrix), and matrix_basis
     (frames, 4, 4) of each object in ``bases``, on each frame. Changes the current frame."""
     settings = settings or {}
+    # A setting changed by a script (a wedge, a Python console) reaches Blender's evaluated copy
+    # of the object only when the object is tagged: untagged, a keyed car's changed Target Speed
+    # was read as it had been one change before, and a wedge on it changed nothing (found by the
+    # add-on probe). The panel's edits tag it; tagging again costs one evaluation.
+    for name in {key[0] for key in settings}:
+        bpy.data.objects[name].update_tag()
     out = {name: np.empty((len(frames), 4, 4)) for name in names}
     basis = {name: np.empty((len(frames), 4, 4)) for name in bases}
     values = {key: np.empty(len(frames)) for key in settings}

@@ -243,3 +243,21 @@ def test_follows_an_s_curve_within_half_its_width_and_slows_for_the_turns(blende
     on_arc &= flat[1:, 1] > 6.5
     assert on_arc.any()
     assert np.max(speed_now[on_arc] ** 2 / radius) < 1.25 * lateral
+
+
+@pytest.mark.parametrize("speeds", [(-3.0, 6.0), (6.0, -3.0, 2.0)])
+def test_a_target_speed_changed_by_a_script_on_a_keyed_car_is_the_one_baked(blender, speeds):
+    """A car with a keyed Steering: its settings are read from Blender's evaluated copy, frame by
+    frame, which a script's change (a wedge, the Python console) did not reach: each bake drove
+    at the speed set one change before, and a wedge on it changed nothing (found by the add-on
+    probe). Each bake drives at the speed just set: where it is heading after 3 s, at that speed."""
+    chassis = build_car(frames=(1, 72))
+    v = chassis.jakobsen.vehicle
+    v.steering_angle = 0.0
+    v.keyframe_insert("steering_angle", frame=1)
+    for speed in speeds:
+        v.target_speed = speed  # as a script, or jakobsen bake --wedge, sets it
+        m = bake_track(chassis)[chassis.name]
+        late = (m[-1, 1, 3] - m[-13, 1, 3]) * 24.0 / 12  # along +Y (forward) over the last half second
+        assert late == pytest.approx(speed, abs=0.15 * abs(speed)), (speed, late)
+        assert bpy.ops.jakobsen.free_bake() == {'FINISHED'}
