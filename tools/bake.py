@@ -141,6 +141,13 @@ def bake_file(scene_path: str, out_path: str | None = None, *, frames: tuple[int
         try:
             bpy.ops.wm.open_mainfile(filepath=scene_path, load_ui=False)
         except RuntimeError as error:
+            saved = saved_by(scene_path)
+            if saved is not None and saved > tuple(bpy.app.version[:2]):
+                # (Blender itself only says "not a blend file")
+                raise BakeCommandError(
+                    f"{scene_path}: saved by Blender {saved[0]}.{saved[1]}, newer than this Blender "
+                    f"({bpy.app.version[0]}.{bpy.app.version[1]}), which cannot open it; bake it with Blender "
+                    f"{saved[0]}.{saved[1]} or later") from None
             raise BakeCommandError(f"{scene_path}: Blender could not open it ({str(error).strip()})") from None
         scene = bpy.context.scene
         if scene_name is not None:
@@ -365,3 +372,22 @@ def _parse_frame_list(text: str | None) -> list[int] | None:
     if not frames:
         raise BakeCommandError("--sheet-frames: give at least one frame")
     return frames
+
+
+_HEADER = re.compile(rb"BLENDER(?:[-_][vV](\d{3})|\d\d-\d\d[vV](\d{4}))")
+
+
+def saved_by(path: str) -> tuple[int, int] | None:
+    """The Blender version (major, minor) a .blend file was saved by, from its header: plain
+    ("BLENDER-v402", "BLENDER17-01v0503"), or zstd-compressed where the header's block is stored
+    as it is (as Blender writes it); None where it cannot be told."""
+    try:
+        with open(path, "rb") as f:
+            head = f.read(4096)
+    except OSError:
+        return None
+    found = _HEADER.search(head)
+    if found is None:
+        return None
+    number = int(found.group(1) or found.group(2))
+    return number // 100, number % 100
