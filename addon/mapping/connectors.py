@@ -249,13 +249,22 @@ FREE_AXES = {'ANGULAR': {'WHEEL_SUSPENSION': 0, 'HINGE': 2, 'TWIST_SLIDER': 2, '
 _FREE_AXIS_NAMES = {'WHEEL_SUSPENSION': "X", 'HINGE': "Z", 'TWIST_SLIDER': "Z", 'PLANAR': "Z", 'SLIDER': "Z"}
 
 
-def freeing_connectors(body, objects, motor_type: str) -> list:
-    """The connectors among ``objects`` that hold ``body`` (as Object A or B) and leave it free to
-    turn (``motor_type`` 'ANGULAR') or slide ('LINEAR') about or along one axis."""
+def freeing_connectors(body, other, objects, motor_type: str) -> list:
+    """The connectors among ``objects`` that leave ``body`` free to turn (``motor_type``
+    'ANGULAR') or slide ('LINEAR') about or along one axis relative to ``other`` (a motor's
+    Object A and Object B; None: the world): those joining the two, either way round; failing
+    that, with ``other`` the world, those holding ``body`` as their Object B (a wheel driven
+    against the world, held to its chassis). A chassis, Object A of its wheels' connectors, is
+    not taken as held by them."""
+    if body is None:
+        return []
     kinds = FREE_AXES[motor_type]
-    return [o for o in objects if o.type == 'EMPTY' and o.jakobsen.type == 'CONNECTOR'
-            and o.jakobsen.connector.connector_type in kinds
-            and body is not None and body in (o.jakobsen.connector.object_a, o.jakobsen.connector.object_b)]
+    held = [o for o in objects if o.type == 'EMPTY' and o.jakobsen.type == 'CONNECTOR'
+            and o.jakobsen.connector.connector_type in kinds]
+    pair = [o for o in held if {o.jakobsen.connector.object_a, o.jakobsen.connector.object_b} == {body, other}]
+    if pair or other is not None:
+        return pair
+    return [o for o in held if o.jakobsen.connector.object_b == body]
 
 
 def free_axis(connector, depsgraph, motor_type: str) -> np.ndarray:
@@ -272,7 +281,7 @@ def motor_axle_warnings(motor, axis: np.ndarray, objects, depsgraph) -> list[str
     body = m.object_a
     turns = m.motor_type == 'ANGULAR'
     out = []
-    for connector in freeing_connectors(body, objects, m.motor_type):
+    for connector in freeing_connectors(body, m.object_b, objects, m.motor_type):
         free = free_axis(connector, depsgraph, m.motor_type)
         angle = math.degrees(math.acos(min(1.0, abs(float(np.dot(axis, free))))))
         if angle > MOTOR_AXLE_DEGREES:

@@ -122,7 +122,7 @@ def _motor_frame(context, driven, reference, motor_type: str):
     ``driven`` leaves free (a Wheel Suspension's axle, a Hinge's or Slider's Z: Add Motor put a
     door's motor across the slab, and it stood still), else for an angular motor the axle found
     in the mesh (a wheel)."""
-    held = freeing_connectors(driven, [o for o in context.scene.objects if takes_part(o)], motor_type)
+    held = freeing_connectors(driven, reference, [o for o in context.scene.objects if takes_part(o)], motor_type)
     found = _wheel(context, driven) if motor_type == 'ANGULAR' else None
     if held:
         m = empty_frame(held[0], context.evaluated_depsgraph_get())

@@ -1106,3 +1106,20 @@ def test_a_connector_empty_sheared_by_its_parent_s_uneven_scale_is_named(blender
     assert bool(named) == sheared, named
     if named:
         assert "of its parent 'Rig'" in named[0]
+
+
+def test_a_motor_on_a_chassis_is_not_taken_for_one_on_its_wheels(blender):
+    """A chassis is Object A of its wheels' Wheel Suspensions; a motor turning the chassis itself
+    (a turret's about Z, against the world) is not measured against the wheels' axles: only the
+    connectors joining the motor's own two objects (or holding its body as Object B) count."""
+    _frames(1, 3)
+    chassis = _cube("Chassis", size=1.0, location=(0.0, 0.0, 1.0))
+    bpy.ops.mesh.primitive_cylinder_add(radius=0.3, depth=0.2, location=(0.7, 0.0, 0.5),
+                                        rotation=(0.0, math.pi / 2, 0.0))
+    wheel = _enable(bpy.context.object, 'RIGID_BODY', collision_shape='CYLINDER', mass=10.0)
+    wheel.name = "Wheel"
+    _enable(_empty("Suspension", (0.7, 0.0, 0.5)), 'CONNECTOR', connector_type='WHEEL_SUSPENSION',
+            object_a=chassis, object_b=wheel)
+    _enable(_empty("Turret", (0.0, 0.0, 1.0)), 'MOTOR', object_a=chassis)
+    bpy.context.view_layer.update()
+    assert not _motor_warnings_of(scene_to_model.build(bpy.context).warnings, "Turret")
