@@ -255,8 +255,10 @@ def pin_group(obj) -> tuple[str, str]:
     if place < len(obj.vertex_groups) and obj.vertex_groups[place].name not in known:
         candidate = obj.vertex_groups[place].name
         # Its weights as they were (a group deleted and another added in its place is not a
-        # rename: a cloth was pinned whole by a new 'Mask' group, found by the add-on probe).
-        if not s.pin_group_print or group_print(obj, candidate) == s.pin_group_print:
+        # rename: a cloth was pinned whole by a new 'Mask' group, found by the add-on probe),
+        # unless the group was empty when it was chosen (then painted: its weights say nothing).
+        kept = s.pin_group_print
+        if not kept or kept.startswith("0:") or group_print(obj, candidate) == kept:
             return candidate, name
     return name, ""
 

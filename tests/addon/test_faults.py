@@ -1240,3 +1240,18 @@ def test_a_bug_in_a_step_of_the_bake_command_is_reported_and_writes_nothing(cli_
     assert err.startswith("jakobsen bake: error: ") and "scene.blend" in err, err
     assert "a bug in the solver (test double)" in err, err
     assert _files(tmp) == files, "a file was left behind"
+
+
+def test_a_pin_group_chosen_empty_then_painted_and_renamed_is_still_followed(pinned_cloth, helpers):
+    """The Pin Group set to a new, empty group, which is then painted and renamed (as in the
+    interface: add a group, pick it, paint, rename): its weights when chosen say nothing, so the
+    rename is followed as Blender's Cloth follows it."""
+    from jakobsen_physics import renames
+
+    cloth = pinned_cloth(frames=(1, 6))
+    group = cloth.vertex_groups.new(name="Group")
+    cloth.jakobsen.cloth.pin_group = "Group"  # (empty now)
+    group.add([v.index for v in cloth.data.vertices if v.co.y > 0.49], 1.0, 'REPLACE')
+    group.name = "shoulders"
+    renames.follow_renamed_pin_groups()
+    assert cloth.jakobsen.cloth.pin_group == "shoulders"
