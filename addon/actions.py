@@ -150,9 +150,7 @@ def copy_fcurves(source, target, skip: set[str]) -> list[str]:
         new = target.new(fc.data_path, index=fc.array_index)
         count = len(fc.keyframe_points)
         new.keyframe_points.add(count)
-        for attr, size, dtype in _KEY_ARRAYS:
-            buf = np.empty(count * size, dtype=dtype)
-            fc.keyframe_points.foreach_get(attr, buf)
+        for (attr, _, _), buf in zip(_KEY_ARRAYS, _key_arrays(fc), strict=True):
             new.keyframe_points.foreach_set(attr, buf)
         for flag in _FCURVE_FLAGS:
             if hasattr(fc, flag):

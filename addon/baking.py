@@ -31,6 +31,7 @@ from mathutils import Matrix
 
 from . import actions, tearing
 from .blender_io.checks import TWEAK_MODE, describe
+from .blender_io.reads import evaluated_world_vertices
 from jakobsen_engine import JakobsenError
 from jakobsen_engine.geometry import quaternions as quat
 from jakobsen_engine.geometry.reproducible import rotation_polar
@@ -680,32 +681,20 @@ def mute_modifiers(obj) -> list[dict]:
     return muted
 
 
-def _evaluated_co(obj) -> np.ndarray:
-    depsgraph = bpy.context.evaluated_depsgraph_get()
-    evaluated = obj.evaluated_get(depsgraph)
-    mesh = evaluated.to_mesh()
-    try:
-        co = np.empty(3 * len(mesh.vertices), np.float32)
-        mesh.vertices.foreach_get("co", co)
-        return co
-    finally:
-        evaluated.to_mesh_clear()
-
-
 def _moves_vertices(obj, modifier) -> bool:
     """Whether turning ``modifier`` off (in the viewport) moves the object's evaluated vertices
     now (or changes how many there are); it is left as it was."""
     if not modifier.show_viewport:
         return False  # (the bake read the mesh without it)
-    with_it = _evaluated_co(obj)
+    with_it = evaluated_world_vertices(obj, bpy.context.evaluated_depsgraph_get())
     modifier.show_viewport = False
     try:
         bpy.context.evaluated_depsgraph_get().update()
-        without = _evaluated_co(obj)
+        without = evaluated_world_vertices(obj, bpy.context.evaluated_depsgraph_get())
     finally:
         modifier.show_viewport = True
         bpy.context.evaluated_depsgraph_get().update()
-    size = float(np.ptp(with_it.reshape(-1, 3), axis=0).max()) if len(with_it) else 0.0
+    size = float(np.ptp(with_it, axis=0).max()) if len(with_it) else 0.0
     return with_it.shape != without.shape or bool(np.any(np.abs(with_it - without) > 1e-6 * max(size, 1e-3)))
 
 
