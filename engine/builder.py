@@ -20,7 +20,8 @@ from .forces.fields import check_force, finalize_forces
 from .geometry.graph import connected_components, nearest_source
 from .geometry.reproducible import matmul, symmetric_eigen3
 from .geometry.shapes import ColliderShape
-from .model import Goals, Model, StickKind, Sticks, _frozen
+from .model import Goals, Hinges, Model, StickKind, Sticks, _frozen, empty_hinges
+from .particles.bending import HINGE_BAND, hinge_chains, hinge_stencils
 from .particles.chains import stick_chains
 from .particles.cloth import cloth_pairs, crookedness, flatten_faces, unique_keys, vertex_areas
 from .particles.surfaces import enclosed_volume, fan_triangles, is_closed, join_surfaces, pressure_compliance
@@ -125,6 +126,7 @@ class ModelBuilder:
         self._drag: list[np.ndarray] = []
         self._sticks: list[tuple] = []  # (i, j, rest, compliance, kind)
         self._goals: list[tuple] = []  # (index, target, compliance)
+        self._hinges: list[dict] = []  # per cloth: ``particles.bending.hinge_stencils``, indices global, + compliance
         self._surfaces: list[dict] = []  # per cloth: ``particles.surfaces.join_surfaces`` records
         # (a cloth's particle indices, its edges and face diagonals (k, 2) in those, where)
         self._tether_groups: list[tuple[np.ndarray, np.ndarray, str]] = []
@@ -222,7 +224,7 @@ class ModelBuilder:
     # -- cloth --------------------------------------------------------------------------------
 
     def add_cloth(self, vertices, faces, *, name: str = "cloth", density=0.2, thickness=0.005,
-                  stretch_stiffness=None, shear_stiffness=None, bend_stiffness=0.05,
+                  stretch_stiffness=None, shear_stiffness=None, bend_stiffness=5e-5,
                   stretch_sweeps=None, pin_weights=None, pin_stiffness=1000.0, friction=0.5, restitution=0.0,
                   drag=0.6, long_range_attachments=True, self_collision=False, self_distance=None,
                   pressure=0.0, pressure_stiffness=math.inf, shape_stiffness=0.0, shape_damping=0.1,
@@ -231,7 +233,9 @@ class ModelBuilder:
 
         vertices: (n, 3) m; faces: sequence of vertex-index sequences (or an (f, k) array);
         density: kg/m^2; thickness: m, the particle radius for collisions;
-        stretch/shear/bend_stiffness: N per unit strain (inf = rigid); stretch defaults to rigid for
+        stretch/shear_stiffness: N per unit strain (inf = rigid); bend_stiffness: N m, the moment
+        a unit of curvature takes per unit of width (a plate's E t^3 / 12; ``particles.bending``):
+        cotton about 5e-5, denim 1e-3, leather 1e-2 (inf = rigid); stretch defaults to rigid for
         a cloth and to SOFT_BODY_EDGES for a soft body (shape_stiffness > 0), as the add-on's Soft
         Body sets them, and shear to the stretch; stretch_sweeps: how many
         times the stretch sticks are solved per iteration (after shear and bend), default 1 for
@@ -314,15 +318,10 @@ class ModelBuilder:
             triangles = np.count_nonzero(np.diff(np.append(starts, len(corners))) == 3)
             if chained and 2 * triangles >= len(starts) and crookedness(verts, pairs["stretch"]) > CROOKED_DEGREES:
                 stretch_sweeps = 2
-        # Stretch last in each sweep: it is what the eye reads as rubbery cloth. Bending is swept
-        # a colour at a time even so: it carries no weight to the pins, a colour sweep of it costs
-        # a third of a chain's per stick, and as chains it was a third of a large cloth's frame
-        # (250,000 vertices: 224-264 ms a frame against 252-299 with bending chained, alternating
-        # in one hour; a 1 m cloth of 41 x 41 dropped on a sphere hangs its edges 3-5 mm lower, of
-        # 56-60, at Bending 10 and rigid).
+        # Stretch last in each sweep: it is what the eye reads as rubbery cloth. Bending is
+        # solved before both, a colour of hinges at a time (``particles.bending``).
         for family, stiffness, priority, sweeps, chain in (("stretch", stretch_stiffness, 0, stretch_sweeps, chained),
-                                                           ("shear", shear_stiffness, -1, 1, chained),
-                                                           ("bend", bend_stiffness, -2, 1, False)):
+                                                           ("shear", shear_stiffness, -1, 1, chained)):
             p = pairs[family]
             rest = np.linalg.norm(verts[p[:, 1]] - verts[p[:, 0]], axis=1)
             degenerate = rest <= 1e-9
@@ -333,6 +332,8 @@ class ModelBuilder:
             if len(p):
                 self.add_sticks(p[:, 0] + start, p[:, 1] + start, rest=rest, stiffness=stiffness,
                                 priority=priority, sweeps=sweeps, name=f"{name} {family}", chained=chain)
+        bend = float(_per_item(bend_stiffness, 1, "bending stiffness", where, low_open=True)[0])
+        self._add_hinges(verts, corners, starts, start, ~pinned, bend)
         soft = (weights > 0.0) & ~pinned
         if np.any(soft):
             pin_stiffness = float(_per_item(pin_stiffness, 1, "pin stiffness", where, low_open=True)[0])
@@ -347,6 +348,22 @@ class ModelBuilder:
                                                    shape_stiffness, shape_damping, plastic_limit, plastic_rate,
                                                    tear_factor))
         return ClothHandle(name=name, start=start, count=len(verts))
+
+    def _add_hinges(self, verts, corners, starts, start, movable, bend) -> None:
+        """A cloth's bending hinges in chains (``particles.bending``), kept for ``finalize``."""
+        hinges = hinge_stencils(verts, corners, starts)
+        used = (hinges["weight"] != 0.0) | (hinges["across"] != 0.0)
+        moving = np.any(movable[hinges["index"]] & used, axis=1)  # (all pinned: nothing to move)
+        hinges = {k: v[moving] for k, v in hinges.items()}
+        if not len(hinges["rest"]):
+            return
+        chain_hinges, offsets, group = hinge_chains(hinges, corners, starts, verts, movable)
+        self._hinges.append({
+            "index": hinges["index"] + start, "weight": hinges["weight"], "across": hinges["across"],
+            "rest": hinges["rest"], "lever": hinges["lever"], "edge": hinges["edge"] + start,
+            "compliance": (1.0 / (bend * hinges["per_stiffness"]) if math.isfinite(bend)
+                           else np.zeros(len(hinges["rest"]))),
+            "chain_hinges": chain_hinges, "chain_lengths": np.diff(offsets), "chain_group": group})
 
     def _surface_record(self, where, verts, corners, starts, start, thickness, self_collision, self_distance,
                         pressure, pressure_stiffness, shape_stiffness, shape_damping, plastic_limit,
@@ -584,6 +601,7 @@ class ModelBuilder:
         inv_mass = np.concatenate(self._inv_mass) if self._inv_mass else np.zeros(0)
         self._add_tethers(pos, inv_mass)
         sticks = self._finalize_sticks(inv_mass, pos)
+        hinges = self._finalize_hinges(inv_mass, sticks)
         goals = (Goals(*(np.concatenate(c) for c in zip(*self._goals))) if self._goals
                  else Goals(np.zeros(0, np.int64), np.zeros((0, 3)), np.zeros(0)))
         # One table of shapes: the static colliders' (owned by the world), then every body's; a
@@ -611,6 +629,7 @@ class ModelBuilder:
             drag=_frozen(joined(self._drag)),
             sticks=sticks,
             surfaces=join_surfaces(self._surfaces),
+            hinges=hinges,
             goals=Goals(_frozen(goals.index), _frozen(goals.target), _frozen(goals.compliance)),
             colliders=tuple(self._colliders),
             # (a mesh reaches at least a quarter beyond the thickest particle's radius)
@@ -628,6 +647,55 @@ class ModelBuilder:
 
             self.warnings.extend(w for w in substep_warnings(model, settings) if w not in self.warnings)
         return model
+
+    def _finalize_hinges(self, inv_mass, sticks: Sticks) -> Hinges:
+        """The cloths' hinge chains together, their groups in order (a cloth's group 0 with the
+        others' group 0: no cloth shares a vertex)."""
+        if not self._hinges:
+            return empty_hinges()
+        per_hinge = ("index", "weight", "across", "rest", "compliance", "lever", "edge")
+        parts = {k: np.concatenate([h[k] for h in self._hinges]) for k in per_hinge}
+        first = np.cumsum([0] + [len(h["rest"]) for h in self._hinges])
+        positions = np.concatenate([h["chain_hinges"] + f for h, f in zip(self._hinges, first)])
+        lengths = np.concatenate([h["chain_lengths"] for h in self._hinges])
+        key = np.concatenate([h["chain_group"] for h in self._hinges])
+        starts = np.concatenate([[0], np.cumsum(lengths)[:-1]]).astype(np.int64)
+        by = np.argsort(key, kind="stable")
+        order = np.concatenate([np.arange(starts[c], starts[c] + lengths[c]) for c in by]).astype(np.int64)
+        chain_hinges = positions[order]
+        lengths, key = lengths[by], key[by]
+        chain_offsets = np.concatenate([[0], np.cumsum(lengths)]).astype(np.int64)
+        group_offsets = np.searchsorted(key, np.arange(int(key.max(initial=-1)) + 2)).astype(np.int64)
+        index, weight = parts["index"], parts["weight"]
+        # What the chains' banded solve needs of the constant weights, for each place of a
+        # chain: its hinge's sum of w K^2, and of w K K' over the vertices it shares with each of
+        # the next HINGE_BAND hinges of the chain.
+        w = inv_mass[index]
+        chain_of = np.repeat(np.arange(len(lengths)), lengths)
+        h = chain_hinges
+        coupling = np.zeros((len(h), HINGE_BAND + 1))
+        coupling[:, 0] = (w[h] * weight[h] * weight[h]).sum(axis=1)
+        for step in range(1, HINGE_BAND + 1):
+            a = np.arange(len(h) - step)
+            a = a[chain_of[a] == chain_of[a + step]]
+            ha, hb = h[a], h[a + step]
+            same = index[ha][:, :, None] == index[hb][:, None, :]
+            coupling[a, step] = np.einsum("kpq,kp,kp,kq->k", same, w[ha], weight[ha], weight[hb])
+        # The stick along each hinge's edge (an equal one: those are what tear).
+        edge_stick = np.full(len(index), -1, np.int64)
+        if sticks.count:
+            n = max(len(inv_mass), 1)
+            equal = np.flatnonzero(sticks.kind == StickKind.EQUAL)
+            keys = np.minimum(sticks.i[equal], sticks.j[equal]) * n + np.maximum(sticks.i[equal], sticks.j[equal])
+            by_key = np.argsort(keys, kind="stable")
+            e = parts["edge"]
+            want = np.minimum(e[:, 0], e[:, 1]) * n + np.maximum(e[:, 0], e[:, 1])
+            at = np.minimum(np.searchsorted(keys[by_key], want), max(len(by_key) - 1, 0))
+            found = (keys[by_key][at] == want) if len(by_key) else np.zeros(len(want), bool)
+            edge_stick[found] = equal[by_key[at[found]]]
+        return Hinges(*(_frozen(a) for a in (index, weight, parts["across"], parts["rest"], parts["compliance"],
+                                             parts["lever"], edge_stick, chain_hinges, coupling, chain_offsets,
+                                             group_offsets)))
 
     def _finalize_sticks(self, inv_mass, pos) -> Sticks:
         if not self._sticks:

@@ -80,6 +80,50 @@ class Sticks:
 
 
 @dataclass(frozen=True)
+class Hinges:
+    """Bending across the edges two faces share (``particles.bending``), in chains.
+
+    index, weight, across: (k, HINGE_WIDTH) the vertices and the constant weights of each
+    hinge's fold vector v = sum weight x and of q_B - q_A = sum across x; rest: (k, 3) m, v at
+    rest in the hinge's frame (``bending.local_folds``: 0 where flat); compliance: (k,) m/N
+    (0 = rigid); lever: (k,) m, so that |v - rest| / lever is about the fold's change in
+    radians; edge_stick: (k,) the stick
+    along the hinge's edge (-1: none), whose tearing ends the hinge. Chain c is the hinges
+    chain_hinges[chain_offsets[c]:chain_offsets[c + 1]] (a hinge of a triangle mesh is in two
+    chains: ``bending.hinge_chains``); coupling: (P, HINGE_BAND + 1) for each place of a chain,
+    the sums over shared vertices of w K K of its hinge with itself and each of the next
+    HINGE_BAND hinges of the chain (0 past the chain's end); group g is the chains group_offsets[g]:group_offsets[g + 1]
+    (no movable vertex in two chains of a group).
+    """
+
+    index: np.ndarray
+    weight: np.ndarray
+    across: np.ndarray
+    rest: np.ndarray
+    compliance: np.ndarray
+    lever: np.ndarray
+    edge_stick: np.ndarray
+    chain_hinges: np.ndarray
+    coupling: np.ndarray
+    chain_offsets: np.ndarray
+    group_offsets: np.ndarray
+
+    @property
+    def count(self) -> int:
+        return len(self.rest)
+
+    @property
+    def group_count(self) -> int:
+        return len(self.group_offsets) - 1
+
+
+def empty_hinges() -> Hinges:
+    return Hinges(np.zeros((0, 6), np.int64), np.zeros((0, 6)), np.zeros((0, 6)), np.zeros((0, 3)), np.zeros(0),
+                  np.zeros(0), np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros((0, 5)), np.zeros(1, np.int64),
+                  np.zeros(1, np.int64))
+
+
+@dataclass(frozen=True)
 class Goals:
     """Soft springs pulling particle ``index`` (g,) towards ``target`` (g, 3) with ``compliance`` (g,) m/N."""
 
@@ -119,6 +163,7 @@ class Model:
     motors: Motors = field(default_factory=empty_motors)
     vehicles: tuple = ()  # ``vehicles.vehicle.Vehicle``s
     surfaces: Surfaces = field(default_factory=empty_surfaces)  # the cloths' triangles and surface settings
+    hinges: Hinges = field(default_factory=empty_hinges)  # the cloths' bending
 
     @property
     def particle_count(self) -> int:

@@ -48,7 +48,7 @@ def simulate_cloth(frames=FRAME_COUNT, keep=SHEET_FRAMES):
     weights[pins] = 1.0
 
     b = engine.ModelBuilder()
-    cloth = b.add_cloth(verts, faces, name="cloth", pin_weights=weights, thickness=0.01, bend_stiffness=0.05)
+    cloth = b.add_cloth(verts, faces, name="cloth", pin_weights=weights, thickness=0.01, bend_stiffness=5e-5)
     sphere_pose = np.eye(4)
     sphere_pose[:3, 3] = SPHERE_CENTRE
     b.add_collider(engine.Sphere(radius=SPHERE_RADIUS, transform=sphere_pose, friction=0.5, name="sphere"))

@@ -156,7 +156,8 @@ def add_deformable(builder: ModelBuilder, obj, depsgraph, track, warnings: list[
         thickness=s.thickness,
         stretch_stiffness=math.inf if s.use_rigid_stretch else s.stretch_stiffness,
         shear_stiffness=math.inf if s.use_rigid_shear else s.shear_stiffness,
-        bend_stiffness=s.bend_stiffness, pin_weights=weights, pin_stiffness=s.pin_stiffness,
+        bend_stiffness=s.bend_stiffness * 1e-3,  # (the panel's is in mN m)
+        pin_weights=weights, pin_stiffness=s.pin_stiffness,
         friction=s.friction, drag=s.air_drag, **surface)
     to_world = track if track is not None else m[None]
     if track is not None:

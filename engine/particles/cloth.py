@@ -1,4 +1,5 @@
-"""Cloth topology from a polygon mesh: which particle pairs become stretch, shear and bend sticks.
+"""Cloth topology from a polygon mesh: which particle pairs become stretch and shear sticks
+(bending: ``particles.bending``).
 
 Faces come as a list of vertex-index sequences (any polygon size >= 3). Everything is done on
 flat corner arrays with numpy, so large meshes cost no per-face Python work beyond reading them.
@@ -73,15 +74,9 @@ def _unique_pairs(a, b):
 
 
 def cloth_pairs(corners: np.ndarray, starts: np.ndarray) -> dict[str, np.ndarray]:
-    """Stick pairs (k, 2) for ``stretch`` (edges), ``shear`` (polygon diagonals) and ``bend``.
-
-    Bend pairs join, for every edge shared by two faces, each edge end's neighbour in one face
-    to its neighbour in the other: across a quad grid that is the skip-one stick that straddles
-    the edge end; across two triangles it is the pair of opposite vertices.
-    """
+    """Stick pairs (k, 2) for ``stretch`` (edges) and ``shear`` (polygon diagonals)."""
     nxt, prv, face_of, sizes = _corner_links(corners, starts)
     u, w = corners, corners[nxt]
-    pu, pw = corners[prv], corners[nxt[nxt]]
     stretch = _unique_pairs(u, w)
 
     # Shear: fan diagonals from each face's first corner (for a quad, both diagonals).
@@ -99,20 +94,7 @@ def cloth_pairs(corners: np.ndarray, starts: np.ndarray) -> dict[str, np.ndarray
     shear = (_unique_pairs(np.concatenate(diag_a), np.concatenate(diag_b))
              if diag_a else np.zeros((0, 2), np.int64))
 
-    # Bend: pair up half-edges with the same undirected key.
-    key_lo, key_hi = np.minimum(u, w), np.maximum(u, w)
-    order = np.lexsort((face_of, key_hi, key_lo))
-    same = (key_lo[order][1:] == key_lo[order][:-1]) & (key_hi[order][1:] == key_hi[order][:-1])
-    a_idx, b_idx = order[:-1][same], order[1:][same]
-    # Neighbour of A's u in face B: pu if B runs the same way, pw if it runs against.
-    b_same_dir = u[b_idx] == u[a_idx]
-    nb_u = np.where(b_same_dir, pu[b_idx], pw[b_idx])
-    nb_w = np.where(b_same_dir, pw[b_idx], pu[b_idx])
-    bend = _unique_pairs(np.concatenate([pu[a_idx], pw[a_idx]]), np.concatenate([nb_u, nb_w]))
-    if len(bend):
-        taken = {tuple(p) for p in np.concatenate([stretch, shear]).tolist()}
-        bend = np.array([p for p in bend.tolist() if tuple(p) not in taken], dtype=np.int64).reshape(-1, 2)
-    return {"stretch": stretch, "shear": shear, "bend": bend}
+    return {"stretch": stretch, "shear": shear}
 
 
 # Vertices with more edges than this are left out of ``crookedness`` (a fan's hub would make its

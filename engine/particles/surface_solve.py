@@ -28,6 +28,8 @@ import math
 
 import numpy as np
 
+from .bending import local_folds, yield_angle
+
 from ..geometry import quaternions as quat
 from ..geometry import reproducible
 from ..model import StickKind
@@ -79,10 +81,11 @@ class SurfaceState:
     shape_rotation (b, 4) the last matched rotation of each soft body; volume_target (S,) m^3;
     shape_support (k,) in [0, 1], how far each soft body's vertex a collider held in the last
     substep is held as the body's support (``SurfaceSolver.note_contacts``; 0: not held);
-    popped (S,) bool: a pressurised surface torn open, which holds no pressure from then on."""
+    popped (S,) bool: a pressurised surface torn open, which holds no pressure from then on;
+    hinge_rest (k,) m, the bending hinges' rests (empty unless a surface is plastic)."""
 
     def __init__(self, stick_rest, stick_kind, stick_broken_at, shape_rest, shape_rotation, volume_target,
-                 shape_support=None, popped=None):
+                 shape_support=None, popped=None, hinge_rest=None):
         self.stick_rest = stick_rest
         self.stick_kind = stick_kind
         self.stick_broken_at = stick_broken_at
@@ -91,15 +94,17 @@ class SurfaceState:
         self.volume_target = volume_target
         self.shape_support = np.zeros(len(shape_rest)) if shape_support is None else shape_support
         self.popped = np.zeros(len(volume_target), bool) if popped is None else popped
+        self.hinge_rest = np.zeros(0) if hinge_rest is None else hinge_rest
 
     def __setstate__(self, values: dict) -> None:
-        # (a state pickled before surfaces could pop: none has)
+        # (a state pickled before surfaces could pop, or had hinges: none has)
         self.__dict__.update(values)
         self.__dict__.setdefault("popped", np.zeros(len(self.volume_target), bool))
+        self.__dict__.setdefault("hinge_rest", np.zeros(0))
 
     def arrays(self) -> list[np.ndarray]:
         return [self.stick_rest, self.stick_kind, self.stick_broken_at, self.shape_rest, self.shape_rotation,
-                self.volume_target, self.shape_support, self.popped]
+                self.volume_target, self.shape_support, self.popped, self.hinge_rest]
 
 
 class SurfaceSolver:
@@ -175,6 +180,17 @@ class SurfaceSolver:
         self.tear_length = sticks.rest[self.tear] * factor[self.tear]
         self.tear_surface = owner[self.tear]
         self.mutable_sticks = bool(len(self.plastic) or len(self.tear))
+        # Hinges of plastic surfaces: a fold beyond the yield angle (``bending.yield_angle``)
+        # takes a new rest, as the sticks' lengths do.
+        hg = model.hinges
+        hinge_owner = _surface_of(hg.index[:, 0], surf) if hg.count else np.zeros(0, np.int64)
+        hinge_limit = np.where(hinge_owner >= 0, surf.plastic_limit[np.maximum(hinge_owner, 0)], math.inf) \
+            if surf.count and hg.count else np.full(hg.count, math.inf)
+        self.plastic_hinges = np.flatnonzero(np.isfinite(hinge_limit)).astype(np.int64)
+        self.hinge_yield = np.array([yield_angle(a) for a in hinge_limit[self.plastic_hinges]]) \
+            * hg.lever[self.plastic_hinges]  # as a change of |v|, m
+        self.hinge_keep = np.minimum(surf.plastic_rate[hinge_owner[self.plastic_hinges]] * h, 1.0) \
+            if len(self.plastic_hinges) else np.zeros(0)
         self.soft_plastic = np.isfinite(surf.plastic_limit[self.soft]) if len(self.soft) else np.zeros(0, bool)
         self._rings(model)
 
@@ -273,7 +289,7 @@ class SurfaceSolver:
 
     @property
     def active(self) -> bool:
-        return bool(len(self.pressure_which) or len(self.soft) or self.mutable_sticks)
+        return bool(len(self.pressure_which) or len(self.soft) or self.mutable_sticks or len(self.plastic_hinges))
 
     def initial_state(self) -> SurfaceState:
         m, surf = self.model, self.surf
@@ -286,7 +302,8 @@ class SurfaceSolver:
             shape_rest=np.concatenate(shape) if shape else np.zeros((0, 3)),
             shape_rotation=np.tile([1.0, 0.0, 0.0, 0.0], (len(self.soft), 1)),
             volume_target=surf.pressure * surf.rest_volume,
-            shape_support=np.zeros(len(self.goal_index)), popped=np.zeros(surf.count, bool))
+            shape_support=np.zeros(len(self.goal_index)), popped=np.zeros(surf.count, bool),
+            hinge_rest=np.array(m.hinges.rest) if len(self.plastic_hinges) else np.zeros(0))
 
     def begin_substep(self) -> None:
         self.volume_lam[:] = 0.0
@@ -515,6 +532,17 @@ class SurfaceSolver:
             # The rest at which this length is strained by exactly the limit, approached by the rate.
             target = np.where(strain > lim, length / (1.0 + lim), np.where(strain < -lim, length / (1.0 - lim), rest))
             state.stick_rest[p] = rest + (target - rest) * self.plastic_keep
+        if len(self.plastic_hinges):
+            # A fold bent beyond the yield angle from its rest takes the excess into its rest (in
+            # the hinge's own frame, as the rest is kept).
+            hg, p = self.model.hinges, self.plastic_hinges
+            now = local_folds(x, hg.index[p], hg.weight[p], hg.across[p])
+            rest = state.hinge_rest[p]
+            off = now - rest
+            dist = np.linalg.norm(off, axis=1)
+            over = dist > self.hinge_yield
+            scale = np.where(over, (1.0 - self.hinge_yield / np.maximum(dist, 1e-300)) * self.hinge_keep, 0.0)
+            state.hinge_rest[p] = rest + off * scale[:, None]
         if len(self.tear):
             self.tear_beyond(x, state, time, most_only=False)
         for k in np.flatnonzero(self.soft_plastic):

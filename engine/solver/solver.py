@@ -24,6 +24,7 @@ from .energy import EnergyGuard
 from ..vehicles.vehicle import vehicle_warnings
 from ..bodies.rigid import spin_warnings
 from ..collision.self_contact import SelfContacts
+from ..particles.bending import fold_vectors, hinge_frames
 from ..particles.chains import SHAKE
 from ..particles.surface_solve import SurfaceSolver
 from .rigid_step import RigidStepper
@@ -287,6 +288,18 @@ class Solver:
         auto = isinstance(settings.iterations, str)  # "auto" (validated)
         self._auto_move = AUTO_TOLERANCE * float(s.rest.min()) if auto and s.count else 0.0
         self._iterations = (AUTO_ITERATIONS if s.count else 1) if auto else settings.iterations
+        # The cloths' bending hinges (``particles.bending``): their vertices' inverse masses and
+        # compliances at this substep; ``_hinge_on`` 0 where a hinge's edge has torn.
+        hg = model.hinges
+        self._hinge_w = np.ascontiguousarray(inv_mass[hg.index]) if hg.count else np.zeros((0, 6))
+        self._hinge_alpha = hg.compliance / (h * h)
+        self._hinge_on = np.ones(hg.count, np.int8)
+        self._hinge_lam = np.zeros((hg.count, 3))
+        self._hinge_target = np.zeros((hg.count, 3))  # see _hinge_targets
+        self._hinge_curved: np.ndarray | None = None
+        self._hinge_v_start = np.zeros((0, 3))  # the curved hinges' fold vectors at the substep's start
+        self._turn_pinned: np.ndarray | None = None  # (turn groups,) which have a pinned vertex
+        self._hinge_pin_entries: tuple | None = None  # (hinge, weight, pinned vertex, turn group)
         g = model.goals
         self._goal_w = inv_mass[g.index]
         self._goal_alpha = g.compliance / (h * h)
@@ -522,6 +535,75 @@ class Solver:
             self._base_rows = np.ascontiguousarray(np.broadcast_to(self._base_accel, x.shape))
         return np.add(state.external_accelerations, self._base_rows, out=self._frame_accel)
 
+    def _hinge_targets(self, x_start: np.ndarray, surface_state) -> None:
+        """The fold vector each hinge curved at rest is held to this substep: as long as at rest
+        (its rest's length), along its fold vector at the substep's start; fixed for the
+        substep, each hinge's constraint is linear and its projection exact, and the force it
+        makes is along the fold (a spring on |v|, which stores what it is given). A hinge folded
+        less than half its rest takes the rest's direction in its frame instead
+        (``bending.local_folds``), so that it bends back the way it was made. (Held to the rest
+        turned with its frame, the constraint's force follows the frame: a stiff half cylinder
+        held by one edge flapped and fell, 0.23 m off its shape in 2 s.)"""
+        hg = self.model.hinges
+        rest = hg.rest if surface_state is None or not len(surface_state.hinge_rest) else surface_state.hinge_rest
+        if self._hinge_curved is None or (surface_state is not None and len(surface_state.hinge_rest)):
+            self._hinge_curved = np.flatnonzero(np.any(rest != 0.0, axis=1))
+        c = self._hinge_curved
+        if not len(c):
+            return
+        size = np.linalg.norm(rest[c], axis=1)
+        v = self._hinge_v_start = fold_vectors(x_start, hg.index[c], hg.weight[c])
+        now = np.linalg.norm(v, axis=1)
+        target = v * (size / np.maximum(now, 1e-300))[:, None]
+        flat = now < 0.5 * size
+        if np.any(flat):
+            f = c[flat]
+            target[flat] = np.einsum("kij,ki->kj", hinge_frames(x_start, hg.index[f], hg.across[f]), rest[f])
+        self._hinge_target[c] = target
+
+    def _project_hinges(self, x: np.ndarray) -> None:
+        """One pass of the bending hinges' chains (backend ``project_hinges``)."""
+        hg = self.model.hinges
+        self.kernels.project_hinges(x, hg.index, hg.weight, self._hinge_w, self._hinge_target, self._hinge_alpha,
+                                    self._hinge_on, self._hinge_lam, hg.chain_hinges, hg.coupling, hg.chain_offsets,
+                                    hg.group_offsets, 0, hg.group_count)
+
+    def _hinge_pin_shares(self, x_start: np.ndarray) -> None:
+        """What the hinges pushed on pinned vertices, given to a cloth's turn take-back as a pin
+        share (as the sticks' at the pins are): a clamped edge's bending moment comes from
+        outside the cloth and is kept (taken back, it let a strip clamped level sag)."""
+        turn, at = self._turn, self._hinge_pin_entries
+        if at is None:
+            hg = self.model.hinges
+            h, col = np.nonzero((self._hinge_w == 0.0) & (hg.weight != 0.0))
+            p = hg.index[h, col]
+            group = turn.group_of[p]
+            keep = group >= 0
+            at = self._hinge_pin_entries = (h[keep], hg.weight[h[keep], col[keep]], p[keep], group[keep])
+        h, k, p, group = at
+        if len(h):
+            push = k[:, None] * self._hinge_lam[h]
+            r = x_start[p] - turn.ref[group]
+            # (goals_moved's sums are left out; a pin's share is added: so it goes in with its sign turned)
+            np.add.at(turn._goals, group, -np.hstack([np.cross(r, push), push]))
+        c = self._hinge_curved
+        if c is not None and len(c):
+            # A hinge's forces, sum K_i lam at x_i, turn what they act on by v x lam about any point:
+            # nothing while lam lies along v. A curved hinge's target turns with its fold, so its
+            # lam need not. On a pinned surface that turn is left out here (taken back, a stiff
+            # half cylinder held by one edge was turned against its pins each substep and flapped,
+            # 0.28 m off its shape); on a free one it is taken back with the rest (left out, a
+            # soft cube spinning in space lost 2-5% of its angular momentum in 3 s).
+            hg = self.model.hinges
+            group = turn.group_of[hg.index[c, 0]]
+            if self._turn_pinned is None:
+                self._turn_pinned = np.zeros(turn.count, bool)
+                held = (self.model.inverse_masses == 0.0) & (turn.group_of >= 0)
+                self._turn_pinned[turn.group_of[held]] = True
+            on = (group >= 0) & self._turn_pinned[np.maximum(group, 0)]
+            turned = np.cross(self._hinge_v_start[on], self._hinge_lam[c[on]])
+            np.add.at(turn._goals[:, :3], group[on], turned)
+
     def _substep(self, state: State) -> None:
         h = self.h
         x, xp = state.positions, state.previous_positions
@@ -578,12 +660,22 @@ class Solver:
                 self._global_floor, GLOBAL_ITERATIONS)
         else:
             self._lam[:] = 0.0
+        hinges = self.model.hinges
+        if hinges.count:
+            self._hinge_lam[:] = 0.0
+            self._hinge_targets(x_start, surface_state)
+            if surfaces and len(surfaces.tear):
+                edge = hinges.edge_stick
+                self._hinge_on = np.where(edge >= 0, surface_state.stick_kind[np.maximum(edge, 0)]
+                                          != StickKind.BROKEN, True).astype(np.int8)
         auto = self._auto_move
         for _ in range(self._iterations):
             if auto:
                 before = x.copy()
             if rigid:
                 rigid.solve_positions(state.bodies, rigid.contact_passes(self.settings.contact_iterations))
+            if hinges.count:
+                self._project_hinges(x)
             if len(self._passes):
                 # Each stick along its direction at the substep's start (SHAKE: see project_sticks),
                 # so a swinging or spinning stick keeps its speed.
@@ -600,6 +692,8 @@ class Solver:
             if auto and float(np.max(np.abs(x - before), initial=0.0)) <= auto:
                 break
         if turn:
+            if hinges.count:
+                self._hinge_pin_shares(x_start)
             turn.finish(x, x_start, self._lam)
             if self._last_substep or not self._in_frame:
                 # The frame's last turn is made now, before the contacts, so the frame ends with

@@ -368,12 +368,16 @@ def test_a_tiny_cloth_is_refused_for_too_few_substeps_and_hangs_with_enough():
     need = int(str(e.value).split("use at least ")[1].split()[0])
     solver = engine.Solver(model, engine.SolverSettings(substeps=need))
     state = solver.make_state()
+    lowest = 0.0
     for _ in range(12):
         solver.step_frame(state)
+        lowest = min(lowest, float(state.positions[:, 2].min()))
     s = model.sticks
     stretch = np.linalg.norm(state.positions[s.i] - state.positions[s.j], axis=1) / s.rest - 1.0
     assert stretch[s.kind == 0].max() < 0.1  # hangs, not stretched like rubber
-    assert state.positions[:, 2].min() < -0.5e-3  # and it did swing down
+    # and it did swing down (a 1 mm flake of cotton is stiff, far shorter than its bending
+    # length: it swings about its pinned row as a plate, undamped, and passes the level again)
+    assert lowest < -0.5e-3
 
 
 @pytest.mark.parametrize("near", [0.01, 0.001])

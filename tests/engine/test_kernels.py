@@ -10,6 +10,7 @@ import pytest
 import jakobsen_engine as engine
 from jakobsen_engine import backend
 from jakobsen_engine.builder import colour_sticks
+from jakobsen_engine.geometry.primitives import grid
 
 pytestmark = [pytest.mark.compares_backends,
               pytest.mark.skipif(backend.numba_problem() is not None, reason="numba cannot load here")]
@@ -213,6 +214,41 @@ def test_a_chain_of_one_stick_is_the_stick_projection_bit_for_bit(rng):
         np.testing.assert_array_equal(as_chains[0], plain[0])
         np.testing.assert_array_equal(as_chains[8], plain[8])
         assert np.abs(plain[0] - a[0]).max() > 1e-3
+
+@pytest.mark.parametrize("threads", ["serial", "chains on all cores"])
+def test_the_hinge_chain_solves_agree(rng, threads, monkeypatch):
+    """project_hinges on a cloth of quads and triangles with pins, bent at random, some hinges
+    torn off, some held to a fold, on both backends: the same bits (and the same every run)."""
+    if threads != "serial":
+        monkeypatch.setattr(backend.select("numba").particles, "PARALLEL_STICKS", 1)
+    seed = int(rng.integers(1 << 30))
+    r0 = np.random.default_rng(seed)
+    n = 9
+    v, f = grid(n, n, 1.0)
+    faces = [list(q) for q in f[: len(f) // 2]] + [t for q in f[len(f) // 2:] for t in ([q[0], q[1], q[2]],
+                                                                                      [q[0], q[2], q[3]])]
+    b = engine.ModelBuilder()
+    pins = (r0.random(len(v)) < 0.1).astype(float)
+    b.add_cloth(v, faces, pin_weights=pins, bend_stiffness=float(10.0 ** r0.uniform(-5, -1)))
+    m = b.finalize()
+    hg = m.hinges
+    assert hg.count and hg.group_count > 1
+
+    def args():
+        r = np.random.default_rng(seed + 1)
+        x = np.array(m.rest_positions) + r.normal(scale=0.03, size=m.rest_positions.shape)
+        target = np.where(r.random((hg.count, 1)) < 0.3, r.normal(scale=0.01, size=(hg.count, 3)), 0.0)
+        alpha = np.where(r.random(hg.count) < 0.2, 0.0, hg.compliance * 3600.0 * r.random(hg.count))
+        on = (r.random(hg.count) > 0.1).astype(np.int8)
+        lam = r.normal(scale=1e-6, size=(hg.count, 3))
+        return [x, hg.index, hg.weight, np.array(m.inverse_masses[hg.index]), target, alpha, on, lam,
+                hg.chain_hinges, hg.coupling, hg.chain_offsets, hg.group_offsets, 0, hg.group_count]
+
+    a, b_ = both("project_hinges", "particles", args)
+    assert_same(a, b_)
+    assert np.all(np.isfinite(a[0])) and np.abs(a[0] - args()[0]).max() > 0.0  # it moved something
+    assert_same(a, both("project_hinges", "particles", args)[0])
+
 
 def test_goals_agree(rng):
     seed = int(rng.integers(1 << 30))

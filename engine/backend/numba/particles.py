@@ -27,6 +27,9 @@ CHAIN_PIVOT = 1e-12
 CHAIN_DAMPING = 1e-2
 # numpy's TRANSVERSE_SLACK (see its _solve_chain_group), likewise.
 TRANSVERSE_SLACK = 0.1
+# numpy's HINGE_PIVOT and HINGE_DAMPING (see its project_hinges), likewise.
+HINGE_PIVOT = 1e-9
+HINGE_DAMPING = 1e-6
 
 
 # Particles are moved on all cores from this many on (each its own: the same bits).
@@ -527,6 +530,118 @@ def project_goals(x, index, target, w, alpha, lam):
             dlam = (-c - alpha[g] * lam[g, d]) / ws
             lam[g, d] += dlam
             x[p, d] += w[g] * dlam
+
+
+@njit(**JIT)
+def _hinge_chain(x, index, weight, w, target, alpha, on, lam, chain_hinges, coupling, a, b):
+    cnt = b - a
+    width = index.shape[1]
+    rhs = np.zeros((cnt, 3))
+    diag = np.ones(cnt)
+    live = np.zeros(cnt)
+    for t in range(cnt):
+        h = chain_hinges[a + t]
+        k = weight[h, 0]
+        p0 = index[h, 0]
+        v0 = k * x[p0, 0]
+        v1 = k * x[p0, 1]
+        v2 = k * x[p0, 2]
+        for m in range(1, width):
+            p = index[h, m]
+            k = weight[h, m]
+            v0 = v0 + k * x[p, 0]
+            v1 = v1 + k * x[p, 1]
+            v2 = v2 + k * x[p, 2]
+        ok = on[h] != 0
+        t0 = target[h, 0]
+        t1 = target[h, 1]
+        t2 = target[h, 2]
+        if ok:
+            live[t] = 1.0
+            rhs[t, 0] = -(v0 - t0) - alpha[h] * lam[h, 0]
+            rhs[t, 1] = -(v1 - t1) - alpha[h] * lam[h, 1]
+            rhs[t, 2] = -(v2 - t2) - alpha[h] * lam[h, 2]
+            diag[t] = coupling[a + t, 0] * (1.0 + HINGE_DAMPING) + alpha[h]
+    band = coupling.shape[1] - 1
+    d = np.zeros(cnt)
+    low = np.zeros((cnt, band + 1))  # low[r, j]: the factor's entry (r, r - j)
+    y = np.zeros((cnt, 3))
+    for t in range(cnt):
+        dt = diag[t]
+        for j in range(1, min(t, band) + 1):
+            dt = dt - low[t, j] * low[t, j] * d[t - j]
+        if not dt > HINGE_PIVOT * diag[t]:
+            dt = diag[t]
+        d[t] = dt
+        for i in range(1, band + 1):
+            if t + i >= cnt:
+                break
+            entry = coupling[a + t, i] * live[t] * live[t + i]
+            for j in range(1, min(t, band - i) + 1):
+                entry = entry - low[t + i, i + j] * low[t, j] * d[t - j]
+            low[t + i, i] = entry / dt
+        for c in range(3):
+            yt = rhs[t, c]
+            for j in range(1, min(t, band) + 1):
+                yt = yt - low[t, j] * y[t - j, c]
+            y[t, c] = yt
+    dlam = np.zeros((cnt, 3))
+    for t in range(cnt - 1, -1, -1):
+        for c in range(3):
+            st = y[t, c] / d[t]
+            for i in range(1, band + 1):
+                if t + i >= cnt:
+                    break
+                st = st - low[t + i, i] * dlam[t + i, c]
+            dlam[t, c] = st
+    for t in range(cnt):
+        h = chain_hinges[a + t]
+        for c in range(3):
+            lam[h, c] += dlam[t, c]
+    for t in range(cnt):
+        h = chain_hinges[a + t]
+        for m in range(width):
+            p = index[h, m]
+            f = w[h, m] * weight[h, m]
+            x[p, 0] += f * dlam[t, 0]
+            x[p, 1] += f * dlam[t, 1]
+            x[p, 2] += f * dlam[t, 2]
+
+
+@njit(parallel=True, **JIT)
+def _hinge_group_parallel(x, index, weight, w, target, alpha, on, lam, chain_hinges, coupling, chain_offsets,
+                          c0, c1):
+    for c in prange(c0, c1):
+        _hinge_chain(x, index, weight, w, target, alpha, on, lam, chain_hinges, coupling, chain_offsets[c],
+                     chain_offsets[c + 1])
+
+
+@njit(**JIT)
+def _hinge_groups_serial(x, index, weight, w, target, alpha, on, lam, chain_hinges, coupling, chain_offsets,
+                         group_offsets, first, last):
+    for g in range(first, last):
+        for c in range(group_offsets[g], group_offsets[g + 1]):
+            _hinge_chain(x, index, weight, w, target, alpha, on, lam, chain_hinges, coupling, chain_offsets[c],
+                         chain_offsets[c + 1])
+
+
+def project_hinges(x, index, weight, w, target, alpha, on, lam, chain_hinges, coupling, chain_offsets,
+                   group_offsets, first, last):
+    """The numpy reference's hinge chains, chain by chain (a big group's chains on all cores)."""
+    if last <= first:
+        return
+    big = chain_offsets[group_offsets[first + 1:last + 1]] - chain_offsets[group_offsets[first:last]] >= PARALLEL_STICKS
+    if not big.any():
+        _hinge_groups_serial(x, index, weight, w, target, alpha, on, lam, chain_hinges, coupling, chain_offsets,
+                             group_offsets, first, last)
+        return
+    for g in range(first, last):
+        if big[g - first]:
+            _hinge_group_parallel(x, index, weight, w, target, alpha, on, lam, chain_hinges, coupling,
+                                  chain_offsets, group_offsets[g], group_offsets[g + 1])
+        else:
+            _hinge_groups_serial(x, index, weight, w, target, alpha, on, lam, chain_hinges, coupling,
+                                 chain_offsets, group_offsets, g, g + 1)
 
 
 @njit(**JIT)

@@ -14,6 +14,13 @@ import numpy as np
 # See project_sticks: sticks strained more than this at a substep's start move along their
 # direction now (the same value in backend/numba/particles.py).
 SHAKE_STRAIN = 0.01
+# A hinge chain's pivot below this share of its diagonal is taken as the diagonal (a chain
+# whose hinges cannot all be met: the same value in backend/numba/particles.py).
+HINGE_PIVOT = 1e-9
+# And a hinge chain's diagonal is this share more than its own (Levenberg-Marquardt): hinges
+# can measure the same fold twice (two of a triangle strip's against one free vertex, the rest
+# pinned), and rigid, their chain's matrix was singular and the solve blew up.
+HINGE_DAMPING = 1e-6
 
 
 def _dot3(a, b):
@@ -323,6 +330,90 @@ def project_goals(x, index, target, w, alpha, lam):
     dlam = (-c - alpha[:, None] * lam) / (w + alpha)[:, None]
     lam += dlam
     x[index] += w[:, None] * dlam
+
+
+def _hinge_rows(x, index, weight, target, alpha, on, lam, coupling, hs, a, b):
+    """Hinges hs (chain places a..b - 1): the right-hand sides -(v - target) - alpha lam, the
+    diagonals coupling_0 (1 + HINGE_DAMPING) + alpha, and which are live (a hinge whose edge tore
+    is not: it gets 0 and 1 and no coupling, so it does not move)."""
+    idx, k = index[hs], weight[hs]
+    width = idx.shape[1]
+    v = k[:, 0, None] * x[idx[:, 0]]
+    for m in range(1, width):
+        v = v + k[:, m, None] * x[idx[:, m]]
+    live = on[hs] != 0
+    rhs = np.where(live[:, None], -(v - target[hs]) - alpha[hs, None] * lam[hs], 0.0)
+    diag = np.where(live, coupling[a:b, 0] * (1.0 + HINGE_DAMPING) + alpha[hs], 1.0)
+    return rhs, diag, live.astype(np.float64)
+
+
+def project_hinges(x, index, weight, w, target, alpha, on, lam, chain_hinges, coupling, chain_offsets,
+                   group_offsets, first, last):
+    """Bending hinges (``particles.bending``), groups first..last - 1, one group at a time.
+
+    index, weight, w: (k, 6) each hinge's vertices, their weights K in the fold vector
+    v = sum K x and their inverse masses; target: (k, 3) the fold vector each is held to this
+    substep (0 for a hinge flat at rest; see ``Solver._hinge_targets``), m; alpha: (k,)
+    compliance / h^2; on: (k,) 0 where the hinge's edge tore; lam: (k, 3) accumulated over the
+    substep; chain_hinges, coupling: (P,) and (P, HINGE_BAND + 1) (``model.Hinges``). Each chain
+    is one XPBD system on the vector
+    constraint C = v - target (linear: its gradient on vertex p is K_p, the same every step): its
+    matrix is banded (a hinge shares vertices with the next HINGE_BAND), solved by LDL^T
+    along the chain for the three axes at once, and each vertex moved by w K dlam. Vectorised
+    over a group's chains, position by position along them, in the order numba's loop takes."""
+    width = index.shape[1]
+    for g in range(first, last):
+        c0, c1 = int(group_offsets[g]), int(group_offsets[g + 1])
+        a, b = int(chain_offsets[c0]), int(chain_offsets[c1])
+        if b <= a:
+            continue
+        hs = chain_hinges[a:b]
+        rhs, diag, live = _hinge_rows(x, index, weight, target, alpha, on, lam, coupling, hs, a, b)
+        cnt = b - a
+        band = coupling.shape[1] - 1
+        starts = chain_offsets[c0:c1] - a
+        lengths = np.diff(chain_offsets[c0:c1 + 1])
+        longest = int(lengths.max())
+        d = np.zeros(cnt)
+        low = np.zeros((cnt, band + 1))  # low[r, j]: the factor's entry (r, r - j)
+        y = np.zeros((cnt, 3))
+        for t in range(longest):
+            alive = lengths > t
+            r = starts[alive] + t
+            left = lengths[alive] - t - 1  # how many places follow in the chain
+            dt = diag[r].copy()
+            for j in range(1, min(t, band) + 1):
+                dt = dt - low[r, j] * low[r, j] * d[r - j]
+            dt = np.where(dt > HINGE_PIVOT * diag[r], dt, diag[r])
+            d[r] = dt
+            for i in range(1, band + 1):
+                on_i = left >= i
+                ri = r[on_i]
+                entry = coupling[a + ri, i] * live[ri] * live[ri + i]
+                for j in range(1, min(t, band - i) + 1):
+                    entry = entry - low[ri + i, i + j] * low[ri, j] * d[ri - j]
+                low[ri + i, i] = entry / dt[on_i]
+            yt = rhs[r].copy()
+            for j in range(1, min(t, band) + 1):
+                yt = yt - low[r, j, None] * y[r - j]
+            y[r] = yt
+        dlam = np.zeros((cnt, 3))
+        for t in range(longest - 1, -1, -1):
+            alive = lengths > t
+            r = starts[alive] + t
+            left = lengths[alive] - t - 1
+            st = y[r] / d[r, None]
+            for i in range(1, band + 1):
+                ahead = np.minimum(r + i, cnt - 1)
+                st = np.where((left >= i)[:, None], st - low[ahead, i, None] * dlam[ahead], st)
+            dlam[r] = st
+        lam[hs] += dlam
+        for t in range(longest):
+            r = starts[np.flatnonzero(lengths > t)] + t
+            h = hs[r]
+            for m in range(width):
+                f = w[h, m] * weight[h, m]
+                x[index[h, m]] += f[:, None] * dlam[r]
 
 
 def respond_to_contacts(x, x_prev, k, corr, depth, surface_disp, accel, mu, e, h, bounce_speed):
