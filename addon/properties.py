@@ -250,7 +250,7 @@ class JakobsenClothSettings(PropertyGroup):
     )
     bend_stiffness: FloatProperty(
         name="Bending",
-        description="Resistance to folding: the moment, in millinewton-metres, that bends a strip of "
+        description="Resistance to folding: the moment, in millinewton metres, that bends a strip of "
                     "the cloth 1 m wide to a curve of 1 m radius (silk 0.005, cotton 0.05, denim 1, "
                     "leather 10 to 20)",
         default=0.05, min=1e-6, soft_max=1000.0, precision=3,

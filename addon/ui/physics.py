@@ -183,7 +183,7 @@ class PHYSICS_PT_jakobsen_cloth(JakobsenPhysicsPanel, Panel):
         sub = col.row()
         sub.active = not cloth.use_rigid_shear
         sub.prop(cloth, "shear_stiffness", text="Shear (N)")
-        col.prop(cloth, "bend_stiffness", text="Bending (mN·m)")
+        prop_with_unit(col, cloth, "bend_stiffness", "Bending", "mN m")
 
         col = layout.column()
         col.prop_search(cloth, "pin_group", ob, "vertex_groups", text="Pin Group")

@@ -62,8 +62,9 @@ def hinge_stencils(verts: np.ndarray, corners: np.ndarray, starts: np.ndarray) -
     """
     verts = np.asarray(verts, dtype=np.float64)
     empty = {"index": np.zeros((0, HINGE_WIDTH), np.int64), "weight": np.zeros((0, HINGE_WIDTH)),
-             "rest": np.zeros(0), "per_stiffness": np.zeros(0), "lever": np.zeros(0),
-             "edge": np.zeros((0, 2), np.int64)}
+             "across": np.zeros((0, HINGE_WIDTH)), "rest": np.zeros((0, 3)), "per_stiffness": np.zeros(0),
+             "lever": np.zeros(0), "edge": np.zeros((0, 2), np.int64), "faces": np.zeros((0, 2), np.int64),
+             "slots": np.zeros((0, 2), np.int64)}
     if not len(corners):
         return empty
     nxt, prv, face_of, sizes = _corner_links(corners, starts)

@@ -331,7 +331,7 @@ def test_panel_labels_fit_the_default_width_and_carry_their_units(blender, helpe
     too_long = {p: t for p, t in labels.items() if len(t) > 14}
     assert too_long == {}
     for prop, unit in (("density", "m² (kg)"), ("air_drag", "kg/m³"), ("stretch_stiffness", "(N)"),
-                       ("bend_stiffness", "(mN·m)"), ("pin_stiffness", "N/m"), ("pressure_stiffness", "(Pa)"),
+                       ("bend_stiffness", "mN m"), ("pin_stiffness", "N/m"), ("pressure_stiffness", "(Pa)"),
                        ("volume_stiffness", "(Pa)"), ("plastic_rate", "1/s"), ("jiggle_frequency", "(Hz)"),
                        ("rigid density", "m³ (kg)")):
         assert unit in labels[prop], (prop, labels[prop])

@@ -358,8 +358,9 @@ def test_the_cache_panel_bakes_frees_and_bakes_from_the_cache_this_object_or_all
 
 # Units as the properties' descriptions name them (in words, or as symbols), and as the panels
 # write them; the longest first ("newton metres per radian" before "newton metres").
-UNIT_WORDS = (("newton metre seconds", "N m s"), ("newton metres per radian", "N m/rad"),
-              ("newton seconds per metre", "N s/m"), ("newtons per metre", "N/m"), ("newton metres", "N m"),
+UNIT_WORDS = (("millinewton metres", "mN m"), ("newton metre seconds", "N m s"),
+              ("newton metres per radian", "N m/rad"), ("newton seconds per metre", "N s/m"),
+              ("newtons per metre", "N/m"), ("newton metres", "N m"),
               ("newtons", "N"), ("pascals", "Pa"), ("hertz", "Hz"), ("kg/m³", "kg/m³"), ("kg/m²", "kg/m²"),
               ("kg/m", "kg/m"), ("per second", "1/s"))
 UNIT_SYMBOLS = {symbol for _, symbol in UNIT_WORDS} | {"kg", "MB"}
