@@ -295,6 +295,7 @@ class Solver:
         self._hinge_alpha = hg.compliance / (h * h)
         self._hinge_on = np.ones(hg.count, np.int8)
         self._hinge_lam = np.zeros((hg.count, 3))
+        self._hinge_factors = None  # the backend's prepare_hinges, made at the first pass
         self._hinge_target = np.zeros((hg.count, 3))  # see _hinge_targets
         self._hinge_curved: np.ndarray | None = None
         self._hinge_v_start = np.zeros((0, 3))  # the curved hinges' fold vectors at the substep's start
@@ -564,9 +565,12 @@ class Solver:
     def _project_hinges(self, x: np.ndarray) -> None:
         """One pass of the bending hinges' chains (backend ``project_hinges``)."""
         hg = self.model.hinges
+        if self._hinge_factors is None:  # (the chains' matrices: again when an edge tears)
+            self._hinge_factors = self.kernels.prepare_hinges(self._hinge_alpha, self._hinge_on, hg.coupling,
+                                                              hg.chain_hinges, hg.chain_offsets, hg.group_offsets)
         self.kernels.project_hinges(x, hg.index, hg.weight, self._hinge_w, self._hinge_target, self._hinge_alpha,
                                     self._hinge_on, self._hinge_lam, hg.chain_hinges, hg.coupling, hg.chain_offsets,
-                                    hg.group_offsets, 0, hg.group_count)
+                                    hg.group_offsets, 0, hg.group_count, self._hinge_factors)
 
     def _hinge_pin_shares(self, x_start: np.ndarray) -> None:
         """What the hinges pushed on pinned vertices, given to a cloth's turn take-back as a pin
@@ -666,8 +670,10 @@ class Solver:
             self._hinge_targets(x_start, surface_state)
             if surfaces and len(surfaces.tear):
                 edge = hinges.edge_stick
-                self._hinge_on = np.where(edge >= 0, surface_state.stick_kind[np.maximum(edge, 0)]
-                                          != StickKind.BROKEN, True).astype(np.int8)
+                on = np.where(edge >= 0, surface_state.stick_kind[np.maximum(edge, 0)] != StickKind.BROKEN,
+                              True).astype(np.int8)
+                if not np.array_equal(on, self._hinge_on):
+                    self._hinge_on, self._hinge_factors = on, None
         auto = self._auto_move
         for _ in range(self._iterations):
             if auto:

@@ -533,73 +533,92 @@ def project_goals(x, index, target, w, alpha, lam):
 
 
 @njit(**JIT)
-def _hinge_chain(x, index, weight, w, target, alpha, on, lam, chain_hinges, coupling, a, b):
+def _hinge_factor(alpha, on, coupling, chain_hinges, a, b, d, low):
+    """The LDL^T factors of the chain of places a..b - 1 (numpy's prepare_hinges' matrix):
+    d[a + t] and low[a + t, j], the factor's entry (t, t - j)."""
     cnt = b - a
-    width = index.shape[1]
-    rhs = np.zeros((cnt, 3))
-    diag = np.ones(cnt)
-    live = np.zeros(cnt)
+    band = coupling.shape[1] - 1
     for t in range(cnt):
         h = chain_hinges[a + t]
-        k = weight[h, 0]
-        p0 = index[h, 0]
-        v0 = k * x[p0, 0]
-        v1 = k * x[p0, 1]
-        v2 = k * x[p0, 2]
-        for m in range(1, width):
-            p = index[h, m]
-            k = weight[h, m]
-            v0 = v0 + k * x[p, 0]
-            v1 = v1 + k * x[p, 1]
-            v2 = v2 + k * x[p, 2]
-        ok = on[h] != 0
-        t0 = target[h, 0]
-        t1 = target[h, 1]
-        t2 = target[h, 2]
-        if ok:
-            live[t] = 1.0
-            rhs[t, 0] = -(v0 - t0) - alpha[h] * lam[h, 0]
-            rhs[t, 1] = -(v1 - t1) - alpha[h] * lam[h, 1]
-            rhs[t, 2] = -(v2 - t2) - alpha[h] * lam[h, 2]
-            diag[t] = coupling[a + t, 0] * (1.0 + HINGE_DAMPING) + alpha[h]
-    band = coupling.shape[1] - 1
-    d = np.zeros(cnt)
-    low = np.zeros((cnt, band + 1))  # low[r, j]: the factor's entry (r, r - j)
-    y = np.zeros((cnt, 3))
-    for t in range(cnt):
-        dt = diag[t]
+        live_t = 1.0 if on[h] != 0 else 0.0
+        diag = coupling[a + t, 0] * (1.0 + HINGE_DAMPING) + alpha[h] if live_t != 0.0 else 1.0
+        dt = diag
         for j in range(1, min(t, band) + 1):
-            dt = dt - low[t, j] * low[t, j] * d[t - j]
-        if not dt > HINGE_PIVOT * diag[t]:
-            dt = diag[t]
-        d[t] = dt
+            dt = dt - low[a + t, j] * low[a + t, j] * d[a + t - j]
+        if not dt > HINGE_PIVOT * diag:
+            dt = diag
+        d[a + t] = dt
         for i in range(1, band + 1):
             if t + i >= cnt:
                 break
-            entry = coupling[a + t, i] * live[t] * live[t + i]
+            live_i = 1.0 if on[chain_hinges[a + t + i]] != 0 else 0.0
+            entry = coupling[a + t, i] * live_t * live_i
             for j in range(1, min(t, band - i) + 1):
-                entry = entry - low[t + i, i + j] * low[t, j] * d[t - j]
-            low[t + i, i] = entry / dt
-        for c in range(3):
-            yt = rhs[t, c]
-            for j in range(1, min(t, band) + 1):
-                yt = yt - low[t, j] * y[t - j, c]
-            y[t, c] = yt
+                entry = entry - low[a + t + i, i + j] * low[a + t, j] * d[a + t - j]
+            low[a + t + i, i] = entry / dt
+
+
+@njit(parallel=True, **JIT)
+def _hinge_factors(alpha, on, coupling, chain_hinges, chain_offsets, d, low):
+    for c in prange(chain_offsets.shape[0] - 1):
+        _hinge_factor(alpha, on, coupling, chain_hinges, chain_offsets[c], chain_offsets[c + 1], d, low)
+
+
+def prepare_hinges(alpha, on, coupling, chain_hinges, chain_offsets, group_offsets):
+    """numpy's prepare_hinges: here the chains' LDL^T factors, (d (P,), low (P, HINGE_BAND + 1))."""
+    d = np.zeros(len(chain_hinges))
+    low = np.zeros((len(chain_hinges), coupling.shape[1]))
+    if len(chain_hinges):
+        _hinge_factors(alpha, on, coupling, chain_hinges, chain_offsets, d, low)
+    return d, low
+
+
+@njit(**JIT)
+def _hinge_chain(x, index, weight, w, target, alpha, on, lam, chain_hinges, d, low, a, b):
+    cnt = b - a
+    width = index.shape[1]
+    band = low.shape[1] - 1
+    y = np.zeros((cnt, 3))
+    for t in range(cnt):
+        h = chain_hinges[a + t]
+        r0 = 0.0
+        r1 = 0.0
+        r2 = 0.0
+        if on[h] != 0:
+            k = weight[h, 0]
+            p0 = index[h, 0]
+            v0 = k * x[p0, 0]
+            v1 = k * x[p0, 1]
+            v2 = k * x[p0, 2]
+            for m in range(1, width):
+                p = index[h, m]
+                k = weight[h, m]
+                v0 = v0 + k * x[p, 0]
+                v1 = v1 + k * x[p, 1]
+                v2 = v2 + k * x[p, 2]
+            r0 = -(v0 - target[h, 0]) - alpha[h] * lam[h, 0]
+            r1 = -(v1 - target[h, 1]) - alpha[h] * lam[h, 1]
+            r2 = -(v2 - target[h, 2]) - alpha[h] * lam[h, 2]
+        for j in range(1, min(t, band) + 1):
+            r0 = r0 - low[a + t, j] * y[t - j, 0]
+            r1 = r1 - low[a + t, j] * y[t - j, 1]
+            r2 = r2 - low[a + t, j] * y[t - j, 2]
+        y[t, 0] = r0
+        y[t, 1] = r1
+        y[t, 2] = r2
     dlam = np.zeros((cnt, 3))
     for t in range(cnt - 1, -1, -1):
         for c in range(3):
-            st = y[t, c] / d[t]
+            st = y[t, c] / d[a + t]
             for i in range(1, band + 1):
                 if t + i >= cnt:
                     break
-                st = st - low[t + i, i] * dlam[t + i, c]
+                st = st - low[a + t + i, i] * dlam[t + i, c]
             dlam[t, c] = st
     for t in range(cnt):
         h = chain_hinges[a + t]
         for c in range(3):
             lam[h, c] += dlam[t, c]
-    for t in range(cnt):
-        h = chain_hinges[a + t]
         for m in range(width):
             p = index[h, m]
             f = w[h, m] * weight[h, m]
@@ -609,38 +628,40 @@ def _hinge_chain(x, index, weight, w, target, alpha, on, lam, chain_hinges, coup
 
 
 @njit(parallel=True, **JIT)
-def _hinge_group_parallel(x, index, weight, w, target, alpha, on, lam, chain_hinges, coupling, chain_offsets,
-                          c0, c1):
+def _hinge_group_parallel(x, index, weight, w, target, alpha, on, lam, chain_hinges, d, low, chain_offsets, c0, c1):
     for c in prange(c0, c1):
-        _hinge_chain(x, index, weight, w, target, alpha, on, lam, chain_hinges, coupling, chain_offsets[c],
+        _hinge_chain(x, index, weight, w, target, alpha, on, lam, chain_hinges, d, low, chain_offsets[c],
                      chain_offsets[c + 1])
 
 
 @njit(**JIT)
-def _hinge_groups_serial(x, index, weight, w, target, alpha, on, lam, chain_hinges, coupling, chain_offsets,
+def _hinge_groups_serial(x, index, weight, w, target, alpha, on, lam, chain_hinges, d, low, chain_offsets,
                          group_offsets, first, last):
     for g in range(first, last):
         for c in range(group_offsets[g], group_offsets[g + 1]):
-            _hinge_chain(x, index, weight, w, target, alpha, on, lam, chain_hinges, coupling, chain_offsets[c],
+            _hinge_chain(x, index, weight, w, target, alpha, on, lam, chain_hinges, d, low, chain_offsets[c],
                          chain_offsets[c + 1])
 
 
 def project_hinges(x, index, weight, w, target, alpha, on, lam, chain_hinges, coupling, chain_offsets,
-                   group_offsets, first, last):
-    """The numpy reference's hinge chains, chain by chain (a big group's chains on all cores)."""
+                   group_offsets, first, last, factors):
+    """The numpy reference's hinge chains, chain by chain (a big group's chains on all cores),
+    by substitution with ``prepare_hinges``' factors."""
     if last <= first:
         return
-    big = chain_offsets[group_offsets[first + 1:last + 1]] - chain_offsets[group_offsets[first:last]] >= PARALLEL_STICKS
+    d, low = factors
+    sizes = chain_offsets[group_offsets[first + 1:last + 1]] - chain_offsets[group_offsets[first:last]]
+    big = sizes >= PARALLEL_STICKS
     if not big.any():
-        _hinge_groups_serial(x, index, weight, w, target, alpha, on, lam, chain_hinges, coupling, chain_offsets,
+        _hinge_groups_serial(x, index, weight, w, target, alpha, on, lam, chain_hinges, d, low, chain_offsets,
                              group_offsets, first, last)
         return
     for g in range(first, last):
         if big[g - first]:
-            _hinge_group_parallel(x, index, weight, w, target, alpha, on, lam, chain_hinges, coupling,
+            _hinge_group_parallel(x, index, weight, w, target, alpha, on, lam, chain_hinges, d, low,
                                   chain_offsets, group_offsets[g], group_offsets[g + 1])
         else:
-            _hinge_groups_serial(x, index, weight, w, target, alpha, on, lam, chain_hinges, coupling,
+            _hinge_groups_serial(x, index, weight, w, target, alpha, on, lam, chain_hinges, d, low,
                                  chain_offsets, group_offsets, g, g + 1)
 
 

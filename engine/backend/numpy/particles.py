@@ -332,6 +332,51 @@ def project_goals(x, index, target, w, alpha, lam):
     x[index] += w[:, None] * dlam
 
 
+# A group of hinge chains is solved through each chain's inverse (one product for the group)
+# while the group's padded matrices hold at most this many numbers; a bigger one by substitution
+# along its chains (position by position: a 65 x 65 cloth's groups took 3 ms a pass so).
+HINGE_DENSE = 4_000_000
+
+
+def _hinge_diagonals(alpha, on, coupling, hs, a, b):
+    live = on[hs] != 0
+    diag = np.where(live, coupling[a:b, 0] * (1.0 + HINGE_DAMPING) + alpha[hs], 1.0)
+    return diag, live.astype(np.float64)
+
+
+def prepare_hinges(alpha, on, coupling, chain_hinges, chain_offsets, group_offsets):
+    """What project_hinges needs of the hinge chains' matrices, which do not change while the
+    hinges' compliances and torn edges do not (``model.Hinges``): per group, (chain of each place,
+    place in its chain, the chains' inverses (chains, L, L)), or None where that is too big
+    (HINGE_DENSE), solved along the chains then. Each chain's matrix: on its diagonal
+    coupling_0 (1 + HINGE_DAMPING) + alpha (1 for a hinge whose edge tore), off it coupling_i
+    between a hinge and the i-th after it while both are whole."""
+    band = coupling.shape[1] - 1
+    out = []
+    for g in range(len(group_offsets) - 1):
+        c0, c1 = int(group_offsets[g]), int(group_offsets[g + 1])
+        a, b = int(chain_offsets[c0]), int(chain_offsets[c1])
+        lengths = np.diff(chain_offsets[c0:c1 + 1])
+        longest = int(lengths.max()) if len(lengths) else 0
+        if b <= a or (c1 - c0) * longest * longest > HINGE_DENSE:
+            out.append(None)
+            continue
+        hs = chain_hinges[a:b]
+        diag, live = _hinge_diagonals(alpha, on, coupling, hs, a, b)
+        chain = np.repeat(np.arange(c1 - c0), lengths)
+        place = np.arange(b - a) - (chain_offsets[c0:c1] - a)[chain]
+        matrix = np.zeros((c1 - c0, longest, longest))
+        matrix[:, np.arange(longest), np.arange(longest)] = 1.0  # (past a chain's end)
+        matrix[chain, place, place] = diag
+        for i in range(1, band + 1):
+            r = np.flatnonzero(place + i < lengths[chain])
+            value = coupling[a + r, i] * live[r] * live[r + i]
+            matrix[chain[r], place[r], place[r] + i] = value
+            matrix[chain[r], place[r] + i, place[r]] = value
+        out.append((chain, place, np.linalg.inv(matrix)))
+    return out
+
+
 def _hinge_rows(x, index, weight, target, alpha, on, lam, coupling, hs, a, b):
     """Hinges hs (chain places a..b - 1): the right-hand sides -(v - target) - alpha lam, the
     diagonals coupling_0 (1 + HINGE_DAMPING) + alpha, and which are live (a hinge whose edge tore
@@ -341,26 +386,26 @@ def _hinge_rows(x, index, weight, target, alpha, on, lam, coupling, hs, a, b):
     v = k[:, 0, None] * x[idx[:, 0]]
     for m in range(1, width):
         v = v + k[:, m, None] * x[idx[:, m]]
-    live = on[hs] != 0
-    rhs = np.where(live[:, None], -(v - target[hs]) - alpha[hs, None] * lam[hs], 0.0)
-    diag = np.where(live, coupling[a:b, 0] * (1.0 + HINGE_DAMPING) + alpha[hs], 1.0)
-    return rhs, diag, live.astype(np.float64)
+    diag, live = _hinge_diagonals(alpha, on, coupling, hs, a, b)
+    rhs = np.where(live[:, None] != 0.0, -(v - target[hs]) - alpha[hs, None] * lam[hs], 0.0)
+    return rhs, diag, live
 
 
 def project_hinges(x, index, weight, w, target, alpha, on, lam, chain_hinges, coupling, chain_offsets,
-                   group_offsets, first, last):
+                   group_offsets, first, last, factors):
     """Bending hinges (``particles.bending``), groups first..last - 1, one group at a time.
 
     index, weight, w: (k, 6) each hinge's vertices, their weights K in the fold vector
     v = sum K x and their inverse masses; target: (k, 3) the fold vector each is held to this
     substep (0 for a hinge flat at rest; see ``Solver._hinge_targets``), m; alpha: (k,)
     compliance / h^2; on: (k,) 0 where the hinge's edge tore; lam: (k, 3) accumulated over the
-    substep; chain_hinges, coupling: (P,) and (P, HINGE_BAND + 1) (``model.Hinges``). Each chain
-    is one XPBD system on the vector
+    substep; chain_hinges, coupling: (P,) and (P, HINGE_BAND + 1) (``model.Hinges``); factors:
+    ``prepare_hinges``' for these alpha and on. Each chain is one XPBD system on the vector
     constraint C = v - target (linear: its gradient on vertex p is K_p, the same every step): its
     matrix is banded (a hinge shares vertices with the next HINGE_BAND), solved by LDL^T
-    along the chain for the three axes at once, and each vertex moved by w K dlam. Vectorised
-    over a group's chains, position by position along them, in the order numba's loop takes."""
+    along the chain for the three axes at once (here through each chain's inverse where small
+    enough, numba by substitution: the same numbers to rounding), and each vertex moved by
+    w K dlam."""
     width = index.shape[1]
     for g in range(first, last):
         c0, c1 = int(group_offsets[g]), int(group_offsets[g + 1])
@@ -369,6 +414,18 @@ def project_hinges(x, index, weight, w, target, alpha, on, lam, chain_hinges, co
             continue
         hs = chain_hinges[a:b]
         rhs, diag, live = _hinge_rows(x, index, weight, target, alpha, on, lam, coupling, hs, a, b)
+        if factors[g] is not None:
+            chain, place, inverse = factors[g]
+            padded = np.zeros((inverse.shape[0], inverse.shape[1], 3))
+            padded[chain, place] = rhs
+            dlam = np.matmul(inverse, padded)[chain, place]
+            lam[hs] += dlam
+            f = w[hs] * weight[hs]
+            moves = (f[:, :, None] * dlam[:, None, :]).reshape(-1, 3)
+            at = index[hs].ravel()
+            for c in range(3):
+                x[:, c] += np.bincount(at, moves[:, c], minlength=len(x))
+            continue
         cnt = b - a
         band = coupling.shape[1] - 1
         starts = chain_offsets[c0:c1] - a
