@@ -681,6 +681,10 @@ class ModelBuilder:
             ha, hb = h[a], h[a + step]
             same = index[ha][:, :, None] == index[hb][:, None, :]
             coupling[a, step] = np.einsum("kpq,kp,kp,kq->k", same, w[ha], weight[ha], weight[hb])
+        # As far along as any hinge shares a vertex (a grid of quads: the next two): the solve's
+        # band, no wider (its substitution runs over the whole band at every place).
+        reach = np.flatnonzero(np.any(coupling[:, 1:] != 0.0, axis=0))
+        coupling = np.ascontiguousarray(coupling[:, :int(reach[-1]) + 2 if len(reach) else 1])
         # The stick along each hinge's edge (an equal one: those are what tear).
         edge_stick = np.full(len(index), -1, np.int64)
         if sticks.count:
