@@ -318,8 +318,8 @@ class ModelBuilder:
             triangles = np.count_nonzero(np.diff(np.append(starts, len(corners))) == 3)
             if chained and 2 * triangles >= len(starts) and crookedness(verts, pairs["stretch"]) > CROOKED_DEGREES:
                 stretch_sweeps = 2
-        # Stretch last in each sweep: it is what the eye reads as rubbery cloth. Bending is
-        # solved before both, a colour of hinges at a time (``particles.bending``).
+        # Stretch last in each sweep: it is what the eye reads as rubbery cloth. Bending is not
+        # sticks: hinges across the edges, solved in chains before both (``particles.bending``).
         for family, stiffness, priority, sweeps, chain in (("stretch", stretch_stiffness, 0, stretch_sweeps, chained),
                                                            ("shear", shear_stiffness, -1, 1, chained)):
             p = pairs[family]

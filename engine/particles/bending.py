@@ -1,6 +1,6 @@
 """Bending hinges: one per edge shared by two faces, a linear measure of the fold across it.
 
-Until 2026-12-08 a cloth's bending was a stick across each edge (Jakobsen's skip-one distance).
+Until 2026-12-07 a cloth's bending was a stick across each edge (Jakobsen's skip-one distance).
 A stick across a flat sheet does not change its length to first order when the sheet folds (it
 shortens by about fold^2 / 8), so it cannot hold a fold up: a 0.45 m strip clamped level at one
 end hung 474 mm down at Bending 0.05 and 464 mm at rigid bending, and every preset draped alike.

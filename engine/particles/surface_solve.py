@@ -82,7 +82,8 @@ class SurfaceState:
     shape_support (k,) in [0, 1], how far each soft body's vertex a collider held in the last
     substep is held as the body's support (``SurfaceSolver.note_contacts``; 0: not held);
     popped (S,) bool: a pressurised surface torn open, which holds no pressure from then on;
-    hinge_rest (k,) m, the bending hinges' rests (empty unless a surface is plastic)."""
+    hinge_rest (k, 3) m, the bending hinges' rests in their frames (empty unless a surface is
+    plastic)."""
 
     def __init__(self, stick_rest, stick_kind, stick_broken_at, shape_rest, shape_rotation, volume_target,
                  shape_support=None, popped=None, hinge_rest=None):
