@@ -27,7 +27,7 @@ def split_mesh(mesh, torn_pairs: np.ndarray, torn_frames: np.ndarray, local: np.
     """A copy of the cloth's own ``mesh`` split at its torn faces, and the baked positions for it.
 
     torn_pairs: (k, 2) vertex indices of the torn edges (pairs that are not mesh edges are
-    ignored: a torn diagonal or bend stick); torn_frames: (k,) the index into ``local`` of the
+    ignored: a torn diagonal); torn_frames: (k,) the index into ``local`` of the
     first frame each is torn on; local: (frames, n, 3) positions of the mesh's vertices.
     Returns (mesh, local for the split mesh (frames, n', 3)), or (None, local) if no edge tore.
     """

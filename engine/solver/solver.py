@@ -94,7 +94,7 @@ SYMMETRIC_GROUPS = 3
 # rest (C + alpha lambda = 0), so the sag no longer depends on the substep: a 33 x 33 curtain
 # at 5 N per unit strain sags 4.22 / 4.16 / 4.16 mm at 5 / 10 / 20 substeps (sweeps alone: 89,
 # 26, 8.9), at 1e4 N 3.06 um at all three, 65 x 65 at 1e4 N 1.53 um. A warm start needs a
-# converged solve: capped at 8 iterations it blew up. Other equal sticks (shear, bend) take part
+# converged solve: capped at 8 iterations it blew up. Other equal sticks (shear) take part
 # only when soft at this substep (compliance / h^2 >= GLOBAL_SOFT times w_i + w_j): stiff
 # shear diagonals make the system redundant (self-stresses that cost nothing), and their
 # multipliers, warm or cold, blew a swinging sheet up; they stay with the sweeps.
@@ -271,7 +271,7 @@ class Solver:
                 groups = (0, 0) if settings.global_solve else key[2:]
                 passes.append([c, c + 1, key[1], *groups])
         # (first colour, end colour, sweeps, first chain group, end group): a level with chain
-        # groups (a cloth's stretch, shear and bend, ropes: particles.chains) is solved chain by
+        # groups (a cloth's stretch and shear, ropes: particles.chains) is solved chain by
         # chain instead. The global solve keeps the colour sweeps it was tested with (followed by
         # the chains, three of its curtains no longer sagged alike within 3%).
         self._passes = np.array(_symmetric(passes), dtype=np.int64).reshape(-1, 5)
