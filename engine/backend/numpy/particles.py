@@ -333,9 +333,10 @@ def project_goals(x, index, target, w, alpha, lam):
 
 
 # A group of hinge chains is solved through each chain's inverse (one product for the group)
-# while the group's padded matrices hold at most this many numbers; a bigger one by substitution
-# along its chains (position by position: a 65 x 65 cloth's groups took 3 ms a pass so).
-HINGE_DENSE = 4_000_000
+# while the group's padded matrices hold at most this many numbers (8 MB: a 65 x 65 cloth's
+# groups hold 0.13 million); a bigger one by substitution along its chains, position by
+# position (a 65 x 65 cloth's groups took 3 ms a pass so).
+HINGE_DENSE = 1_000_000
 
 
 def _hinge_diagonals(alpha, on, coupling, hs, a, b):
