@@ -299,7 +299,6 @@ class Solver:
         self._hinge_target = np.zeros((hg.count, 3))  # see _hinge_targets
         self._hinge_curved: np.ndarray | None = None
         self._hinge_v_start = np.zeros((0, 3))  # the curved hinges' fold vectors at the substep's start
-        self._turn_pinned: np.ndarray | None = None  # (turn groups,) which have a pinned vertex
         self._hinge_pin_entries: tuple | None = None  # (hinge, weight, pinned vertex, turn group)
         g = model.goals
         self._goal_w = inv_mass[g.index]
@@ -588,8 +587,8 @@ class Solver:
         if len(h):
             push = k[:, None] * self._hinge_lam[h]
             r = x_start[p] - turn.ref[group]
-            # (goals_moved's sums are left out; a pin's share is added: so it goes in with its sign turned)
-            np.add.at(turn._goals, group, -np.hstack([np.cross(r, push), push]))
+            # (a pin's share is counted in: left out with its sign turned)
+            turn.leave_out(group, -np.cross(r, push), -push)
         c = self._hinge_curved
         if c is not None and len(c):
             # A hinge's forces, sum K_i lam at x_i, turn what they act on by v x lam about any point:
@@ -600,13 +599,9 @@ class Solver:
             # soft cube spinning in space lost 2-5% of its angular momentum in 3 s).
             hg = self.model.hinges
             group = turn.group_of[hg.index[c, 0]]
-            if self._turn_pinned is None:
-                self._turn_pinned = np.zeros(turn.count, bool)
-                held = (self.model.inverse_masses == 0.0) & (turn.group_of >= 0)
-                self._turn_pinned[turn.group_of[held]] = True
-            on = (group >= 0) & self._turn_pinned[np.maximum(group, 0)]
+            on = (group >= 0) & turn.pinned[np.maximum(group, 0)]
             turned = np.cross(self._hinge_v_start[on], self._hinge_lam[c[on]])
-            np.add.at(turn._goals[:, :3], group[on], turned)
+            turn.leave_out(group[on], turned, np.zeros_like(turned))
 
     def _substep(self, state: State) -> None:
         h = self.h

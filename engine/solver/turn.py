@@ -71,6 +71,8 @@ class TurnTakeBack:
         self.group_of = np.full(n, -1, np.int64)
         for g, (start, stop) in enumerate(groups):
             self.group_of[start:stop] = g
+        self.pinned = np.zeros(self.count, bool)  # which groups have a pinned vertex
+        self.pinned[self.group_of[(w == 0.0) & (self.group_of >= 0)]] = True
         # The sticks (in the kernels' order) from a pinned vertex to a free one of a group (the
         # edges at the pins, a cloth's tethers), by group: the impulse each pin took,
         # sign * lam * the direction i -> j, acts at the pin.
@@ -118,7 +120,13 @@ class TurnTakeBack:
         idx = index[on]
         r = x_start[idx] - self.ref[g[on]]
         move = self.mass[idx][:, None] * (x[idx] - before[on])
-        np.add.at(self._goals, g[on], np.hstack([np.cross(r, move), move]))
+        self.leave_out(g[on], np.cross(r, move), move)
+
+    def leave_out(self, group: np.ndarray, angular: np.ndarray, linear: np.ndarray) -> None:
+        """Leave these impulses (per row: its group, (3,) angular about the group's reference,
+        (3,) linear) out of what is taken back this substep: pushes from outside the cloth (a
+        soft pin's goal; with their signs turned, a pin's share of a hinge's push is counted in)."""
+        np.add.at(self._goals, group, np.hstack([angular, linear]))
 
     def finish(self, x: np.ndarray, x_start: np.ndarray, lam: np.ndarray) -> None:
         """After the substep's iterations: the turn to take back (made by the next ``integrate``).
